@@ -1,0 +1,1 @@
+CREATE CONSTRAINT candidate_key IF NOT EXISTS FOR (n:Candidate) REQUIRE n.key IS UNIQUE

@@ -1,0 +1,1 @@
+CREATE CONSTRAINT dimension_key IF NOT EXISTS FOR (n:Dimension) REQUIRE n.key IS UNIQUE

@@ -1,0 +1,1 @@
+CREATE INDEX metric_domain IF NOT EXISTS FOR (n:Metric) ON (n.domain)

@@ -1,0 +1,1 @@
+CREATE CONSTRAINT rule_version_key IF NOT EXISTS FOR (n:RuleVersion) REQUIRE n.key IS UNIQUE

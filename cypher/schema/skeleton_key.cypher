@@ -1,0 +1,1 @@
+CREATE CONSTRAINT skeleton_key IF NOT EXISTS FOR (n:Skeleton) REQUIRE n.key IS UNIQUE

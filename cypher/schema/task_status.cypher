@@ -1,0 +1,1 @@
+CREATE INDEX task_status IF NOT EXISTS FOR (n:Task) ON (n.status)

@@ -1,0 +1,1 @@
+CREATE CONSTRAINT task_version_key IF NOT EXISTS FOR (n:TaskVersion) REQUIRE n.key IS UNIQUE

@@ -1,0 +1,178 @@
+"""Read a domain pack from disk into validated models.
+
+A pack is `pack.yaml`, a metric catalog (`metrics.yaml`) and `rules/*.md` Markdown documents
+with YAML front matter. Every problem becomes a PackError naming file, field and problem;
+all problems of a pack are collected before raising, so a user fixes them in one pass.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from service.config import REPO_ROOT
+from service.errors import PackError, PackErrors
+from service.models import MetricCatalog, MetricSpec, PackSpec, RuleFrontMatter
+
+DOMAINS_DIR = REPO_ROOT / "domains"
+
+
+@dataclass(frozen=True)
+class RuleDoc:
+    front: RuleFrontMatter
+    body: str
+    path: Path
+    content_hash: str
+
+    @property
+    def id(self) -> str:
+        return self.front.id
+
+    def word_count(self) -> int:
+        return len(self.body.split())
+
+
+@dataclass(frozen=True)
+class Pack:
+    root: Path
+    spec: PackSpec
+    metrics: tuple[MetricSpec, ...]
+    rules: tuple[RuleDoc, ...]
+    metric_by_id: dict[str, MetricSpec] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def schema(self) -> str:
+        return self.spec.db_schema
+
+    def rule(self, rule_id: str) -> RuleDoc:
+        for r in self.rules:
+            if r.id == rule_id:
+                return r
+        raise KeyError(rule_id)
+
+
+def resolve_pack_path(name_or_path: str | Path) -> Path:
+    p = Path(name_or_path)
+    if (p / "pack.yaml").is_file():
+        return p
+    if (DOMAINS_DIR / str(name_or_path) / "pack.yaml").is_file():
+        return DOMAINS_DIR / str(name_or_path)
+    raise PackErrors([PackError(str(p / "pack.yaml"), "-", "no pack.yaml here and no built-in domain of that name")])
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _pydantic_errors(file: Path, exc: ValidationError, prefix: str = "") -> list[PackError]:
+    out = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        out.append(PackError(_rel(file), f"{prefix}{loc}" or "-", err["msg"]))
+    return out
+
+
+def _load_yaml(file: Path) -> Any:
+    try:
+        return yaml.safe_load(file.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "-"
+        raise PackErrors([PackError(_rel(file), where, f"YAML syntax error: {getattr(exc, 'problem', exc)}")]) from exc
+    except OSError as exc:
+        raise PackErrors([PackError(_rel(file), "-", f"cannot read: {exc.strerror}")]) from exc
+
+
+def split_front_matter(text: str) -> tuple[str | None, str]:
+    """Return (front matter YAML or None, Markdown body)."""
+    if not text.startswith("---"):
+        return None, text
+    parts = text.split("\n---", 1)
+    if len(parts) != 2:
+        return None, text
+    head = parts[0][3:]
+    body = parts[1].split("\n", 1)[1] if "\n" in parts[1] else ""
+    return head, body
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def read_rule(file: Path) -> RuleDoc:
+    """Parse one rule document; raises PackErrors naming the file and field."""
+    text = file.read_text()
+    head, body = split_front_matter(text)
+    if head is None:
+        raise PackErrors([PackError(_rel(file), "front matter", "missing: the document must start with '---' YAML front matter (id, title, version, effective_date, owner, rule_type)")])
+    try:
+        data = yaml.safe_load(head)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"front matter line {mark.line + 1}" if mark else "front matter"
+        raise PackErrors([PackError(_rel(file), where, f"YAML syntax error: {getattr(exc, 'problem', exc)}")]) from exc
+    if not isinstance(data, dict):
+        raise PackErrors([PackError(_rel(file), "front matter", "must be a YAML mapping")])
+    try:
+        front = RuleFrontMatter.model_validate(data)
+    except ValidationError as exc:
+        raise PackErrors(_pydantic_errors(file, exc)) from exc
+    if len(body.split()) < 50:
+        raise PackErrors([PackError(_rel(file), "body", "the document body is missing or shorter than 50 words")])
+    return RuleDoc(front, body.strip(), file, content_hash(text))
+
+
+def load_pack(name_or_path: str | Path) -> Pack:
+    root = resolve_pack_path(name_or_path)
+    errors: list[PackError] = []
+    pack_file = root / "pack.yaml"
+    raw = _load_yaml(pack_file)
+    try:
+        spec = PackSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise PackErrors(_pydantic_errors(pack_file, exc)) from exc
+
+    metrics_file = root / spec.metrics
+    metrics: list[MetricSpec] = []
+    raw_m = _load_yaml(metrics_file)
+    try:
+        metrics = list(MetricCatalog.model_validate(raw_m).metrics)
+    except ValidationError as exc:
+        errors.extend(_pydantic_errors(metrics_file, exc))
+    seen: dict[str, int] = {}
+    for i, m in enumerate(metrics):
+        if m.id in seen:
+            errors.append(PackError(_rel(metrics_file), f"metrics.{i}.id", f"duplicate metric id {m.id!r} (also metrics.{seen[m.id]})"))
+        seen.setdefault(m.id, i)
+
+    rules: list[RuleDoc] = []
+    rule_dir = root / spec.rules
+    if not rule_dir.is_dir():
+        errors.append(PackError(_rel(rule_dir), "-", "rules folder missing"))
+    else:
+        seen_rules: dict[str, Path] = {}
+        for f in sorted(rule_dir.glob("*.md")):
+            try:
+                doc = read_rule(f)
+            except PackErrors as exc:
+                errors.extend(exc.errors)
+                continue
+            if doc.id in seen_rules:
+                errors.append(PackError(_rel(f), "id", f"duplicate rule id {doc.id!r} (also {_rel(seen_rules[doc.id])})"))
+                continue
+            seen_rules[doc.id] = f
+            rules.append(doc)
+    if errors:
+        raise PackErrors(errors)
+    return Pack(root, spec, tuple(metrics), tuple(rules), {m.id: m for m in metrics})

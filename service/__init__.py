@@ -1,0 +1,1 @@
+"""dibench service layer: configuration, errors, graph and warehouse access, CLI and HTTP API."""

@@ -1,0 +1,71 @@
+"""Settings from environment variables (prefix DIBENCH_) or an optional TOML config file.
+
+Defaults point at the local services that `dibench services up` starts.
+"""
+from __future__ import annotations
+
+import os
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    """Reads `[dibench]` keys from the file named by DIBENCH_CONFIG (or ./dibench.toml)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = Path(os.environ.get("DIBENCH_CONFIG", "dibench.toml"))
+        if not path.is_file():
+            return {}
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+        section = data.get("dibench", data)
+        return {k: v for k, v in section.items() if k in Settings.model_fields}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="DIBENCH_", extra="ignore")
+
+    state_dir: Path = Field(REPO_ROOT / ".dibench", description="local service state (git-ignored)")
+    neo4j_uri: str = Field("bolt://127.0.0.1:7687", description="Bolt URI of Neo4j")
+    neo4j_user: str = "neo4j"
+    neo4j_password: str = Field("dibench-local", description="Neo4j password (local server: set at first start)")
+    neo4j_database: str = "neo4j"
+    neo4j_bolt_port: int = 7687
+    neo4j_heap: str = Field("2g", description="Neo4j heap size (initial = max)")
+    neo4j_pagecache: str = Field("2g", description="Neo4j page cache size")
+    database_url: str = Field(
+        "postgresql+psycopg://dibench@127.0.0.1:55432/dibench", description="SQLAlchemy URL of the warehouse"
+    )
+    pg_port: int = Field(55432, description="port of the local PostgreSQL cluster")
+    statement_timeout_s: float = Field(30.0, description="timeout of generated SQL, seconds")
+    data_dir: Path = Field(REPO_ROOT.parent / "shared" / "data", description="real datasets (Berka, Pagila, Spider)")
+    llm_provider: str | None = Field(None, description="'module:factory' returning a langchain-core chat model")
+    api_token: str | None = Field(None, description="bearer token for write endpoints of the HTTP API")
+    api_read_token: str | None = Field(None, description="bearer token required for reads, if set")
+    seed: int = 42
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _TomlSource(settings_cls), file_secret_settings)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,202 @@
+"""Neo4j access: one driver per process, named Cypher statements, read/write transactions.
+
+Every statement lives in `cypher/<name>.cypher` with `$named` parameters. A call must pass
+exactly the parameters its file uses; anything else is a GraphError before the query runs.
+Writes go through the driver's managed transactions, which retry transient errors.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+from neo4j import Driver, GraphDatabase, ManagedTransaction, READ_ACCESS, WRITE_ACCESS
+from neo4j.exceptions import Neo4jError, ServiceUnavailable
+
+from service.config import REPO_ROOT, Settings, get_settings
+from service.errors import GraphError, ServiceError
+
+CYPHER_DIR = REPO_ROOT / "cypher"
+_PARAM = re.compile(r"(?<![\w$])\$([A-Za-z_][A-Za-z0-9_]*)")
+_STRING_OR_COMMENT = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|//[^\n]*")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Statement:
+    name: str
+    text: str
+    params: frozenset[str]
+
+
+def statement_params(text: str) -> frozenset[str]:
+    return frozenset(_PARAM.findall(_STRING_OR_COMMENT.sub("", text)))
+
+
+@lru_cache(maxsize=None)
+def load(name: str) -> Statement:
+    """Load `cypher/<name>.cypher` (name may contain one sub-folder, e.g. `schema/task_key`)."""
+    if not re.fullmatch(r"[a-z0-9_]+(/[a-z0-9_]+)?", name):
+        raise GraphError(f"invalid statement name {name!r}")
+    path = CYPHER_DIR / f"{name}.cypher"
+    if not path.is_file():
+        raise GraphError(f"no Cypher statement named {name!r} (expected {path})")
+    text = path.read_text().strip().rstrip(";")
+    return Statement(name, text, statement_params(text))
+
+
+def all_statement_names() -> list[str]:
+    return sorted(str(p.relative_to(CYPHER_DIR).with_suffix("")) for p in CYPHER_DIR.rglob("*.cypher"))
+
+
+def identifier(name: str) -> str:
+    """The one gate for labels, relationship types and property keys that enter query text."""
+    if not _IDENT.fullmatch(name):
+        raise GraphError(f"invalid graph identifier {name!r}")
+    return f"`{name}`"
+
+
+def _check_params(stmt: Statement, params: dict[str, Any]) -> None:
+    given = frozenset(params)
+    if given != stmt.params:
+        missing = sorted(stmt.params - given)
+        extra = sorted(given - stmt.params)
+        raise GraphError(f"cypher/{stmt.name}.cypher: parameters do not match (missing {missing}, unexpected {extra})")
+
+
+def batched(rows: Sequence[T] | Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class Graph:
+    """Thin wrapper over one neo4j Driver."""
+
+    def __init__(self, settings: Settings | None = None, driver: Driver | None = None) -> None:
+        self.settings = settings or get_settings()
+        self.database = self.settings.neo4j_database
+        self.driver = driver or GraphDatabase.driver(
+            self.settings.neo4j_uri,
+            auth=(self.settings.neo4j_user, self.settings.neo4j_password),
+            max_connection_pool_size=50,
+        )
+
+    def close(self) -> None:
+        self.driver.close()
+
+    # -- named statements -------------------------------------------------------------
+    def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        stmt = load(name)
+        _check_params(stmt, params)
+        return self._session_call(READ_ACCESS, lambda tx: [r.data() for r in tx.run(stmt.text, params)], stmt)
+
+    def write(self, name: str, **params: Any) -> dict[str, int]:
+        stmt = load(name)
+        _check_params(stmt, params)
+
+        def work(tx: ManagedTransaction) -> dict[str, int]:
+            return _counters(tx.run(stmt.text, params).consume().counters)
+
+        return self._session_call(WRITE_ACCESS, work, stmt)
+
+    def write_rows(self, name: str, rows: Sequence[dict[str, Any]], *, batch_size: int = 2000,
+                   extra: dict[str, Any] | None = None) -> dict[str, int]:
+        """Run `UNWIND $rows AS row ...` statement `name` over rows in batches of batch_size."""
+        total: dict[str, int] = {}
+        for batch in batched(rows, batch_size):
+            for k, v in self.write(name, rows=batch, **(extra or {})).items():
+                total[k] = total.get(k, 0) + v
+        return total
+
+    def transaction(self, work: Callable[["Tx"], T]) -> T:
+        """Run several named statements in one write transaction: all or nothing."""
+        return self._session_call(WRITE_ACCESS, lambda tx: work(Tx(tx)), None)
+
+    def read_transaction(self, work: Callable[["Tx"], T]) -> T:
+        return self._session_call(READ_ACCESS, lambda tx: work(Tx(tx)), None)
+
+    def run_raw_read(self, text: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """Run user-supplied Cypher in a READ access-mode session (used by export; checked there)."""
+        return self._session_call(READ_ACCESS, lambda tx: [r.data() for r in tx.run(text, params)], None)
+
+    def _session_call(self, mode: str, work: Callable[[ManagedTransaction], T], stmt: Statement | None) -> T:
+        try:
+            with self.driver.session(database=self.database, default_access_mode=mode) as session:
+                if mode == READ_ACCESS:
+                    return session.execute_read(work)
+                return session.execute_write(work)
+        except ServiceUnavailable as exc:
+            raise ServiceError(f"Neo4j at {self.settings.neo4j_uri} is not reachable: {exc}",
+                               hint="run `dibench services up`") from exc
+        except Neo4jError as exc:
+            where = f"cypher/{stmt.name}.cypher: " if stmt else ""
+            raise GraphError(f"{where}{exc.code}: {exc.message}") from exc
+
+
+class Tx:
+    """A write transaction that runs named statements (for multi-statement atomic changes)."""
+
+    def __init__(self, tx: ManagedTransaction) -> None:
+        self.tx = tx
+        self.counters: dict[str, int] = {}
+
+    def run(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        stmt = load(name)
+        _check_params(stmt, params)
+        result = self.tx.run(stmt.text, params)
+        records = [r.data() for r in result]
+        for k, v in _counters(result.consume().counters).items():
+            self.counters[k] = self.counters.get(k, 0) + v
+        return records
+
+    def run_rows(self, name: str, rows: Sequence[dict[str, Any]], batch_size: int = 2000,
+                 **extra: Any) -> None:
+        for batch in batched(rows, batch_size):
+            self.run(name, rows=batch, **extra)
+
+
+_COUNTER_FIELDS = (
+    "nodes_created", "nodes_deleted", "relationships_created", "relationships_deleted",
+    "properties_set", "labels_added", "labels_removed", "indexes_added", "constraints_added",
+)
+
+
+def _counters(c: Any) -> dict[str, int]:
+    return {f: getattr(c, f) for f in _COUNTER_FIELDS if getattr(c, f, 0)}
+
+
+def apply_schema(graph: Graph) -> dict[str, int]:
+    """Create constraints and indexes (cypher/schema/*.cypher); idempotent (IF NOT EXISTS)."""
+    total: dict[str, int] = {}
+    for name in all_statement_names():
+        if name.startswith("schema/"):
+            for k, v in graph.write(name).items():
+                total[k] = total.get(k, 0) + v
+    return total
+
+
+_GLOBAL: dict[str, Graph] = {}
+_LOCK = threading.Lock()
+
+
+def get_graph() -> Graph:
+    """One driver per process; the driver pools connections and is thread-safe."""
+    with _LOCK:
+        if "graph" not in _GLOBAL:
+            _GLOBAL["graph"] = Graph()
+        return _GLOBAL["graph"]
+
+
+def cypher_path(name: str) -> Path:
+    return CYPHER_DIR / f"{name}.cypher"

@@ -1,0 +1,205 @@
+"""Pydantic models at the boundaries: domain pack files (pack.yaml, metrics.yaml, rule front matter).
+
+Everything read from a user's file is validated here with extra="forbid", so that a typo in a
+field name is an error naming the file and field, not a silently ignored key.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+ID_PATTERN = r"^[A-Za-z][A-Za-z0-9_.\-]*$"
+COLUMN_REF = r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class LoaderSpec(Strict):
+    """How the pack's database is built: a Python entry point `module:function(engine, schema, **options)`."""
+
+    entry: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    options: dict[str, Any] = Field(default_factory=dict, description="defaults passed to the loader (size, seed, path)")
+
+
+class DimensionType(str, Enum):
+    temporal = "temporal"
+    spatial = "spatial"
+    categorical = "categorical"
+    numeric = "numeric"
+
+
+class DimensionSpec(Strict):
+    """A column usable as filter/grouping dimension, declared in pack.yaml."""
+
+    column: str = Field(pattern=COLUMN_REF, description="table.column")
+    type: DimensionType
+    label: str = Field(min_length=2, description="natural-language name used in questions")
+
+
+class PackSpec(Strict):
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    description: str = Field(min_length=10)
+    db_schema: str = Field(alias="schema", pattern=r"^[a-z_][a-z0-9_]*$", description="Postgres schema of the data")
+    dialect: Literal["postgres"] = "postgres"
+    loader: LoaderSpec
+    metrics: str = "metrics.yaml"
+    rules: str = "rules"
+    dimensions: list[DimensionSpec] = Field(min_length=1)
+    entity_labels: dict[str, str] = Field(default_factory=dict, description="table -> natural name (e.g. tickets: support tickets)")
+
+
+class Unit(str, Enum):
+    percent = "percent"
+    count = "count"
+    hours = "hours"
+    days = "days"
+    currency = "currency"
+    ratio = "ratio"
+    score = "score"
+
+
+class MetricSpec(Strict):
+    id: str = Field(pattern=ID_PATTERN)
+    name: str = Field(min_length=3)
+    tier: Literal[1, 2, 3] = Field(description="1 base, 2 derived, 3 composite/strategic")
+    description: str = Field(min_length=10)
+    formula: str = Field(min_length=5, description="the formula in words")
+    sql: str = Field(min_length=10, description="one SELECT returning one column `value`; uses :start_date, :end_date")
+    time_column: str = Field(description="alias.column the time window filters on")
+    dimensions: list[str] = Field(default_factory=list, description="table.column dimensions the metric may be sliced by")
+    params: dict[str, float | int | str] = Field(default_factory=dict, description="named non-filter parameters and defaults")
+    components: list[str] = Field(default_factory=list, description="ids of component metrics (composites)")
+    unit: Unit
+    rounding: int = Field(2, ge=0, le=6)
+    higher_is_better: bool = True
+    target: float | None = Field(None, description="business target, used for threshold-crossing tasks")
+
+    @field_validator("dimensions")
+    @classmethod
+    def _dims(cls, v: list[str]) -> list[str]:
+        for d in v:
+            if not re.fullmatch(COLUMN_REF, d):
+                raise ValueError(f"dimension {d!r} is not table.column")
+        return v
+
+
+class MetricCatalog(Strict):
+    metrics: list[MetricSpec] = Field(min_length=1)
+
+
+class RuleType(str, Enum):
+    definitional = "definitional"
+    exclusionary = "exclusionary"
+    temporal = "temporal"
+    conditional = "conditional"
+    privacy = "privacy"
+    override = "override"
+
+
+class AppliesWhen(Strict):
+    """Conditional applicability: the rule applies only where dimension = value."""
+
+    dimension: str = Field(pattern=COLUMN_REF)
+    value: str | int | float | bool
+
+
+class _EffectBase(Strict):
+    metric: str = Field(pattern=ID_PATTERN)
+    applies_when: AppliesWhen | None = None
+    from_date: dt.date | None = Field(None, description="the operation applies to rows on/after this date (temporal)")
+    note: str | None = None
+
+
+class WhereEffect(_EffectBase):
+    """Add a WHERE predicate: only rows satisfying it count."""
+
+    op: Literal["where"]
+    predicate: str
+
+
+class ExcludeEffect(_EffectBase):
+    """Exclude rows matching the predicate (adds WHERE NOT predicate)."""
+
+    op: Literal["exclude"]
+    predicate: str
+
+
+class HavingEffect(_EffectBase):
+    op: Literal["having"]
+    predicate: str
+
+
+class ThresholdEffect(_EffectBase):
+    """Change the value of a named metric parameter (e.g. :sla_hours 24 -> 48)."""
+
+    op: Literal["threshold"]
+    param: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
+    value: float | int | str
+
+
+class WeightEffect(_EffectBase):
+    """Weight each row by an expression: COUNT/SUM/AVG become weighted sums."""
+
+    op: Literal["weight"]
+    weight: str
+
+
+class OverrideEffect(_EffectBase):
+    """Replace the metric's value expression (formula override)."""
+
+    op: Literal["override"]
+    expression: str
+
+
+class SuppressEffect(_EffectBase):
+    """Post-aggregation suppression: groups with fewer than min_n rows are not reported."""
+
+    op: Literal["suppress"]
+    min_n: int = Field(ge=2)
+    count: str = Field("COUNT(*)", description="what is counted, e.g. COUNT(DISTINCT t.customer_id)")
+
+
+Effect = Annotated[
+    WhereEffect | ExcludeEffect | HavingEffect | ThresholdEffect | WeightEffect | OverrideEffect | SuppressEffect,
+    Field(discriminator="op"),
+]
+
+
+class RuleFrontMatter(Strict):
+    id: str = Field(pattern=ID_PATTERN)
+    title: str = Field(min_length=5)
+    version: str = Field(min_length=1)
+    effective_date: dt.date
+    owner: str = Field(min_length=2)
+    rule_type: RuleType
+    effects: list[Effect] | None = Field(None, description="structured SQL operations; extracted by LLM when absent")
+    supersedes: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_str(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, (int, float)) else v
+
+    @model_validator(mode="after")
+    def _type_consistency(self) -> "RuleFrontMatter":
+        if self.effects:
+            if self.rule_type is RuleType.conditional and not any(e.applies_when for e in self.effects):
+                raise ValueError("a conditional rule needs applies_when on at least one effect")
+            if self.rule_type is RuleType.temporal and not any(e.from_date for e in self.effects):
+                raise ValueError("a temporal rule needs from_date on at least one effect")
+            if self.rule_type is RuleType.privacy and not any(e.op == "suppress" for e in self.effects):
+                raise ValueError("a privacy rule needs a suppress effect")
+        return self
+
+
+class LLMEffects(Strict):
+    """What an LLM extractor must return for one rule document."""
+
+    effects: list[Effect]
