@@ -1,0 +1,194 @@
+"""The `dibench` command line: a thin click layer over the library.
+
+Each command opens what it needs, calls one library function and prints the result. A
+DibenchError becomes one line (with a hint) and a non-zero exit; `--debug` shows tracebacks.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from service.config import get_settings
+from service.errors import DibenchError, PackErrors
+
+console = Console(stderr=False)
+err_console = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handle_errors(func: F) -> F:
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        debug = bool(ctx.find_root().params.get("debug"))
+        try:
+            return func(*args, **kwargs)
+        except PackErrors as exc:
+            if debug:
+                raise
+            for e in exc.errors:
+                err_console.print(f"[red]error[/red] {e}", highlight=False, soft_wrap=True)
+            sys.exit(1)
+        except DibenchError as exc:
+            if debug:
+                raise
+            hint = f" (hint: {exc.hint})" if exc.hint else ""
+            err_console.print(f"[red]error[/red] {exc}{hint}", highlight=False, soft_wrap=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    table = Table(title=title, title_justify="left")
+    for c in columns:
+        table.add_column(c)
+    for r in rows:
+        table.add_row(*[str(x) for x in r])
+    console.print(table)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
+def main(debug: bool) -> None:
+    """dibench: verifiable benchmarks for enterprise data agents, built from an artifact linkage graph."""
+
+
+# ------------------------------------------------------------------------------ services
+@main.group()
+def services() -> None:
+    """Start, stop and inspect the local Neo4j and PostgreSQL servers."""
+
+
+def _print_status(statuses: Any) -> None:
+    print_table("services", ["service", "state", "pid", "uri", "version", "detail"],
+                [[s.name, "up" if s.running and s.version else ("starting" if s.running else "down"),
+                  s.pid or "-", s.uri, s.version or "-", s.detail] for s in statuses])
+
+
+@services.command("up")
+@handle_errors
+def services_up() -> None:
+    """Start both servers (idempotent) and wait until each answers a real query."""
+    from service import local
+
+    _print_status(local.up(get_settings()))
+
+
+@services.command("down")
+@handle_errors
+def services_down() -> None:
+    """Stop both servers cleanly."""
+    from service import local
+
+    local.down(get_settings())
+    click.echo("services stopped")
+
+
+@services.command("status")
+@handle_errors
+def services_status() -> None:
+    """Report whether each server is running and answering."""
+    from service import local
+
+    _print_status(local.status(get_settings()))
+
+
+# ------------------------------------------------------------------------------ domains
+@main.group()
+def domain() -> None:
+    """Domain packs: list, load a pack's database, validate a pack."""
+
+
+@domain.command("list")
+@handle_errors
+def domain_list() -> None:
+    """List the built-in domain packs."""
+    from ingest.pack import DOMAINS_DIR, load_pack
+
+    rows = []
+    for p in sorted(DOMAINS_DIR.glob("*/pack.yaml")):
+        try:
+            pk = load_pack(p.parent)
+            rows.append([pk.name, len(pk.metrics), len(pk.rules), pk.spec.description])
+        except PackErrors as exc:
+            rows.append([p.parent.name, "-", "-", f"invalid: {len(exc.errors)} problem(s)"])
+    print_table("domain packs", ["name", "metrics", "rules", "description"], rows)
+
+
+@domain.command("load")
+@click.argument("pack")
+@click.option("--size", type=int, default=None, help="Size parameter of a generated domain (demo: tickets).")
+@click.option("--seed", type=int, default=None, help="Seed of a generated domain (default from pack.yaml).")
+@click.option("--path", "source_path", type=click.Path(), default=None,
+              help="Folder with the original data files (real-data packs).")
+@handle_errors
+def domain_load(pack: str, size: int | None, seed: int | None, source_path: str | None) -> None:
+    """Build or load PACK's database into PostgreSQL (replaces the pack's schema)."""
+    from ingest.database import load_database
+    from ingest.pack import load_pack
+    from service.warehouse import get_warehouse
+
+    pk = load_pack(pack)
+    report = load_database(pk, get_warehouse(), size=size, seed=seed, path=source_path)
+    print_json({"domain": pk.name, "schema": pk.schema, **report})
+
+
+@domain.command("validate")
+@click.argument("path")
+@click.option("--offline", is_flag=True, help="Do not connect to PostgreSQL (skips table/column checks).")
+@handle_errors
+def domain_validate(path: str, offline: bool) -> None:
+    """Check a pack: file schemas, SQL templates, references. One line per problem."""
+    from ingest.validate import validate_pack
+    from service.warehouse import get_warehouse
+
+    pack, problems = validate_pack(path, None if offline else get_warehouse())
+    for p in problems:
+        err_console.print(f"[red]error[/red] {p}", highlight=False, soft_wrap=True)
+    if problems:
+        sys.exit(1)
+    assert pack is not None
+    click.echo(f"{pack.name}: ok ({len(pack.metrics)} metrics, {len(pack.rules)} rule documents)")
+
+
+@domain.command("check-rules")
+@click.argument("pack")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def domain_check_rules(pack: str, as_json: bool) -> None:
+    """Execute base vs rule-modified SQL for every effect of PACK and show which change an answer."""
+    from ingest.pack import load_pack
+    from ingest.verify import verify_effect
+    from service.warehouse import get_warehouse
+
+    pk = load_pack(pack)
+    wh = get_warehouse()
+    results = []
+    for doc in pk.rules:
+        for eff in doc.front.effects or []:
+            metric = pk.metric_by_id[eff.metric]
+            results.append(verify_effect(wh, metric, doc.id, eff))
+    if as_json:
+        print_json([r.__dict__ for r in results])
+    else:
+        print_table("rule -> metric edges", ["rule", "metric", "verified", "changed slices", "error"],
+                    [[r.rule_id, r.metric_id, r.verified, ", ".join(r.changed_slices[:4]), r.error or ""]
+                     for r in results])
+    if any(not r.verified for r in results):
+        sys.exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,75 @@
+"""Shape a metric query for an analysis: filters, grouping, time buckets, bounds.
+
+Pure functions on copies of the tree; values enter only as named placeholders.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from sqlops.tree import outer_select, value_projection
+
+GROUP_ALIAS = "grp"
+PERIOD_ALIAS = "period"
+N_ALIAS = "n_rows"
+
+
+def filter_eq(tree: exp.Expression, col: exp.Expression, param: str) -> exp.Expression:
+    tree = tree.copy()
+    return outer_select(tree).where(exp.EQ(this=col.copy(), expression=exp.Placeholder(this=param)), copy=False)
+
+
+def filter_in(tree: exp.Expression, col: exp.Expression, params: list[str]) -> exp.Expression:
+    tree = tree.copy()
+    cond = exp.In(this=col.copy(), expressions=[exp.Placeholder(this=p) for p in params])
+    return outer_select(tree).where(cond, copy=False)
+
+
+def group_by(tree: exp.Expression, key: exp.Expression, alias: str = GROUP_ALIAS,
+             with_count: bool = True) -> exp.Expression:
+    """Add `key AS alias` in front of the projections and GROUP BY it (keeps existing groups)."""
+    tree = tree.copy()
+    select = outer_select(tree)
+    projections = [exp.alias_(key.copy(), alias), *select.expressions]
+    if with_count and not any(isinstance(p, exp.Alias) and p.alias == N_ALIAS for p in projections):
+        projections.append(exp.alias_(exp.func("COUNT", exp.Star()), N_ALIAS))
+    select.set("expressions", projections)
+    return select.group_by(key.copy(), copy=False)
+
+
+def month_bucket(time_col: exp.Expression) -> exp.Expression:
+    """to_char(date_trunc('month', t), 'YYYY-MM'): periods as sortable strings."""
+    trunc = exp.func("DATE_TRUNC", exp.Literal.string("month"), time_col.copy())
+    return exp.func("TO_CHAR", trunc, exp.Literal.string("YYYY-MM"))
+
+
+def week_bucket(time_col: exp.Expression) -> exp.Expression:
+    trunc = exp.func("DATE_TRUNC", exp.Literal.string("week"), time_col.copy())
+    return exp.func("TO_CHAR", trunc, exp.Literal.string("YYYY-MM-DD"))
+
+
+def time_bounds(tree: exp.Expression, time_col: exp.Expression) -> exp.Expression:
+    """MIN/MAX of the time column over the metric's FROM (the caller binds a very wide window)."""
+    tree = tree.copy()
+    select = outer_select(tree)
+    select.set("expressions", [exp.alias_(exp.func("MIN", time_col.copy()), "lo"),
+                               exp.alias_(exp.func("MAX", time_col.copy()), "hi")])
+    select.set("having", None)
+    select.set("group", None)
+    return tree
+
+
+def distinct_values(tree: exp.Expression, col: exp.Expression, limit_param: str) -> exp.Expression:
+    """Values of col with their row counts in the metric's scope, most frequent first."""
+    tree = tree.copy()
+    select = outer_select(tree)
+    select.set("expressions", [exp.alias_(col.copy(), "v"), exp.alias_(exp.func("COUNT", exp.Star()), "n")])
+    select.set("having", None)
+    select.set("group", exp.Group(expressions=[col.copy()]))
+    select.set("order", exp.Order(expressions=[exp.Ordered(this=exp.column("n"), desc=True),
+                                               exp.Ordered(this=exp.column("v"))]))
+    select.set("limit", exp.Limit(expression=exp.Placeholder(this=limit_param)))
+    return tree
+
+
+def value_only(tree: exp.Expression) -> exp.Alias:
+    return value_projection(tree)
