@@ -126,12 +126,30 @@ class LocalPostgres:
         pid = _read_pid(self.data / "postmaster.pid")
         return pid if pid and _pid_alive(pid) else None
 
+    def _relocate_if_unreachable(self) -> None:
+        """As root, the cluster runs as `postgres`, which must reach the data folder. When the
+        repo lives under a private home (e.g. /root), keep the cluster in /var/tmp and leave a
+        symlink in the state folder, so the state stays discoverable from the repo."""
+        if os.geteuid() != 0 or self.dir.exists():
+            return
+        self.dir.parent.mkdir(parents=True, exist_ok=True)
+        probe = subprocess.run(["runuser", "-u", "postgres", "--", "test", "-x", str(self.dir.parent)])
+        if probe.returncode == 0:
+            return
+        import hashlib
+
+        tag = hashlib.sha1(str(self.dir.resolve()).encode()).hexdigest()[:10]
+        target = Path("/var/tmp") / f"dibench-postgres-{tag}"
+        target.mkdir(parents=True, exist_ok=True)
+        self.dir.symlink_to(target, target_is_directory=True)
+
     def init(self) -> None:
+        self._relocate_if_unreachable()
         if (self.data / "PG_VERSION").exists():
             return
         self.dir.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
-            shutil.chown(self.dir, "postgres", "postgres")
+            shutil.chown(self.dir.resolve(), "postgres", "postgres")
         res = self._run_as_owner(
             [_pg_bin("initdb"), "-D", str(self.data), "-U", "dibench", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8"]
         )

@@ -1,0 +1,25 @@
+"""Test fixtures: the real local Neo4j and PostgreSQL, started by the project's own code."""
+from __future__ import annotations
+
+import pytest
+
+from service import local
+from service.config import get_settings
+from service.graph import Graph, apply_schema, get_graph
+from service.warehouse import Warehouse, get_warehouse
+
+
+@pytest.fixture(scope="session", autouse=True)
+def services_up() -> None:
+    local.up(get_settings())
+    apply_schema(get_graph())
+
+
+@pytest.fixture(scope="session")
+def graph() -> Graph:
+    return get_graph()
+
+
+@pytest.fixture(scope="session")
+def warehouse() -> Warehouse:
+    return get_warehouse()

@@ -1,0 +1,81 @@
+"""The read-only path refuses or rolls back everything that could change the warehouse."""
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from service.errors import QueryTimeout, ReadOnlyViolation, WarehouseError
+from service.warehouse import Warehouse
+
+SCHEMA = "ro_test"
+
+REFUSED = [
+    "INSERT INTO ro_test.t VALUES (99, 'x')",
+    "UPDATE ro_test.t SET name = 'y'",
+    "DELETE FROM ro_test.t",
+    "DROP TABLE ro_test.t",
+    "CREATE TABLE ro_test.u (a int)",
+    "COPY ro_test.t TO STDOUT",
+    "SELECT 1; DROP TABLE ro_test.t",
+    "SELECT * FROM ro_test.t FOR UPDATE",
+    "SELECT * FROM ro_test.t FOR SHARE",
+    "SELECT setval('ro_test.seq', 100)",
+    "SELECT nextval('ro_test.seq')",
+    "SELECT pg_terminate_backend(pg_backend_pid())",
+    "SELECT * FROM dblink('dbname=x', 'DELETE FROM ro_test.t') AS r(a int)",
+    "WITH gone AS (DELETE FROM ro_test.t RETURNING *) SELECT * FROM gone",
+    "SELECT * INTO ro_test.copy FROM ro_test.t",
+    "TRUNCATE ro_test.t",
+    "VACUUM ro_test.t",
+    "SET statement_timeout = 0",
+    "GRANT ALL ON ro_test.t TO PUBLIC",
+]
+
+
+@pytest.fixture(scope="module")
+def scratch(warehouse: Warehouse):
+    with warehouse.admin().begin() as c:
+        c.execute(text(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"))
+        c.execute(text(f"CREATE SCHEMA {SCHEMA}"))
+        c.execute(text(f"CREATE TABLE {SCHEMA}.t (id int PRIMARY KEY, name text)"))
+        c.execute(text(f"INSERT INTO {SCHEMA}.t SELECT g, 'n' || g FROM generate_series(1, 50) g"))
+        c.execute(text(f"CREATE SEQUENCE {SCHEMA}.seq"))
+        c.execute(text(f"CREATE FUNCTION {SCHEMA}.sneaky() RETURNS int LANGUAGE sql AS "
+                       f"'INSERT INTO {SCHEMA}.t VALUES (1000, ''x'') RETURNING 1'"))
+    yield
+    with warehouse.admin().begin() as c:
+        c.execute(text(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"))
+
+
+def _checksum(warehouse: Warehouse) -> tuple[str, int]:
+    with warehouse.admin().connect() as c:
+        digest = c.execute(text(f"SELECT md5(string_agg(id || ':' || name, ',' ORDER BY id)) FROM {SCHEMA}.t")).scalar()
+        seq = c.execute(text(f"SELECT last_value FROM {SCHEMA}.seq")).scalar()
+    return str(digest), int(seq)
+
+
+@pytest.mark.parametrize("sql", REFUSED)
+def test_refused_and_unchanged(warehouse: Warehouse, scratch: None, sql: str) -> None:
+    before = _checksum(warehouse)
+    with pytest.raises(ReadOnlyViolation):
+        warehouse.execute_readonly(sql)
+    assert _checksum(warehouse) == before
+
+
+def test_side_effecting_function_is_rolled_back(warehouse: Warehouse, scratch: None) -> None:
+    before = _checksum(warehouse)
+    with pytest.raises((ReadOnlyViolation, WarehouseError)):
+        warehouse.execute_readonly(f"SELECT {SCHEMA}.sneaky()")
+    assert _checksum(warehouse) == before
+
+
+def test_timeout(warehouse: Warehouse) -> None:
+    with pytest.raises(QueryTimeout):
+        warehouse.execute_readonly("SELECT pg_sleep(5)", timeout_s=0.3)
+
+
+def test_select_returns_columns_rows_and_time(warehouse: Warehouse, scratch: None) -> None:
+    res = warehouse.execute_readonly(f"SELECT COUNT(*) AS n FROM {SCHEMA}.t WHERE id <= :k", {"k": 10})
+    assert res.columns == ["n"]
+    assert res.rows == [(10,)]
+    assert res.elapsed_s >= 0
