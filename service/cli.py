@@ -190,5 +190,92 @@ def domain_check_rules(pack: str, as_json: bool) -> None:
         sys.exit(1)
 
 
+# ------------------------------------------------------------------------------ ingest and graph
+@main.command("ingest")
+@click.argument("pack")
+@click.option("--no-verify", is_flag=True, help="Skip the counterfactual check of rule -> metric edges.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@handle_errors
+def ingest_cmd(pack: str, no_verify: bool, as_json: bool) -> None:
+    """Build the artifact linkage graph of PACK in Neo4j (idempotent)."""
+    from ingest.pack import load_pack
+    from ingest.pipeline import ingest_pack
+    from service.graph import apply_schema, get_graph
+    from service.llm import configured_model
+    from service.warehouse import get_warehouse
+
+    pk = load_pack(pack)
+    graph = get_graph()
+    apply_schema(graph)
+    with console.status(f"ingesting {pk.name}: schema, catalog, rules, counterfactual verification"):
+        report = ingest_pack(pk, graph, get_warehouse(), configured_model(), verify=not no_verify)
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        for w in report.warnings:
+            err_console.print(f"[yellow]warning[/yellow] {w}", highlight=False, soft_wrap=True)
+        for f in report.failures:
+            err_console.print(f"[red]error[/red] {f}", highlight=False, soft_wrap=True)
+        click.echo(f"{pk.name}: rule -> metric edges verified {report.verified}, unverified {report.unverified}")
+        for e in report.unverified_edges:
+            click.echo(f"  unverified: {e}")
+        changes = ", ".join(f"{k}={v}" for k, v in sorted(report.counters.items())) or "no changes"
+        click.echo(f"graph writes: {changes}")
+    if report.failures:
+        sys.exit(1)
+
+
+@main.group()
+def graph() -> None:
+    """Inspect the artifact linkage graph."""
+
+
+@graph.command("stats")
+@click.option("--domain", default=None, help="Only this domain.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def graph_stats_cmd(domain: str | None, as_json: bool) -> None:
+    """Node and edge counts by type."""
+    from service.graph import get_graph
+    from service.queries import graph_stats
+
+    stats = graph_stats(get_graph(), domain)
+    if as_json:
+        print_json(stats)
+        return
+    rows = [["node", k, v] for k, v in stats["nodes"].items()] + [["edge", k, v] for k, v in stats["edges"].items()]
+    rows.append(["total", "nodes", sum(stats["nodes"].values())])
+    rows.append(["total", "edges", sum(stats["edges"].values())])
+    print_table(f"graph {domain or '(all domains)'}", ["kind", "type", "count"], rows)
+
+
+@main.command("rules-for")
+@click.argument("metric_id")
+@click.option("--domain", default=None, help="Domain of the metric (needed when the id exists in several).")
+@click.option("--tasks", "with_tasks", is_flag=True, help="Also list tasks currently depending on each rule.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def rules_for_cmd(metric_id: str, domain: str | None, with_tasks: bool, as_json: bool) -> None:
+    """Which rules affect METRIC_ID: direct edges, composite paths, applicability, verification, version."""
+    from service.graph import get_graph
+    from service.queries import rules_for
+
+    rows = rules_for(get_graph(), metric_id, domain)
+    if with_tasks:
+        from service.queries import tasks_for_rules
+
+        tasks = tasks_for_rules(get_graph(), metric_id, domain, [r["rule_id"] for r in rows])
+        for r in rows:
+            r["tasks"] = tasks.get(r["rule_id"], [])
+    if as_json:
+        print_json(rows)
+        return
+    print_table(f"rules affecting {metric_id}", ["rule", "type", "version", "verified", "via", "applies when", "op"]
+                + (["tasks"] if with_tasks else []),
+                [[r["rule_id"], r["rule_type"], r["version"], r["verified"], " -> ".join(r["path"]),
+                  ", ".join(f"{a['dimension']}={a['value']}" for a in r["applies_when"]) or "-",
+                  (r["operation"] or {}).get("op", "multi") if isinstance(r["operation"], dict) else "multi"]
+                 + ([len(r.get("tasks", []))] if with_tasks else []) for r in rows])
+
 if __name__ == "__main__":  # pragma: no cover
     main()

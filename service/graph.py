@@ -96,12 +96,12 @@ class Graph:
         self.driver.close()
 
     # -- named statements -------------------------------------------------------------
-    def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
+    def read(self, name: str, /, **params: Any) -> list[dict[str, Any]]:
         stmt = load(name)
         _check_params(stmt, params)
         return self._session_call(READ_ACCESS, lambda tx: [r.data() for r in tx.run(stmt.text, params)], stmt)
 
-    def write(self, name: str, **params: Any) -> dict[str, int]:
+    def write(self, name: str, /, **params: Any) -> dict[str, int]:
         stmt = load(name)
         _check_params(stmt, params)
 
@@ -151,7 +151,7 @@ class Tx:
         self.tx = tx
         self.counters: dict[str, int] = {}
 
-    def run(self, name: str, **params: Any) -> list[dict[str, Any]]:
+    def run(self, name: str, /, **params: Any) -> list[dict[str, Any]]:
         stmt = load(name)
         _check_params(stmt, params)
         result = self.tx.run(stmt.text, params)
@@ -160,7 +160,7 @@ class Tx:
             self.counters[k] = self.counters.get(k, 0) + v
         return records
 
-    def run_rows(self, name: str, rows: Sequence[dict[str, Any]], batch_size: int = 2000,
+    def run_rows(self, name: str, rows: Sequence[dict[str, Any]], /, batch_size: int = 2000,
                  **extra: Any) -> None:
         for batch in batched(rows, batch_size):
             self.run(name, rows=batch, **extra)

@@ -1,0 +1,79 @@
+"""Load the original PKDD'99 Berka `.asc` files into a clean Postgres schema.
+
+One transaction: drop and recreate the schema, create the tables (schema.sql), COPY every
+file, check its row count against the published count, then add keys and indexes
+(constraints.sql). Any failure rolls the whole load back, so a previously loaded schema
+survives a bad path or a truncated file.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from psycopg import sql
+from sqlalchemy import Engine
+
+from domains.berka.asc import FILES, FileSpec, read_rows
+from service.config import Settings
+from service.errors import DibenchError
+
+HERE = Path(__file__).resolve().parent
+
+
+class BerkaLoadError(DibenchError):
+    """The Berka source folder or one of its files is missing or not the original."""
+
+    hint = "give --path the folder holding the PKDD'99 files account.asc ... trans.asc"
+
+
+def source_files(path: Path) -> dict[str, Path]:
+    """{table: file} for the eight files, after checking they all exist."""
+    if not path.is_dir():
+        raise BerkaLoadError(f"Berka data folder {path} does not exist or is not a folder")
+    missing = [spec.file for spec in FILES if not (path / spec.file).is_file()]
+    if missing:
+        raise BerkaLoadError(f"Berka data folder {path} lacks {', '.join(missing)}")
+    return {spec.table: path / spec.file for spec in FILES}
+
+
+def _copy(cur: Any, spec: FileSpec, file: Path) -> int:
+    statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(spec.table), sql.SQL(", ").join(sql.Identifier(c) for c in spec.columns))
+    n = 0
+    with cur.copy(statement) as copy:
+        for row in read_rows(file, spec):
+            copy.write_row(row)
+            n += 1
+    if n not in spec.counts:
+        expected = " or ".join(f"{c:,}" for c in sorted(spec.counts))
+        raise BerkaLoadError(f"{file}: {n:,} rows, expected {expected}: not the original PKDD'99 file")
+    return n
+
+
+def load(engine: Engine, schema: str, path: str | Path | None = None, **_ignored: Any) -> dict[str, Any]:
+    """Replace `schema` with the Berka tables read from `path` (default: <data_dir>/berka).
+
+    `size` and `seed` (options of generated domains) are accepted and ignored. Returns
+    {"tables": {table: rows}, "source": folder}.
+    """
+    folder = Path(path) if path is not None else Settings().data_dir / "berka"
+    files = source_files(folder)
+    counts: dict[str, int] = {}
+    conn = engine.raw_connection()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+            cur.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+            # Transaction-local, so the pooled connection goes back with its usual search_path.
+            cur.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
+            cur.execute((HERE / "schema.sql").read_text())
+            for spec in FILES:
+                counts[spec.table] = _copy(cur, spec, files[spec.table])
+            cur.execute((HERE / "constraints.sql").read_text())
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    finally:
+        conn.close()
+    return {"tables": counts, "source": str(folder)}

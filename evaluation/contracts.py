@@ -1,0 +1,385 @@
+"""Answer contracts: how an agent's answer is compared with a stored expected answer.
+
+A contract is made from the gold answer when a task is made (`make_contract`) and stored with
+the task as JSON. Per analysis type it names the label fields that must match exactly, the
+numeric fields and their tolerance, how rows are keyed and whether their order counts, and the
+gold fields that are not scored because the question fixes them. `check_answer` applies a
+contract to (expected, answer). It never guesses: an answer of the wrong shape is malformed,
+never coerced. The same check runs against the base (no-rule) answer to classify failures.
+See docs/contracts.md.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.errors import DibenchError
+
+AnalysisType = Literal[
+    "knowledge_retrieval", "point_query", "trend_analysis", "comparison", "ranking",
+    "significance_testing", "threshold_crossing", "counterfactual", "decomposition",
+]
+ANALYSIS_TYPES: tuple[str, ...] = get_args(AnalysisType)
+
+# Absorbs binary representation error at a rounding boundary (80.085 - 80.08 > 0.005 in floats).
+FLOAT_SLACK = 1e-9
+P_VALUE_REL_TOL = 1e-3
+P_VALUE_ABS_TOL = 5e-4
+# A reason lists this many mismatches, then counts the rest: a 27-row decomposition stays readable.
+MAX_REASONS = 3
+
+
+class ContractError(DibenchError):
+    """A contract cannot be made, or a stored expected answer does not fit its contract."""
+
+    hint = "the gold answer must have the shape documented in docs/contracts.md"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tolerance(_Strict):
+    """|answer - expected| <= max(abs_tol, rel_tol * |expected|). Non-decisive fields are only noted."""
+
+    abs_tol: float = Field(ge=0)
+    rel_tol: float = Field(0.0, ge=0)
+    decisive: bool = True
+
+    def allowed(self, expected: float) -> float:
+        return max(self.abs_tol, self.rel_tol * abs(expected))
+
+
+class LabelRule(_Strict):
+    """A label compared exactly (text: after trimming and case-folding). `choices` closes the vocabulary."""
+
+    kind: Literal["text", "bool"]
+    choices: list[str] | None = None
+
+
+class RowsRule(_Strict):
+    """A list of rows keyed by `key`: every expected row must be present and no other row."""
+
+    field: str = "rows"
+    key: str = "group"
+    ordered: bool
+    numbers: dict[str, Tolerance]
+
+
+class KnowledgeRule(_Strict):
+    """Every fact in expected[facts_field] must appear in answer[text_field]."""
+
+    text_field: str = "text"
+    facts_field: str = "must_include"
+
+
+class AnswerContract(_Strict):
+    version: Literal[1] = 1
+    analysis_type: AnalysisType
+    rounding: int = Field(ge=0, le=10)
+    labels: dict[str, LabelRule] = Field(default_factory=dict)
+    numbers: dict[str, Tolerance] = Field(default_factory=dict)
+    rows: RowsRule | None = None
+    knowledge: KnowledgeRule | None = None
+    ignored: list[str] = Field(default_factory=list, description="gold fields the question fixes; not scored")
+
+    def fields(self) -> set[str]:
+        """Every top-level field the contract knows (scored or ignored)."""
+        known = set(self.labels) | set(self.numbers) | set(self.ignored)
+        if self.rows:
+            known.add(self.rows.field)
+        if self.knowledge:
+            known |= {self.knowledge.text_field, self.knowledge.facts_field}
+        return known
+
+
+def half_unit(rounding: int) -> float:
+    """Absolute tolerance of a value rounded to `rounding` decimals: half its last digit, plus slack."""
+    return 0.5 * 10.0 ** -rounding + FLOAT_SLACK
+
+
+def build_contract(analysis_type: str, rounding: int, *, pct_rounding: int | None = None) -> AnswerContract:
+    """The contract of an analysis type, without checking any gold answer against it."""
+    if analysis_type not in ANALYSIS_TYPES:
+        raise ContractError(f"unknown analysis type {analysis_type!r}; expected one of {', '.join(ANALYSIS_TYPES)}")
+    if not 0 <= rounding <= 10:
+        raise ContractError(f"{analysis_type}: rounding {rounding} is outside 0..10")
+    tol = Tolerance(abs_tol=half_unit(rounding))
+    pct = Tolerance(abs_tol=half_unit(rounding if pct_rounding is None else pct_rounding))
+    text = LabelRule(kind="text")
+    spec: dict[str, Any] = {
+        "knowledge_retrieval": {"knowledge": KnowledgeRule()},
+        "point_query": {"numbers": {"value": tol}},
+        "trend_analysis": {
+            "labels": {"direction": LabelRule(kind="text", choices=["increasing", "decreasing", "flat"]),
+                       "peak_period": text},
+            "numbers": {"total_change_pct": pct},
+        },
+        "comparison": {"labels": {"group_a": text, "group_b": text, "higher": text},
+                       "numbers": {"value_a": tol, "value_b": tol}},
+        # The question states k; the row count already enforces it.
+        "ranking": {"rows": RowsRule(ordered=True, numbers={"value": tol}), "ignored": ["k"]},
+        # The binary label decides; the p-value is noted when off, so that a correct decision
+        # computed with another (valid) numerical routine is not failed on the fourth decimal.
+        "significance_testing": {
+            "labels": {"significant": LabelRule(kind="bool")},
+            "numbers": {"p_value": Tolerance(abs_tol=P_VALUE_ABS_TOL, rel_tol=P_VALUE_REL_TOL, decisive=False)},
+            "ignored": ["test_name", "alpha"],
+        },
+        # The threshold is scored: a rule may change it, so echoing it is part of the answer.
+        "threshold_crossing": {"labels": {"result": LabelRule(kind="text", choices=["PASS", "FAIL"])},
+                               "numbers": {"value": tol, "threshold": tol}},
+        "counterfactual": {"rows": RowsRule(ordered=False, numbers={"current": tol, "hypothetical": tol})},
+        "decomposition": {"rows": RowsRule(ordered=False, numbers={"value": tol})},
+    }[analysis_type]
+    return AnswerContract(analysis_type=analysis_type, rounding=rounding, **spec)  # type: ignore[arg-type]
+
+
+def make_contract(analysis_type: str, gold_answer: dict[str, Any], rounding: int,
+                  *, pct_rounding: int | None = None) -> dict[str, Any]:
+    """The JSON contract stored with a task. Raises ContractError if the gold answer does not fit it."""
+    contract = build_contract(analysis_type, rounding, pct_rounding=pct_rounding)
+    validate_expected(contract, gold_answer, what="gold answer")
+    return contract.model_dump(mode="json")
+
+
+def validate_expected(contract: AnswerContract, expected: Any, *, what: str) -> None:
+    """A stored expected answer (gold or base) must fit its contract exactly: no unknown field, no bad shape."""
+    problems = shape_problems(contract, expected)
+    if not problems:
+        unknown = sorted(set(expected) - contract.fields())
+        if unknown:
+            problems = [f"field(s) {', '.join(unknown)} are neither scored nor ignored by the contract"]
+    if not problems and contract.knowledge:
+        facts = expected[contract.knowledge.facts_field]
+        if not (isinstance(facts, list) and facts and all(isinstance(f, str) and f.strip() for f in facts)):
+            problems = [f"{contract.knowledge.facts_field} must be a non-empty list of non-empty strings"]
+    if problems:
+        raise ContractError(f"{contract.analysis_type} {what}: {'; '.join(problems)}")
+
+
+# ------------------------------------------------------------------------------ checking
+@dataclass(frozen=True)
+class Check:
+    """The outcome of one answer against one expected answer."""
+
+    passed: bool
+    malformed: bool
+    mismatches: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def reason(self) -> str:
+        if self.malformed:
+            return "malformed: " + _join(self.mismatches)
+        if self.passed:
+            return "match" + (f" (noted, not decisive: {_join(self.notes)})" if self.notes else "")
+        return _join(self.mismatches)
+
+
+def check_answer(contract: AnswerContract, expected: dict[str, Any], answer: Any) -> Check:
+    """Compare `answer` with `expected` under `contract` (expected is assumed to fit the contract)."""
+    problems = shape_problems(contract, answer)
+    if problems:
+        return Check(passed=False, malformed=True, mismatches=tuple(problems))
+    mismatches: list[str] = []
+    notes: list[str] = []
+    for name, label in contract.labels.items():
+        if not _label_equal(label, expected[name], answer[name]):
+            mismatches.append(f"{name}: expected {_show(expected[name])}, got {_show(answer[name])}")
+    for name, tol in contract.numbers.items():
+        problem = _number_mismatch(name, tol, expected[name], answer[name])
+        if problem:
+            (mismatches if tol.decisive else notes).append(problem)
+    if contract.rows:
+        mismatches += _rows_mismatches(contract.rows, expected[contract.rows.field], answer[contract.rows.field])
+    if contract.knowledge:
+        missing = [f for f in expected[contract.knowledge.facts_field]
+                   if not fact_found(f, answer[contract.knowledge.text_field])]
+        if missing:
+            mismatches.append("missing fact(s) " + ", ".join(repr(f) for f in missing))
+    return Check(passed=not mismatches, malformed=False, mismatches=tuple(mismatches), notes=tuple(notes))
+
+
+def shape_problems(contract: AnswerContract, answer: Any) -> list[str]:
+    """What makes `answer` unscorable: not an object, a missing field, a value of the wrong type."""
+    if not isinstance(answer, dict):
+        return [f"answer is {_json_type(answer)}, expected a JSON object"]
+    problems: list[str] = []
+    for name, label in contract.labels.items():
+        problems += _field_problems(answer, name, lambda v, lb=label: _label_problem(lb, v))
+    for name in contract.numbers:
+        problems += _field_problems(answer, name, _number_problem)
+    rows = contract.rows
+    if rows:
+        problems += _field_problems(answer, rows.field, lambda v: _rows_problem(rows, v))
+    if contract.knowledge:
+        problems += _field_problems(
+            answer, contract.knowledge.text_field,
+            lambda v: None if isinstance(v, str) else f"is {_json_type(v)}, expected a string")
+    return problems
+
+
+def _field_problems(obj: dict[str, Any], name: str, problem_of: Callable[[Any], str | None]) -> list[str]:
+    if name not in obj:
+        return [f"missing field {name!r}"]
+    problem = problem_of(obj[name])
+    return [f"{name} {problem}"] if problem else []
+
+
+def _label_problem(label: LabelRule, value: Any) -> str | None:
+    if value is None:
+        return None
+    if label.kind == "bool":
+        return None if isinstance(value, bool) else f"is {_json_type(value)}, expected true or false"
+    if not isinstance(value, str):
+        return f"is {_json_type(value)}, expected a string"
+    if label.choices and _norm(value) not in {_norm(c) for c in label.choices}:
+        return f"is {value!r}, expected one of {', '.join(label.choices)}"
+    return None
+
+
+def _number_problem(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"is {_json_type(value)}, expected a number or null"
+    if value != value or value in (float("inf"), float("-inf")):
+        return "is not a finite number"
+    return None
+
+
+def _rows_problem(rule: RowsRule, rows: Any) -> str | None:
+    if not isinstance(rows, list):
+        return f"is {_json_type(rows)}, expected a list of rows"
+    seen: set[str] = set()
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            return f"[{i}] is {_json_type(row)}, expected an object"
+        for column in (rule.key, *rule.numbers):
+            if column not in row:
+                return f"[{i}] lacks {column!r}"
+        key = row[rule.key]
+        if not isinstance(key, str):
+            return f"[{i}].{rule.key} is {_json_type(key)}, expected a string"
+        for column in rule.numbers:
+            problem = _number_problem(row[column])
+            if problem:
+                return f"[{i}].{column} {problem}"
+        if _norm(key) in seen:
+            return f"[{i}] repeats {rule.key} {key!r}"
+        seen.add(_norm(key))
+    return None
+
+
+def _label_equal(label: LabelRule, expected: Any, got: Any) -> bool:
+    if label.kind == "text" and isinstance(expected, str) and isinstance(got, str):
+        return _norm(expected) == _norm(got)
+    return bool(expected == got) and type(expected) is type(got)
+
+
+def _number_mismatch(name: str, tol: Tolerance, expected: float | None, got: float | None) -> str | None:
+    if expected is None or got is None:
+        if expected is None and got is None:
+            return None
+        return f"{name}: expected {_show(expected)}, got {_show(got)}"
+    allowed = tol.allowed(expected)
+    if abs(got - expected) <= allowed:
+        return None
+    return f"{name}: expected {_show(expected)}, got {_show(got)} (tolerance {allowed:.3g})"
+
+
+def _rows_mismatches(rule: RowsRule, expected: list[dict[str, Any]], got: list[dict[str, Any]]) -> list[str]:
+    exp_by_key = {_norm(r[rule.key]): r for r in expected}
+    got_by_key = {_norm(r[rule.key]): r for r in got}
+    out: list[str] = []
+    missing = [r[rule.key] for k, r in exp_by_key.items() if k not in got_by_key]
+    extra = [r[rule.key] for k, r in got_by_key.items() if k not in exp_by_key]
+    if missing:
+        out.append(f"missing row(s) {', '.join(map(repr, missing))}")
+    if extra:
+        out.append(f"extra row(s) {', '.join(map(repr, extra))}")
+    if rule.ordered and not (missing or extra) and not _order_ok(rule, expected, got):
+        out.append(f"order: expected {[r[rule.key] for r in expected]}, got {[r[rule.key] for r in got]}")
+    for key, exp_row in exp_by_key.items():
+        if key in got_by_key:
+            for column, tol in rule.numbers.items():
+                problem = _number_mismatch(f"{exp_row[rule.key]!r}.{column}", tol, exp_row[column],
+                                           got_by_key[key][column])
+                if problem:
+                    out.append(problem)
+    return out
+
+
+def _order_ok(rule: RowsRule, expected: list[dict[str, Any]], got: list[dict[str, Any]]) -> bool:
+    """Rows in expected order, where runs of tied expected rows (equal values) may come in any order."""
+    i = 0
+    while i < len(expected):
+        j = i + 1
+        while j < len(expected) and all(expected[j][c] == expected[i][c] for c in rule.numbers):
+            j += 1
+        if {_norm(r[rule.key]) for r in expected[i:j]} != {_norm(r[rule.key]) for r in got[i:j]}:
+            return False
+        i = j
+    return True
+
+
+# ------------------------------------------------------------------------------ knowledge facts
+_NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+# A number in free text: not glued to a preceding word, digit or decimal point ("v2", "1.2.3").
+NUMBER_IN_TEXT = re.compile(r"(?<![\w.])" + _NUMBER)
+NUMERIC_FACT = re.compile(r"^\s*(" + _NUMBER + r")\s*%?\s*$")
+
+
+def fact_found(fact: str, text: str) -> bool:
+    """A numeric fact ("30", "1,000", "4.5%") must equal a number in the text; any other fact is a
+    case-insensitive substring (whitespace runs count as one space)."""
+    numeric = NUMERIC_FACT.match(fact)
+    if numeric:
+        target = _to_float(numeric.group(1))
+        return any(abs(_to_float(m.group(0)) - target) <= FLOAT_SLACK * max(1.0, abs(target))
+                   for m in NUMBER_IN_TEXT.finditer(text))
+    return _squash(fact) in _squash(text)
+
+
+def _to_float(number: str) -> float:
+    return float(number.replace(",", ""))
+
+
+def _squash(s: str) -> str:
+    return " ".join(s.split()).casefold()
+
+
+# ------------------------------------------------------------------------------ small helpers
+def _norm(s: Any) -> Any:
+    return s.strip().casefold() if isinstance(s, str) else s
+
+
+def _show(v: Any) -> str:
+    return "null" if v is None else repr(v)
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "an object"
+    return type(v).__name__
+
+
+def _join(items: tuple[str, ...]) -> str:
+    shown = "; ".join(items[:MAX_REASONS])
+    rest = len(items) - MAX_REASONS
+    return shown + (f"; and {rest} more" if rest > 0 else "")

@@ -1,0 +1,37 @@
+"""Catalog step: metric nodes, metric -> table (parsed from SQL, through CTEs and subqueries),
+metric -> metric (composites) and metric -> dimension (declared slicing)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ingest.keys import dimension_key, metric_key, row, table_key
+from ingest.pack import Pack
+from sqlops.dialect import parse
+from sqlops.tree import tables_read
+
+
+@dataclass(frozen=True)
+class CatalogPlan:
+    metrics: list[dict[str, Any]]
+    reads: list[dict[str, Any]]
+    uses: list[dict[str, Any]]
+    slices: list[dict[str, Any]]
+
+
+def plan_catalog(pack: Pack) -> CatalogPlan:
+    d = pack.name
+    metrics, reads, uses, slices = [], [], [], []
+    for m in pack.metrics:
+        tables = sorted(tables_read(parse(m.sql, where=f"metric {m.id}: sql")))
+        metrics.append(row(metric_key(d, m.id), {
+            "domain": d, "id": m.id, "name": m.name, "tier": m.tier, "description": m.description,
+            "formula": m.formula, "sql": m.sql, "time_column": m.time_column, "unit": m.unit.value,
+            "rounding": m.rounding, "params_json": __import__("json").dumps(m.params, sort_keys=True),
+            "higher_is_better": m.higher_is_better, "target": m.target, "tables": tables,
+            "dimensions": m.dimensions, "components": m.components,
+        }))
+        reads += [{"metric": metric_key(d, m.id), "table": table_key(d, t)} for t in tables]
+        uses += [{"metric": metric_key(d, m.id), "component": metric_key(d, c)} for c in m.components]
+        slices += [{"metric": metric_key(d, m.id), "dimension": dimension_key(d, x)} for x in m.dimensions]
+    return CatalogPlan(metrics, reads, uses, slices)

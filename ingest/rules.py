@@ -1,0 +1,119 @@
+"""Rule step: Rule and RuleVersion nodes, rule -> metric edges (counterfactually verified) and
+rule -> dimension applicability edges.
+
+Effects come from the front matter; when absent, from an LLM extractor if one is configured;
+otherwise the rule is ingested without effects and a warning says so. A document whose
+extraction fails is reported and left out, without touching the graph for it.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from ingest.extract import extract_effects
+from ingest.keys import dimension_key, metric_key, row, rule_key, rule_version_key
+from ingest.pack import Pack, RuleDoc, _rel
+from ingest.verify import EdgeCheck, metric_window, verify_effect
+from service.errors import DibenchError
+from service.warehouse import Warehouse
+from sqlops.ops import AnyEffect
+
+
+@dataclass
+class RulePlan:
+    rules: list[dict[str, Any]] = field(default_factory=list)
+    modifies: list[dict[str, Any]] = field(default_factory=list)
+    applies: list[dict[str, Any]] = field(default_factory=list)
+    prune: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[EdgeCheck] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+
+def effect_json(eff: AnyEffect) -> str:
+    return json.dumps(eff.model_dump(mode="json", exclude_none=True), sort_keys=True)
+
+
+def doc_effects(doc: RuleDoc, pack: Pack, llm: BaseChatModel | None, plan: RulePlan) -> tuple[list[AnyEffect], str]:
+    if doc.front.effects is not None:
+        return list(doc.front.effects), "front_matter"
+    if llm is None:
+        plan.warnings.append(f"{_rel(doc.path)}: no effects in front matter and no LLM configured; "
+                             f"ingested without effects (set DIBENCH_LLM_PROVIDER or add `effects`)")
+        return [], "none"
+    return list(extract_effects(doc, pack, llm).effects), "llm"
+
+
+def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, verify: bool = True,
+               only: set[str] | None = None) -> RulePlan:
+    plan = RulePlan()
+    d = pack.name
+    windows: dict[str, tuple[dt.date, dt.date]] = {}
+    for doc in pack.rules:
+        if only is not None and doc.id not in only:
+            continue
+        try:
+            effects, source = doc_effects(doc, pack, llm, plan)
+        except DibenchError as exc:
+            plan.failures.append(str(exc))
+            continue
+        f = doc.front
+        vkey = rule_version_key(d, doc.id, doc.content_hash)
+        plan.rules.append(row(rule_key(d, doc.id), {
+            "domain": d, "id": doc.id, "title": f.title, "rule_type": f.rule_type.value, "owner": f.owner,
+            "version": f.version, "effective_date": f.effective_date.isoformat(), "path": str(doc.path.name),
+            "content_hash": doc.content_hash, "effects_source": source, "body": doc.body,
+        }, version_key=vkey, version_props={
+            "domain": d, "rule_id": doc.id, "version": f.version, "hash": doc.content_hash,
+            "effective_date": f.effective_date.isoformat(), "body": doc.body,
+            "effects_json": json.dumps([json.loads(effect_json(e)) for e in effects], sort_keys=True),
+            "ingested_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        }))
+        keep_metrics, keep_applies = [], []
+        for eff in effects:
+            metric = pack.metric_by_id.get(eff.metric)
+            if metric is None:
+                plan.failures.append(f"{_rel(doc.path)}: effects: unknown metric {eff.metric!r}")
+                continue
+            if verify:
+                if metric.id not in windows:
+                    windows[metric.id] = metric_window(wh, metric)
+                check = verify_effect(wh, metric, doc.id, eff, windows[metric.id])
+            else:
+                check = EdgeCheck(doc.id, metric.id, False, (), 0, "not verified (--no-verify)")
+            plan.checks.append(check)
+            keep_metrics.append(metric_key(d, metric.id))
+            plan.modifies.append(row("", {
+                "op": effect_json(eff), "op_type": eff.op, "verified": check.verified,
+                "changed_slices": list(check.changed_slices), "slices_checked": check.slices_checked,
+                "error": check.error, "version": f.version, "content_hash": doc.content_hash,
+            }, rule=rule_key(d, doc.id), metric=metric_key(d, metric.id)))
+            if eff.applies_when is not None:
+                value = str(eff.applies_when.value)
+                dkey = dimension_key(d, eff.applies_when.dimension)
+                keep_applies.append(f"{dkey}={value}")
+                plan.applies.append({"rule": rule_key(d, doc.id), "dimension": dkey, "value": value})
+        plan.prune.append({"rule": rule_key(d, doc.id), "metrics": keep_metrics, "applies": keep_applies})
+    # One effect per (rule, metric) edge: a second effect of the same rule on the same metric
+    # is folded into the edge's op list.
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    for m in plan.modifies:
+        k = (m["rule"], m["metric"])
+        if k in merged:
+            old = merged[k]["props"]
+            ops = json.loads(old["op"]) if old["op"].startswith("[") else [json.loads(old["op"])]
+            ops.append(json.loads(m["props"]["op"]))
+            old["op"] = json.dumps(ops, sort_keys=True)
+            old["verified"] = old["verified"] or m["props"]["verified"]
+            old["changed_slices"] = old["changed_slices"] + m["props"]["changed_slices"]
+            merged[k]["hash"] = row("", old)["hash"]
+        else:
+            merged[k] = m
+    plan.modifies = list(merged.values())
+    plan.applies = [dict(t) for t in {tuple(sorted(a.items())) for a in plan.applies}]
+    plan.applies.sort(key=lambda a: (a["rule"], a["dimension"], a["value"]))
+    return plan

@@ -1,0 +1,64 @@
+"""Schema step: tables, foreign-key joins and dimensions (with cardinality measured on the data).
+
+Which columns are dimensions: exactly those a pack declares in pack.yaml `dimensions`, each
+typed temporal / spatial / categorical / numeric. Cardinality is COUNT(DISTINCT column).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import inspect
+from sqlglot import exp
+
+from ingest.keys import dimension_key, row, table_key
+from ingest.pack import Pack
+from service.errors import DibenchError
+from service.warehouse import Warehouse
+from sqlops.dialect import render
+
+
+@dataclass(frozen=True)
+class SchemaPlan:
+    tables: list[dict[str, Any]]
+    joins: list[dict[str, Any]]
+    dimensions: list[dict[str, Any]]
+
+
+def _cardinality(wh: Warehouse, schema: str, table: str, column: str) -> int:
+    query = exp.select(exp.func("COUNT", exp.Distinct(expressions=[exp.column(column)]))).from_(
+        exp.table_(table, db=schema))
+    return int(wh.execute_readonly(render(query)).rows[0][0])
+
+
+def plan_schema(pack: Pack, wh: Warehouse) -> SchemaPlan:
+    insp = inspect(wh.admin())
+    schema, domain = pack.schema, pack.name
+    if schema not in insp.get_schema_names():
+        raise DibenchError(f"schema {schema!r} of pack {domain!r} is not loaded", hint=f"dibench domain load {domain}")
+    tables, joins = [], []
+    labels = pack.spec.entity_labels
+    for t in sorted(insp.get_table_names(schema=schema)):
+        cols = insp.get_columns(t, schema=schema)
+        pk = insp.get_pk_constraint(t, schema=schema).get("constrained_columns", [])
+        tables.append(row(table_key(domain, t), {
+            "domain": domain, "name": t, "schema": schema, "label": labels.get(t, t.replace("_", " ")),
+            "columns": [c["name"] for c in cols], "column_types": [str(c["type"]) for c in cols], "primary_key": pk,
+        }))
+        for fk in insp.get_foreign_keys(t, schema=schema):
+            if fk.get("referred_schema") not in (None, schema):
+                continue
+            pairs = [f"{t}.{a}={fk['referred_table']}.{b}" for a, b in zip(fk["constrained_columns"], fk["referred_columns"])]
+            joins.append({"src": table_key(domain, t), "dst": table_key(domain, fk["referred_table"]),
+                          "columns": ",".join(pairs)})
+    known = {t["props"]["name"] for t in tables}
+    dims = []
+    for d in pack.spec.dimensions:
+        t, c = d.column.split(".")
+        if t not in known:
+            raise DibenchError(f"{pack.root}/pack.yaml: dimensions: table {t!r} not in schema {schema!r}")
+        dims.append(row(dimension_key(domain, d.column), {
+            "domain": domain, "column": d.column, "table": t, "name": c, "type": d.type.value, "label": d.label,
+            "cardinality": _cardinality(wh, schema, t, c),
+        }, table=table_key(domain, t)))
+    return SchemaPlan(tables, sorted(joins, key=lambda j: (j["src"], j["dst"], j["columns"])), dims)
