@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -47,7 +48,7 @@ class Tolerance(_Strict):
     """|answer - expected| <= max(abs_tol, rel_tol * |expected|). Non-decisive fields are only noted."""
 
     abs_tol: float = Field(ge=0)
-    rel_tol: float = Field(0.0, ge=0)
+    rel_tol: float = Field(default=0.0, ge=0)
     decisive: bool = True
 
     def allowed(self, expected: float) -> float:
@@ -111,7 +112,7 @@ def build_contract(analysis_type: str, rounding: int, *, pct_rounding: int | Non
     tol = Tolerance(abs_tol=half_unit(rounding))
     pct = Tolerance(abs_tol=half_unit(rounding if pct_rounding is None else pct_rounding))
     text = LabelRule(kind="text")
-    spec: dict[str, Any] = {
+    specs: dict[str, dict[str, Any]] = {
         "knowledge_retrieval": {"knowledge": KnowledgeRule()},
         "point_query": {"numbers": {"value": tol}},
         "trend_analysis": {
@@ -135,8 +136,9 @@ def build_contract(analysis_type: str, rounding: int, *, pct_rounding: int | Non
                                "numbers": {"value": tol, "threshold": tol}},
         "counterfactual": {"rows": RowsRule(ordered=False, numbers={"current": tol, "hypothetical": tol})},
         "decomposition": {"rows": RowsRule(ordered=False, numbers={"value": tol})},
-    }[analysis_type]
-    return AnswerContract(analysis_type=analysis_type, rounding=rounding, **spec)  # type: ignore[arg-type]
+    }
+    return AnswerContract.model_validate({"analysis_type": analysis_type, "rounding": rounding,
+                                          **specs[analysis_type]})
 
 
 def make_contract(analysis_type: str, gold_answer: dict[str, Any], rounding: int,
@@ -211,7 +213,7 @@ def shape_problems(contract: AnswerContract, answer: Any) -> list[str]:
         return [f"answer is {_json_type(answer)}, expected a JSON object"]
     problems: list[str] = []
     for name, label in contract.labels.items():
-        problems += _field_problems(answer, name, lambda v, lb=label: _label_problem(lb, v))
+        problems += _field_problems(answer, name, partial(_label_problem, label))
     for name in contract.numbers:
         problems += _field_problems(answer, name, _number_problem)
     rows = contract.rows

@@ -48,6 +48,21 @@ def doc_effects(doc: RuleDoc, pack: Pack, llm: BaseChatModel | None, plan: RuleP
     return list(extract_effects(doc, pack, llm).effects), "llm"
 
 
+def effect_problems(doc: RuleDoc, effects: list[AnyEffect], pack: Pack) -> list[str]:
+    """References an effect makes that the graph cannot hold: an unknown metric, or an
+    applies_when dimension the pack does not declare (its APPLIES_WHEN edge would silently
+    find no Dimension node)."""
+    dims = {x.column for x in pack.spec.dimensions}
+    out = []
+    for j, eff in enumerate(effects):
+        if eff.metric not in pack.metric_by_id:
+            out.append(f"{_rel(doc.path)}: effects.{j}.metric: unknown metric {eff.metric!r}")
+        if eff.applies_when is not None and eff.applies_when.dimension not in dims:
+            out.append(f"{_rel(doc.path)}: effects.{j}.applies_when.dimension: "
+                       f"{eff.applies_when.dimension!r} is not a dimension declared in pack.yaml")
+    return out
+
+
 def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, verify: bool = True,
                only: set[str] | None = None) -> RulePlan:
     plan = RulePlan()
@@ -60,6 +75,12 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, v
             effects, source = doc_effects(doc, pack, llm, plan)
         except DibenchError as exc:
             plan.failures.append(str(exc))
+            continue
+        # Checked before anything of the document enters the plan: a document with one bad
+        # effect is left out whole (graph unchanged for it), never written with the rest.
+        problems = effect_problems(doc, effects, pack)
+        if problems:
+            plan.failures.extend(problems)
             continue
         f = doc.front
         vkey = rule_version_key(d, doc.id, doc.content_hash)
@@ -75,10 +96,7 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, v
         }))
         keep_metrics, keep_applies = [], []
         for eff in effects:
-            metric = pack.metric_by_id.get(eff.metric)
-            if metric is None:
-                plan.failures.append(f"{_rel(doc.path)}: effects: unknown metric {eff.metric!r}")
-                continue
+            metric = pack.metric_by_id[eff.metric]
             if verify:
                 if metric.id not in windows:
                     windows[metric.id] = metric_window(wh, metric)

@@ -277,5 +277,8 @@ def rules_for_cmd(metric_id: str, domain: str | None, with_tasks: bool, as_json:
                   (r["operation"] or {}).get("op", "multi") if isinstance(r["operation"], dict) else "multi"]
                  + ([len(r.get("tasks", []))] if with_tasks else []) for r in rows])
 
+from evaluation.cli import score as _score; main.add_command(_score)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

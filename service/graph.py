@@ -110,6 +110,12 @@ class Graph:
 
         return self._session_call(WRITE_ACCESS, work, stmt)
 
+    def write_returning(self, name: str, /, **params: Any) -> list[dict[str, Any]]:
+        """A write statement whose records are needed (e.g. an atomic claim)."""
+        stmt = load(name)
+        _check_params(stmt, params)
+        return self._session_call(WRITE_ACCESS, lambda tx: [r.data() for r in tx.run(stmt.text, params)], stmt)
+
     def write_rows(self, name: str, rows: Sequence[dict[str, Any]], *, batch_size: int = 2000,
                    extra: dict[str, Any] | None = None) -> dict[str, int]:
         """Run `UNWIND $rows AS row ...` statement `name` over rows in batches of batch_size."""

@@ -39,3 +39,8 @@ def graph_stats(graph: Graph, domain: str | None = None) -> dict[str, dict[str, 
     nodes = {r["label"]: r["count"] for r in graph.read("graph_stats_nodes", domain=domain)}
     edges = {r["type"]: r["count"] for r in graph.read("graph_stats_edges", domain=domain)}
     return {"nodes": nodes, "edges": edges}
+
+
+def tasks_for_rules(graph: Graph, metric_id: str, domain: str | None, rule_ids: list[str]) -> dict[str, list[str]]:
+    key = resolve_metric(graph, metric_id, domain)
+    return {r["rule_id"]: r["tasks"] for r in graph.read("tasks_for_rules", metric=key, rules=rule_ids)}

@@ -9,7 +9,7 @@ import pytest
 from service.config import REPO_ROOT
 from service.graph import Graph, all_statement_names, apply_schema, load
 
-CALL_METHODS = {"read", "write", "write_rows", "run", "run_rows"}
+CALL_METHODS = {"read", "write", "write_returning", "write_rows", "run", "run_rows"}
 CODE_DIRS = ["service", "ingest", "generation", "evaluation", "sqlops", "bench"]
 
 

@@ -1,0 +1,2 @@
+MERGE (r:Run {key: $key})
+ON CREATE SET r += $props

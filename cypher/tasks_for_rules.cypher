@@ -1,0 +1,4 @@
+MATCH (m:Metric {key: $metric})
+MATCH (t:Task)-[:USES_RULE]->(r:Rule)
+WHERE r.id IN $rules AND r.domain = m.domain AND t.status = 'admitted'
+RETURN r.id AS rule_id, collect(t.key) AS tasks

@@ -1,0 +1,219 @@
+"""The scorer: one verdict per task from its stored contract, and accuracy aggregates for a run.
+
+A wrong answer to a rule task (tier K+A+R with a stored base answer) is classified by checking
+it, under the same contract, against the base answer: if it matches, the agent computed the
+metric without the rule ("rule_ignored"); otherwise "computation_wrong".
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evaluation.contracts import (
+    ANALYSIS_TYPES,
+    AnalysisType,
+    AnswerContract,
+    ContractError,
+    check_answer,
+    validate_expected,
+)
+from evaluation.reporting_tables import TIER_ORDER, Bucket, accuracy_by, bucket, failure_counts
+from service.errors import DibenchError
+
+Tier = Literal["K", "K+A", "K+A+R"]
+FailureClass = Literal["no_answer", "malformed", "rule_ignored", "computation_wrong", "wrong_answer"]
+
+
+class TaskRecordError(DibenchError):
+    """A task record cannot be scored: names the task and the field at fault."""
+
+
+class RecordFileError(DibenchError):
+    """A tasks or answers JSONL file has a bad line: names the file and line."""
+
+    hint = "each line must be one JSON object; the record shapes are in docs/contracts.md"
+
+    def __init__(self, file: str | Path, line: int, problem: str) -> None:
+        self.file = str(file)
+        self.line = line
+        self.problem = problem
+        super().__init__(f"{file}:{line}: {problem}")
+
+
+class ScoredTask(BaseModel):
+    """The part of a task record the scorer reads."""
+
+    # The task record belongs to generation and carries more (question, SQL, provenance);
+    # the scorer validates strictly only what it uses, so new record fields do not break scoring.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    task_id: str = Field(min_length=1)
+    domain: str
+    analysis_type: AnalysisType
+    tier: Tier
+    gold_answer: dict[str, Any]
+    base_answer: dict[str, Any] | None = None
+    contract: AnswerContract
+    variant: Literal["standard", "oracle", "no_rule"] = "standard"
+
+
+class AnswerRecord(BaseModel):
+    """One line of an answers file. `answer` is judged by the contract, not here: a wrong shape is
+    the agent's malformed answer, not a broken file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str = Field(min_length=1)
+    answer: Any
+
+
+class Verdict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task_id: str
+    passed: bool
+    reason: str
+    failure_class: FailureClass | None = None
+
+
+class TaskVerdict(BaseModel):
+    """A verdict with the task's grouping keys, as listed in a report."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    verdict: Verdict
+    domain: str
+    analysis_type: str
+    tier: str
+    variant: str
+
+
+class Report(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tasks: list[TaskVerdict]
+    overall: Bucket
+    by_domain: dict[str, Bucket]
+    by_analysis_type: dict[str, Bucket]
+    by_tier: dict[str, Bucket]
+    by_variant: dict[str, Bucket]
+    failure_classes: dict[str, int]
+    unmatched_answers: list[str] = Field(description="task ids in the answers that name no task")
+
+
+def validate_task(task: Mapping[str, Any] | ScoredTask) -> ScoredTask:
+    """Parse a task record and check that its gold (and base) answer fit its contract."""
+    if isinstance(task, ScoredTask):
+        return task
+    task_id = task.get("task_id", "?") if isinstance(task, Mapping) else "?"
+    try:
+        parsed = ScoredTask.model_validate(task)
+    except ValidationError as exc:
+        raise TaskRecordError(f"task {task_id}: {_pydantic_problems(exc)}") from exc
+    if parsed.contract.analysis_type != parsed.analysis_type:
+        raise TaskRecordError(f"task {task_id}: contract is for {parsed.contract.analysis_type}, "
+                              f"task is {parsed.analysis_type}")
+    try:
+        validate_expected(parsed.contract, parsed.gold_answer, what="gold_answer")
+        if parsed.base_answer is not None:
+            validate_expected(parsed.contract, parsed.base_answer, what="base_answer")
+    except ContractError as exc:
+        raise TaskRecordError(f"task {task_id}: {exc}") from exc
+    return parsed
+
+
+def score_task(task: Mapping[str, Any] | ScoredTask, answer: Any) -> Verdict:
+    """The verdict on one answer (None = no answer). Raises TaskRecordError for an unscorable task."""
+    t = validate_task(task)
+    if answer is None:
+        return Verdict(task_id=t.task_id, passed=False, reason="no answer", failure_class="no_answer")
+    check = check_answer(t.contract, t.gold_answer, answer)
+    if check.passed:
+        return Verdict(task_id=t.task_id, passed=True, reason=check.reason)
+    if check.malformed:
+        return Verdict(task_id=t.task_id, passed=False, reason=check.reason, failure_class="malformed")
+    if t.tier != "K+A+R" or t.base_answer is None:
+        return Verdict(task_id=t.task_id, passed=False, reason=check.reason, failure_class="wrong_answer")
+    if check_answer(t.contract, t.base_answer, answer).passed:
+        return Verdict(task_id=t.task_id, passed=False, failure_class="rule_ignored",
+                       reason=f"matches the answer without the rule; {check.reason}")
+    return Verdict(task_id=t.task_id, passed=False, reason=check.reason, failure_class="computation_wrong")
+
+
+def score_run(tasks: Sequence[Mapping[str, Any] | ScoredTask], answers: Mapping[str, Any]) -> Report:
+    """Score every task (a task without an entry in `answers` has no answer) and aggregate."""
+    parsed = [validate_task(t) for t in tasks]
+    rows = [TaskVerdict(verdict=score_task(t, answers.get(t.task_id)), domain=t.domain,
+                        analysis_type=t.analysis_type, tier=t.tier, variant=t.variant) for t in parsed]
+    known = {t.task_id for t in parsed}
+    return Report(
+        tasks=rows,
+        overall=bucket(r.verdict.passed for r in rows),
+        by_domain=accuracy_by((r.domain, r.verdict.passed) for r in rows),
+        by_analysis_type=accuracy_by(((r.analysis_type, r.verdict.passed) for r in rows), ANALYSIS_TYPES),
+        by_tier=accuracy_by(((r.tier, r.verdict.passed) for r in rows), TIER_ORDER),
+        by_variant=accuracy_by(((r.variant, r.verdict.passed) for r in rows), ("standard", "oracle", "no_rule")),
+        failure_classes=failure_counts(r.verdict.failure_class for r in rows),
+        unmatched_answers=sorted(a for a in answers if a not in known),
+    )
+
+
+# ------------------------------------------------------------------------------ JSONL files
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) for each non-blank line; a bad line raises RecordFileError."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordFileError(p, 0, f"cannot read: {exc}") from exc
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RecordFileError(p, number, f"not valid JSON: {exc.msg} (column {exc.colno})") from exc
+
+
+def load_tasks(path: str | Path) -> list[dict[str, Any]]:
+    """The task records of a JSONL file, each checked to be scorable; duplicates and empty files fail."""
+    records: list[dict[str, Any]] = []
+    first_line: dict[str, int] = {}
+    for number, record in read_jsonl(path):
+        if not isinstance(record, dict):
+            raise RecordFileError(path, number, "a task record must be a JSON object")
+        try:
+            task_id = validate_task(record).task_id
+        except TaskRecordError as exc:
+            raise RecordFileError(path, number, str(exc)) from exc
+        if task_id in first_line:
+            raise RecordFileError(path, number, f"task {task_id} repeats line {first_line[task_id]}")
+        first_line[task_id] = number
+        records.append(record)
+    if not records:
+        raise RecordFileError(path, 0, "no task records")
+    return records
+
+
+def load_answers(path: str | Path) -> dict[str, Any]:
+    """task_id -> answer from a JSONL file of {"task_id", "answer"} lines; a repeated task_id fails."""
+    answers: dict[str, Any] = {}
+    first_line: dict[str, int] = {}
+    for number, record in read_jsonl(path):
+        try:
+            parsed = AnswerRecord.model_validate(record)
+        except ValidationError as exc:
+            raise RecordFileError(path, number, _pydantic_problems(exc)) from exc
+        if parsed.task_id in first_line:
+            raise RecordFileError(path, number, f"task {parsed.task_id} repeats line {first_line[parsed.task_id]}")
+        first_line[parsed.task_id] = number
+        answers[parsed.task_id] = parsed.answer
+    return answers
+
+
+def _pydantic_problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in exc.errors())

@@ -1,0 +1,1 @@
+"""Generation: skeletons -> selection -> grounding -> analyses -> questions -> validation -> write-back."""

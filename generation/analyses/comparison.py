@@ -1,0 +1,49 @@
+"""Comparison: the metric for two groups. {"group_a", "group_b", "value_a", "value_b", "higher"}"""
+from __future__ import annotations
+
+from typing import Any
+
+from generation.analyses import Outcome, categorical, outcome, rnd, window_facts
+from generation.grounding import Context, choose_window
+from generation.skeletons import Skeleton
+from sqlops.shape import filter_in, group_by
+
+NAME = "comparison"
+
+
+def compatible(sk: Skeleton) -> bool:
+    return categorical(sk) and sk.cardinality >= 2
+
+
+def pick_two(ctx: Context, values: list[str]) -> tuple[str, str] | None:
+    if len(values) < 2:
+        return None
+    cond = ctx.conditional_value()
+    if cond in values:
+        other = ctx.rng.choice([v for v in values[:6] if v != cond])
+        return (cond, other) if ctx.rng.random() < 0.5 else (other, cond)
+    a, b = ctx.rng.sample(values[:6], 2)
+    return a, b
+
+
+def answer(rows: list[tuple[Any, ...]], a: str, b: str, digits: int) -> dict[str, Any]:
+    vals = {str(r[0]): rnd(r[1], digits) for r in rows}
+    va, vb = vals.get(a), vals.get(b)
+    if va is None or vb is None or va == vb:
+        higher = "equal" if va == vb and va is not None else "undetermined"
+    else:
+        higher = a if va > vb else b
+    return {"group_a": a, "group_b": b, "value_a": va, "value_b": vb, "higher": higher}
+
+
+def build(ctx: Context) -> Outcome | None:
+    window = choose_window(*ctx.data_window, ctx.rng)
+    two = pick_two(ctx, ctx.top_values(window))
+    if two is None:
+        return None
+    a, b = two
+    pair = ctx.pair(lambda t: group_by(filter_in(t, ctx.dim_col, ["group_a", "group_b"]), ctx.dim_col), window,
+                    {"group_a": a, "group_b": b})
+    d = ctx.metric.rounding
+    return outcome(answer(pair.gold_rows, a, b, d), answer(pair.base_rows, a, b, d), pair,
+                   {**window_facts(window), "group_a": a, "group_b": b})

@@ -1,0 +1,38 @@
+"""Counterfactual: the metric per group under the live rule and with the rule lifted.
+{"rows": [{group, current, hypothetical}]}; the no-rule answer has current = hypothetical."""
+from __future__ import annotations
+
+from typing import Any
+
+from generation.analyses import Outcome, outcome, window_facts
+from generation.analyses.decomposition import MAX_GROUPS, grouped_rows
+from generation.grounding import Context, choose_window
+from generation.skeletons import Skeleton
+from sqlops.shape import PERIOD_ALIAS, group_by, month_bucket
+
+NAME = "counterfactual"
+
+
+def compatible(sk: Skeleton) -> bool:
+    return bool(sk.rules) and (sk.dimension_type == "temporal" or 2 <= sk.cardinality <= MAX_GROUPS)
+
+
+def merge(current: list[dict[str, Any]], hypothetical: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    cur = {r["group"]: r["value"] for r in current}
+    hyp = {r["group"]: r["value"] for r in hypothetical}
+    return [{"group": g, "current": cur.get(g), "hypothetical": hyp.get(g)} for g in sorted(set(cur) | set(hyp))]
+
+
+def build(ctx: Context) -> Outcome | None:
+    temporal = ctx.skeleton.dimension_type == "temporal"
+    window = choose_window(*ctx.data_window, ctx.rng, months=6 if temporal else None)
+    key = month_bucket(ctx.time_col) if temporal else ctx.dim_col
+    pair = ctx.pair(lambda t: group_by(t, key, alias=PERIOD_ALIAS if temporal else "grp"), window)
+    digits = ctx.metric.rounding
+    gold_rows, base_rows = grouped_rows(pair.gold_rows, digits), grouped_rows(pair.base_rows, digits)
+    if len(base_rows) < 2:
+        return None
+    gold = {"rows": merge(gold_rows, base_rows)}
+    base = {"rows": merge(base_rows, base_rows)}
+    rule_ids = [r.id for r in ctx.skeleton.rules]
+    return outcome(gold, base, pair, {**window_facts(window), "rules": rule_ids, "by_month": temporal})

@@ -1,0 +1,54 @@
+"""Significance testing: is the metric different between two groups? Monthly values per group
+from one GROUP BY (group, month), then Welch's two-tailed t-test (scipy).
+{"significant", "p_value", "test_name", "alpha"}"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from scipy import stats
+
+from generation.analyses import Outcome, categorical, outcome, window_facts
+from generation.analyses.comparison import pick_two
+from generation.grounding import Context, choose_window
+from generation.skeletons import Skeleton
+from sqlops.shape import PERIOD_ALIAS, filter_in, group_by, month_bucket
+
+NAME = "significance_testing"
+TEST_NAME = "Welch's t-test (two-tailed)"
+ALPHA = 0.05
+
+
+def compatible(sk: Skeleton) -> bool:
+    return categorical(sk) and sk.cardinality >= 2
+
+
+def welch(rows: list[tuple[Any, ...]], a: str, b: str) -> dict[str, Any] | None:
+    # rows: (period, group, value, n)
+    xa = [float(r[2]) for r in rows if str(r[1]) == a and r[2] is not None]
+    xb = [float(r[2]) for r in rows if str(r[1]) == b and r[2] is not None]
+    if len(xa) < 3 or len(xb) < 3:
+        return None
+    res = stats.ttest_ind(xa, xb, equal_var=False)
+    p = float(res.pvalue)
+    if math.isnan(p):
+        return None
+    return {"significant": p < ALPHA, "p_value": round(p, 4), "test_name": TEST_NAME, "alpha": ALPHA}
+
+
+def build(ctx: Context) -> Outcome | None:
+    window = choose_window(*ctx.data_window, ctx.rng, months=12)
+    two = pick_two(ctx, ctx.top_values(window, min_rows=30))
+    if two is None:
+        return None
+    a, b = two
+
+    def shape(t: Any) -> Any:
+        t = group_by(filter_in(t, ctx.dim_col, ["group_a", "group_b"]), ctx.dim_col)
+        return group_by(t, month_bucket(ctx.time_col), alias=PERIOD_ALIAS, with_count=False)
+
+    pair = ctx.pair(shape, window, {"group_a": a, "group_b": b})
+    gold, base = welch(pair.gold_rows, a, b), welch(pair.base_rows, a, b)
+    if gold is None or base is None:
+        return None
+    return outcome(gold, base, pair, {**window_facts(window), "group_a": a, "group_b": b, "alpha": ALPHA})

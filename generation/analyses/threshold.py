@@ -1,0 +1,42 @@
+"""Threshold crossing: does the metric on a slice meet a threshold? {"value", "threshold", "result"}"""
+from __future__ import annotations
+
+from typing import Any
+
+from generation.analyses import Outcome, outcome, point_query
+from generation.grounding import Context
+from generation.skeletons import Skeleton
+
+NAME = "threshold_crossing"
+
+
+def compatible(sk: Skeleton) -> bool:
+    return True
+
+
+def verdict(value: float | None, threshold: float, higher_is_better: bool) -> str:
+    if value is None:
+        return "FAIL"
+    return "PASS" if (value >= threshold if higher_is_better else value <= threshold) else "FAIL"
+
+
+def build(ctx: Context) -> Outcome | None:
+    point = point_query.build(ctx)
+    if point is None or point.gold_answer["value"] is None:
+        return None
+    m = ctx.metric
+    if m.target is not None:
+        threshold = float(m.target)
+    else:
+        # No business target: a round number between the answers with and without rules,
+        # else close to the value, so the question is neither trivial nor arbitrary.
+        g, b = point.gold_answer["value"], point.base_answer["value"]
+        threshold = float(round(((g + b) / 2) if b is not None else g, 0))
+    def shape(v: float | None) -> dict[str, Any]:
+        return {"value": v, "threshold": threshold, "result": verdict(v, threshold, m.higher_is_better)}
+    facts = {**point.facts, "threshold": threshold, "higher_is_better": m.higher_is_better}
+    return Outcome(shape(point.gold_answer["value"]), shape(point.base_answer["value"]), point.gold_sql,
+                   point.base_sql, point.gold_params, point.base_params, facts)
+
+
+_ = outcome

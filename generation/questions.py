@@ -1,0 +1,109 @@
+"""Backward question generation: phrase the question a stakeholder would ask, given the metric,
+the analysis type and the answer's facts. The default is a deterministic template phraser
+(varied by a seeded choice); an LLM phraser through langchain-core is optional.
+
+Questions never name tables, columns or documents: dimensions appear by their labels.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.llm import ask_structured
+
+PROMPT_VERSION = "phrase/1"
+
+
+def period_words(start: str, end: str) -> str:
+    s, e = dt.date.fromisoformat(start), dt.date.fromisoformat(end) - dt.timedelta(days=1)
+    if s.month == 1 and e.month == 12 and s.year == e.year:
+        return f"in {s.year}"
+    if s.year == e.year:
+        return f"between {s:%B} and {e:%B} {s.year}"
+    return f"from {s:%B %Y} to {e:%B %Y}"
+
+
+def _pick(rng: random.Random, options: list[str]) -> str:
+    return rng.choice(options)
+
+
+def template_question(analysis: str, metric_name: str, dim_label: str, facts: dict[str, Any],
+                      rng: random.Random, unit: str) -> str:
+    name = metric_name.lower()
+    when = period_words(facts["start"], facts["end"]) if "start" in facts else ""
+    g = facts.get("group")
+    on = f" for {dim_label} {g}" if g is not None else ""
+    if analysis == "point_query":
+        return _pick(rng, [f"What was our {name}{on} {when}?", f"Can you tell me the {name}{on} {when}?",
+                           f"How did the {name} come out{on} {when}?"])
+    if analysis == "threshold_crossing":
+        t = facts["threshold"]
+        cmp = "at least" if facts.get("higher_is_better", True) else "at most"
+        return _pick(rng, [f"Did the {name}{on} {when} meet the target of {cmp} {t:g}? Answer PASS or FAIL with the value.",
+                           f"Against a threshold of {t:g} ({cmp}), did the {name}{on} pass {when}?"])
+    if analysis == "trend_analysis":
+        return _pick(rng, [f"How did the {name} develop month by month {when}: rising, falling or flat, by how much overall, and which month peaked?",
+                           f"Looking at each month {when}, what is the trend of the {name}, its total change in percent and its peak month?"])
+    if analysis == "comparison":
+        a, b = facts["group_a"], facts["group_b"]
+        return _pick(rng, [f"Which had the higher {name} {when}: {dim_label} {a} or {b}? Give both values.",
+                           f"Compare the {name} of {dim_label} {a} and {dim_label} {b} {when}."])
+    if analysis == "ranking":
+        k = facts["k"]
+        best = "highest" if facts.get("higher_is_better", True) else "lowest"
+        return _pick(rng, [f"Which {k} {dim_label} values had the {best} {name} {when}, in order?",
+                           f"Rank the top {k} by {dim_label} on {name} ({best} first) {when}."])
+    if analysis == "significance_testing":
+        a, b = facts["group_a"], facts["group_b"]
+        return (f"Is the monthly {name} significantly different between {dim_label} {a} and {b} {when}? "
+                f"Use a two-tailed Welch's t-test at the 5% level on the monthly values.")
+    if analysis == "counterfactual":
+        by = "month" if facts.get("by_month") else dim_label
+        return _pick(rng, [f"For each {by} {when}, what is the {name} under our current policies, and what would it be if the policy adjustments that apply to it were lifted?",
+                           f"Per {by} {when}: how much do our current policies change the {name}? Give the value under current policy and the value without those adjustments."])
+    if analysis == "decomposition":
+        return _pick(rng, [f"Break down the {name} by {dim_label} {when}.",
+                           f"What was the {name} for each {dim_label} {when}?"])
+    if analysis == "knowledge_retrieval":
+        return _pick(rng, [f"What does our policy say about how the {name} must be calculated, and which specific figures or conditions does it set?",
+                           f"How are we supposed to treat special cases when reporting the {name}? Name the concrete conditions and numbers."])
+    raise ValueError(f"unknown analysis type {analysis}")
+
+
+class PhrasedQuestion(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    question: str = Field(min_length=20)
+
+
+PHRASE_SYSTEM = (
+    "You write the question a business stakeholder would ask so that the given answer is its correct answer. "
+    "Be natural. Never mention database tables, column names, identifiers or which document to read. State k "
+    "for rankings and the threshold for threshold questions. Reply with JSON {\"question\": \"...\"} only."
+)
+
+
+def llm_question(llm: BaseChatModel, analysis: str, metric_name: str, gold_answer: dict[str, Any],
+                 facts: dict[str, Any], rule_texts: list[str], where: str) -> str:
+    import json
+
+    user = json.dumps({"metric": metric_name, "analysis_type": analysis, "answer": gold_answer, "facts": facts,
+                       "rule_documents": rule_texts}, default=str)
+    return ask_structured(llm, PHRASE_SYSTEM, user, PhrasedQuestion, where=where).question
+
+
+def answer_format(analysis: str) -> str:
+    return {
+        "knowledge_retrieval": 'JSON {"text": "<answer>"}',
+        "point_query": 'JSON {"value": <number or null if suppressed>}',
+        "trend_analysis": 'JSON {"direction": "increasing|decreasing|flat", "total_change_pct": <number>, "peak_period": "YYYY-MM"}',
+        "comparison": 'JSON {"group_a": "<name>", "group_b": "<name>", "value_a": <number>, "value_b": <number>, "higher": "<name or equal>"}',
+        "ranking": 'JSON {"k": <k>, "rows": [{"group": "<name>", "value": <number>}, ...]} best first',
+        "significance_testing": 'JSON {"significant": true|false, "p_value": <number>, "test_name": "Welch\'s t-test (two-tailed)", "alpha": 0.05}',
+        "threshold_crossing": 'JSON {"value": <number>, "threshold": <number>, "result": "PASS|FAIL"}',
+        "counterfactual": 'JSON {"rows": [{"group": "<name>", "current": <number>, "hypothetical": <number>}, ...]}',
+        "decomposition": 'JSON {"rows": [{"group": "<name>", "value": <number>}, ...]} every group',
+    }[analysis]

@@ -1,0 +1,110 @@
+"""One skeleton -> candidate tasks: ground it, run every compatible analysis, phrase, validate."""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from generation.analyses import Outcome, registry
+from generation.grounding import Context, Executor, data_window
+from generation.questions import answer_format, llm_question, template_question
+from generation.skeletons import Skeleton
+from generation.validation import Candidate, Vocabulary, judge, stage1
+from ingest.pack import Pack
+from service.errors import DibenchError
+from service.models import LLMEffects
+
+MAX_WINDOW_TRIES = 3
+
+
+def vocabulary(pack: Pack, columns: dict[str, list[str]]) -> Vocabulary:
+    ids: set[str] = set()
+    for t, cols in columns.items():
+        if "_" in t:
+            ids.add(t.lower())
+        ids.update(c.lower() for c in cols if "_" in c)
+    ids.update(m.id.lower() for m in pack.metrics)
+    ids.update(r.id.lower() for r in pack.rules)
+    ids.add(pack.schema.lower() + ".")
+    return Vocabulary(frozenset(ids))
+
+
+def tier_of(analysis: str, sk: Skeleton) -> str:
+    if analysis == "knowledge_retrieval":
+        return "K"
+    return "K+A+R" if sk.rules else "K+A"
+
+
+def candidate_key(sk: Skeleton, analysis: str, variant: str = "standard") -> str:
+    digest = hashlib.sha1(f"{sk.key}|{analysis}|{variant}".encode()).hexdigest()[:16]
+    return f"task:{sk.domain}/{digest}"
+
+
+def effects_for(sk: Skeleton, metric_id: str) -> list[tuple[str, Any]]:
+    out = []
+    for r in sk.rules:
+        for e in r.effects_json():
+            if e.get("metric") == metric_id:
+                out.append((r.id, LLMEffects.model_validate({"effects": [e]}).effects[0]))
+    return out
+
+
+def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, *, seed: int,
+                     llm: BaseChatModel | None = None, windows: dict[str, Any] | None = None) -> list[Candidate]:
+    metric = pack.metric_by_id[sk.metric]
+    windows = windows if windows is not None else {}
+    if metric.id not in windows:
+        windows[metric.id] = data_window(ex.wh, metric)
+    docs = {r.id: r for r in pack.rules}
+    out: list[Candidate] = []
+    for analysis in registry():
+        if not analysis.compatible(sk):
+            continue
+        rng = random.Random(f"{seed}|{sk.key}|{analysis.NAME}")
+        ctx = Context(metric, sk, effects_for(sk, metric.id), ex, rng, windows[metric.id], docs)
+        result: Outcome | None = None
+        try:
+            for _ in range(MAX_WINDOW_TRIES):
+                result = analysis.build(ctx)
+                # A rule task retries other windows until the rule changes the answer.
+                if result is None or not sk.rules or analysis.NAME == "knowledge_retrieval" \
+                        or result.gold_answer != result.base_answer:
+                    break
+        except DibenchError as exc:
+            result = Outcome({"error": str(exc)}, {}, None, None, {}, {}, {})
+        if result is None:
+            continue
+        tier = tier_of(analysis.NAME, sk)
+        if llm is not None:
+            question = llm_question(llm, analysis.NAME, metric.name, result.gold_answer, result.facts,
+                                    [docs[r.id].body for r in sk.rules if r.id in docs], where=sk.key)
+        else:
+            question = template_question(analysis.NAME, metric.name, sk.dimension_label, result.facts, rng,
+                                         metric.unit.value)
+        c = Candidate(
+            key=candidate_key(sk, analysis.NAME), skeleton_key=sk.key, domain=sk.domain,
+            analysis_type=analysis.NAME, tier=tier, metric_id=metric.id, rule_ids=[r.id for r in sk.rules],
+            rule_versions=[f"{r.id}@{r.version}#{r.content_hash[:12]}" for r in sk.rules], dimension=sk.dimension,
+            dimension_type=sk.dimension_type, question=question, answer_format=answer_format(analysis.NAME),
+            gold_answer=result.gold_answer, base_answer=result.base_answer if tier == "K+A+R" else None,
+            gold_sql=result.gold_sql, base_sql=result.base_sql, gold_params=result.gold_params,
+            base_params=result.base_params, tables=list(sk.tables), facts=result.facts,
+        )
+        c.rejections = stage1(c, vocab)
+        if not c.rejections:
+            c.judge = run_judge(llm, c)
+        out.append(c)
+    return out
+
+
+def run_judge(llm: BaseChatModel | None, c: Candidate) -> dict[str, Any]:
+    if llm is None:
+        return {"stage2": "skipped", "reason": "no LLM configured"}
+    verdict = judge(llm, c)
+    failed = verdict.failed()
+    if failed:
+        c.rejections.append(f"judge: failed {failed}")
+    return {"stage2": "judged", "failed": failed, **json.loads(verdict.model_dump_json())}

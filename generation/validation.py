@@ -1,0 +1,165 @@
+"""Validation. Stage 1: programmatic checks, each a named function returning a reason or None;
+all must pass. Stage 2: an eight-dimension LLM judge (skipped, and recorded as skipped, when no
+LLM is configured); only all-pass candidates are admitted, phrasing-only failures are rewritten
+once and re-scored."""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from pydantic import BaseModel, ConfigDict
+
+from service.llm import ask_structured
+
+
+@dataclass
+class Candidate:
+    key: str
+    skeleton_key: str
+    domain: str
+    analysis_type: str
+    tier: str
+    metric_id: str
+    rule_ids: list[str]
+    rule_versions: list[str]
+    dimension: str
+    dimension_type: str
+    question: str
+    answer_format: str
+    gold_answer: dict[str, Any]
+    base_answer: dict[str, Any] | None
+    gold_sql: str | None
+    base_sql: str | None
+    gold_params: dict[str, Any]
+    base_params: dict[str, Any]
+    tables: list[str]
+    facts: dict[str, Any] = field(default_factory=dict)
+    rejections: list[str] = field(default_factory=list)
+    judge: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Identifiers that must never appear in a question."""
+
+    identifiers: frozenset[str]
+
+
+Check = Callable[[Candidate, Vocabulary], str | None]
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+
+
+def leaked_identifiers(c: Candidate, v: Vocabulary) -> str | None:
+    words = {w.strip(".-").lower() for w in _WORD.findall(c.question)}
+    leaked = sorted(w for w in words if w in v.identifiers)
+    return f"question leaks identifiers {leaked}" if leaked else None
+
+
+def too_short(c: Candidate, v: Vocabulary) -> str | None:
+    return "question shorter than 20 characters" if len(c.question.strip()) < 20 else None
+
+
+def datetime_as_category(c: Candidate, v: Vocabulary) -> str | None:
+    categorical_types = {"comparison", "ranking", "decomposition", "significance_testing"}
+    if c.dimension_type == "temporal" and c.analysis_type in categorical_types:
+        return "a datetime column is used as a categorical filter"
+    if c.dimension_type == "temporal" and "group" in c.facts:
+        return "a datetime column is used as a categorical filter"
+    return None
+
+
+def missing_gold(c: Candidate, v: Vocabulary) -> str | None:
+    if not c.gold_answer:
+        return "gold answer missing"
+    if "error" in c.gold_answer:
+        return "gold answer marked as error"
+    return None
+
+
+def short_knowledge(c: Candidate, v: Vocabulary) -> str | None:
+    if c.analysis_type == "knowledge_retrieval" and len(str(c.gold_answer.get("text", ""))) <= 10:
+        return "knowledge answer of 10 characters or less"
+    return None
+
+
+def unscorable(c: Candidate, v: Vocabulary) -> str | None:
+    a = c.gold_answer
+    t = c.analysis_type
+    if t in ("point_query", "threshold_crossing") and a.get("value") is None:
+        return "no scorable expected answer (value suppressed or empty)"
+    if t == "comparison" and (a.get("value_a") is None or a.get("value_b") is None or a.get("higher") == "undetermined"):
+        return "no scorable expected answer (a compared group has no value)"
+    if t in ("ranking", "decomposition", "counterfactual") and not a.get("rows"):
+        return "no scorable expected answer (no rows)"
+    if t == "knowledge_retrieval" and not a.get("must_include"):
+        return "no scorable expected answer (no must-include facts)"
+    return None
+
+
+def not_naturalised(c: Candidate, v: Vocabulary) -> str | None:
+    return "question contains a raw column-style name (underscore)" if "_" in c.question else None
+
+
+def rule_not_discriminative(c: Candidate, v: Vocabulary) -> str | None:
+    """Counterfactual filter: a rule task must have a gold answer different from its base answer."""
+    if c.tier == "K+A+R" and c.base_answer is not None and c.base_answer == c.gold_answer:
+        return "rule does not change the answer (counterfactual filter)"
+    return None
+
+
+STAGE1: tuple[Check, ...] = (missing_gold, unscorable, rule_not_discriminative, too_short, leaked_identifiers,
+                             datetime_as_category, short_knowledge, not_naturalised)
+
+
+def stage1(c: Candidate, v: Vocabulary) -> list[str]:
+    out = []
+    for check in STAGE1:
+        reason = check(c, v)
+        if reason:
+            out.append(f"{check.__name__}: {reason}")
+    return out
+
+
+JUDGE_DIMENSIONS = ("objectivity", "answer_leakage", "naturalness", "answer_relevance", "format_alignment",
+                    "sql_correctness", "logical_reasoning", "gold_scope_match")
+PHRASING_DIMENSIONS = {"naturalness", "answer_leakage", "format_alignment"}
+JUDGE_PROMPT_VERSION = "judge/1"
+
+
+class DimensionVerdict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    passed: bool
+    reason: str
+
+
+class JudgeVerdict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    objectivity: DimensionVerdict
+    answer_leakage: DimensionVerdict
+    naturalness: DimensionVerdict
+    answer_relevance: DimensionVerdict
+    format_alignment: DimensionVerdict
+    sql_correctness: DimensionVerdict
+    logical_reasoning: DimensionVerdict
+    gold_scope_match: DimensionVerdict
+
+    def failed(self) -> list[str]:
+        return [d for d in JUDGE_DIMENSIONS if not getattr(self, d).passed]
+
+
+JUDGE_SYSTEM = (
+    "You review one benchmark task for data agents. Score eight binary dimensions: " + ", ".join(JUDGE_DIMENSIONS)
+    + ". For each give {\"passed\": true|false, \"reason\": one sentence}. Reply with one JSON object whose keys "
+    "are exactly those eight dimensions."
+)
+
+
+def judge(llm: BaseChatModel, c: Candidate) -> JudgeVerdict:
+    import json
+
+    user = json.dumps({"question": c.question, "analysis_type": c.analysis_type, "gold_answer": c.gold_answer,
+                       "gold_sql": c.gold_sql, "answer_format": c.answer_format}, default=str)
+    return ask_structured(llm, JUDGE_SYSTEM, user, JudgeVerdict, where=f"judge {c.key}")

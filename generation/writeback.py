@@ -1,0 +1,56 @@
+"""Write-back: admitted tasks (and rejected candidates, with reasons) as Task nodes linked to
+their skeleton, metric, rules (with the version used), tables, dimension and Run."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from generation.validation import Candidate
+from ingest.keys import dimension_key, metric_key, rule_key, rule_version_key, table_key
+from ingest.pack import Pack
+
+
+def _params_json(p: dict[str, Any]) -> str:
+    return json.dumps(p, sort_keys=True, default=str)
+
+
+def task_rows(cands: list[Candidate], pack: Pack, run_key: str) -> list[dict[str, Any]]:
+    docs = {r.id: r for r in pack.rules}
+    rows = []
+    for c in cands:
+        status = "rejected" if c.rejections else "admitted"
+        variants = [("standard", c)]
+        if status == "admitted" and c.tier == "K+A+R":
+            variants += [("oracle", c), ("no_rule", c)]
+        for variant, cand in variants:
+            key = cand.key if variant == "standard" else f"{cand.key}:{variant}"
+            question = cand.question
+            gold = cand.gold_answer
+            if variant == "oracle":
+                texts = "\n\n".join(f"Policy \"{docs[r].front.title}\":\n{docs[r].body}" for r in cand.rule_ids if r in docs)
+                question = f"{cand.question}\n\nRelevant policy text:\n{texts}"
+            if variant == "no_rule":
+                gold = cand.base_answer or {}
+            props = {
+                "domain": cand.domain, "analysis_type": cand.analysis_type, "tier": cand.tier, "variant": variant,
+                "question": question, "answer_format": cand.answer_format,
+                "gold_answer": json.dumps(gold, sort_keys=True),
+                "base_answer": json.dumps(cand.base_answer, sort_keys=True) if cand.base_answer is not None else None,
+                "gold_sql": cand.gold_sql if variant != "no_rule" else cand.base_sql, "base_sql": cand.base_sql,
+                "gold_params": _params_json(cand.gold_params if variant != "no_rule" else cand.base_params),
+                "base_params": _params_json(cand.base_params),
+                "metric_id": cand.metric_id, "rule_ids": cand.rule_ids, "rule_versions": cand.rule_versions,
+                "dimension": cand.dimension, "status": status, "rejections": cand.rejections,
+                "judge": json.dumps(cand.judge, sort_keys=True), "facts": json.dumps(cand.facts, sort_keys=True, default=str),
+                "run_key": run_key, "skeleton_key": cand.skeleton_key, "version": 1,
+            }
+            rows.append({
+                "key": key, "props": props, "metric_key": metric_key(cand.domain, cand.metric_id),
+                "dimension_key": dimension_key(cand.domain, cand.dimension),
+                "tables": [table_key(cand.domain, t) for t in cand.tables],
+                "rules": [{"key": rule_key(cand.domain, rid), "version": rv.split("@", 1)[1].split("#")[0],
+                           "version_key": rule_version_key(cand.domain, rid, docs[rid].content_hash) if rid in docs else ""}
+                          for rid, rv in zip(cand.rule_ids, cand.rule_versions)],
+                "standard": cand.key, "variant": variant,
+            })
+    return rows
