@@ -14,6 +14,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkgs+=(postgresql po
 [ -x /usr/lib/jvm/java-17-openjdk-amd64/bin/java ] || need_pkgs+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need_pkgs+=(maven)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
+# Headless Chromium renders the HTML report in its test.
+[ -x /usr/bin/chromium ] || need_pkgs+=(chromium)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "apt-get install ${need_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -277,6 +277,88 @@ def rules_for_cmd(metric_id: str, domain: str | None, with_tasks: bool, as_json:
                   (r["operation"] or {}).get("op", "multi") if isinstance(r["operation"], dict) else "multi"]
                  + ([len(r.get("tasks", []))] if with_tasks else []) for r in rows])
 
+# ------------------------------------------------------------------------------ generation
+def _print_summary(summary: Any) -> None:
+    d = summary.as_dict()
+    print_table("tasks by analysis type", ["analysis type", "admitted"], [[k, v] for k, v in d["by_type"].items()])
+    print_table("tasks by knowledge tier", ["tier", "admitted"], [[k, v] for k, v in d["by_tier"].items()])
+    cands = d["candidates"] or 1
+    print_table("rejections by validation check", ["check", "rejected", "share of candidates"],
+                [[k, v, f"{100 * v / cands:.1f}%"] for k, v in d["rejections_by_check"].items()] or [["-", 0, "0%"]])
+    click.echo(f"run {d['run_key']}: {d['admitted']} admitted of {d['candidates']} candidates from "
+               f"{d['skeletons']} skeletons; rules covered {d['rules_covered']}/{d['rules_total']}, "
+               f"metrics covered {d['metrics_covered']}; validation stage 2: {d['stage2']}; "
+               f"wall {d['wall_seconds']}s, SQL {d['sql_seconds']}s")
+
+
+def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type: int, as_json: bool) -> None:
+    from generation.pipeline import generate
+    from ingest.pack import load_pack
+    from service.graph import apply_schema, get_graph
+
+    pk = load_pack(pack_name)
+    graph = get_graph()
+    apply_schema(graph)
+    with console.status(f"generating tasks for {pk.name}") as status:
+        summary = generate(pk, graph, target=target, seed=seed, workers=workers, min_per_type=min_per_type,
+                           progress=lambda m: (status.update(f"{pk.name}: {m}"), console.log(m)))
+    if as_json:
+        print_json(summary.as_dict())
+    else:
+        _print_summary(summary)
+
+
+@main.command("generate")
+@click.argument("pack")
+@click.option("--target", type=int, default=40, show_default=True, help="Skeletons picked by MMR selection.")
+@click.option("--seed", type=int, default=42, show_default=True, help="Seed of every non-LLM random choice.")
+@click.option("--workers", type=int, default=1, show_default=True, help="Worker processes claiming skeletons.")
+@click.option("--min-per-type", type=int, default=3, show_default=True,
+              help="Minimum admitted tasks per analysis type before augmentation stops.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@handle_errors
+def generate_cmd(pack: str, target: int, seed: int, workers: int, min_per_type: int, as_json: bool) -> None:
+    """Generate validated tasks for an ingested PACK and write them into the graph."""
+    _generate(pack, target, seed, workers, min_per_type, as_json)
+
+
+@main.command("demo")
+@click.option("--domain", "domain_name", default="demo", show_default=True, help="Built-in domain to run.")
+@click.option("--size", type=int, default=None, help="Size of a generated domain (demo: tickets).")
+@click.option("--target", type=int, default=40, show_default=True, help="Skeletons picked by MMR selection.")
+@click.option("--seed", type=int, default=42, show_default=True, help="Seed.")
+@click.option("--workers", type=int, default=2, show_default=True, help="Worker processes.")
+@handle_errors
+def demo_cmd(domain_name: str, size: int | None, target: int, seed: int, workers: int) -> None:
+    """End to end: services up, load the domain, ingest it, generate tasks, print a summary."""
+    from ingest.database import load_database
+    from ingest.pack import load_pack
+    from ingest.pipeline import ingest_pack
+    from service import local
+    from service.graph import apply_schema, get_graph
+    from service.llm import configured_model
+    from service.warehouse import get_warehouse
+
+    console.rule("1/4 services")
+    _print_status(local.up(get_settings()))
+    pk = load_pack(domain_name)
+    console.rule(f"2/4 load {pk.name}")
+    with console.status(f"loading {pk.name} into PostgreSQL"):
+        report = load_database(pk, get_warehouse(), size=size, seed=seed if domain_name == "demo" else None)
+    click.echo(json.dumps(report, default=str))
+    console.rule("3/4 ingest")
+    graph = get_graph()
+    apply_schema(graph)
+    with console.status("building the artifact linkage graph"):
+        ing = ingest_pack(pk, graph, get_warehouse(), configured_model())
+    click.echo(f"rule -> metric edges verified {ing.verified}, unverified {ing.unverified}")
+    from service.queries import graph_stats
+
+    stats = graph_stats(graph, pk.name)
+    click.echo(f"graph: {sum(stats['nodes'].values())} nodes, {sum(stats['edges'].values())} edges")
+    console.rule("4/4 generate")
+    _generate(pk.name, target, seed, workers, 3, False)
+
 from evaluation.cli import score as _score; main.add_command(_score)
 
 
