@@ -83,7 +83,7 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
                                     [docs[r.id].body for r in sk.rules if r.id in docs], where=sk.key)
         else:
             question = template_question(analysis.NAME, metric.name, sk.dimension_label, result.facts, rng,
-                                         metric.unit.value)
+                                         metric.unit)
         c = Candidate(
             key=candidate_key(sk, analysis.NAME), skeleton_key=sk.key, domain=sk.domain,
             analysis_type=analysis.NAME, tier=tier, metric_id=metric.id, rule_ids=[r.id for r in sk.rules],

@@ -26,7 +26,7 @@ def plan_catalog(pack: Pack) -> CatalogPlan:
         tables = sorted(tables_read(parse(m.sql, where=f"metric {m.id}: sql")))
         metrics.append(row(metric_key(d, m.id), {
             "domain": d, "id": m.id, "name": m.name, "tier": m.tier, "description": m.description,
-            "formula": m.formula, "sql": m.sql, "time_column": m.time_column, "unit": m.unit.value,
+            "formula": m.formula, "sql": m.sql, "time_column": m.time_column, "unit": m.unit,
             "rounding": m.rounding, "params_json": __import__("json").dumps(m.params, sort_keys=True),
             "higher_is_better": m.higher_is_better, "target": m.target, "tables": tables,
             "dimensions": m.dimensions, "components": m.components,

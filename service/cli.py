@@ -300,8 +300,12 @@ def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type
     graph = get_graph()
     apply_schema(graph)
     with console.status(f"generating tasks for {pk.name}") as status:
+        def progress(message: str) -> None:
+            status.update(f"{pk.name}: {message}")
+            console.log(message)
+
         summary = generate(pk, graph, target=target, seed=seed, workers=workers, min_per_type=min_per_type,
-                           progress=lambda m: (status.update(f"{pk.name}: {m}"), console.log(m)))
+                           progress=progress)
     if as_json:
         print_json(summary.as_dict())
     else:

@@ -54,14 +54,7 @@ class PackSpec(Strict):
     entity_labels: dict[str, str] = Field(default_factory=dict, description="table -> natural name (e.g. tickets: support tickets)")
 
 
-class Unit(str, Enum):
-    percent = "percent"
-    count = "count"
-    hours = "hours"
-    days = "days"
-    currency = "currency"
-    ratio = "ratio"
-    score = "score"
+Unit = Literal["percent", "count", "hours", "days", "currency", "ratio", "score"]
 
 
 class MetricSpec(Strict):
