@@ -66,12 +66,33 @@ def create_run(graph: Graph, pack: Pack, seed: int, target: int) -> str:
     return key
 
 
-def process(run_key: str, pack: Pack, seed: int, workers: int, progress: Callable[[str], None] | None) -> list[dict[str, Any]]:
+Counter_ = Callable[[int, int], None]
+
+
+def plan_states(graph: Graph, run_key: str) -> tuple[int, int]:
+    """(done, total) skeletons of a run."""
+    states = {r["state"]: r["count"] for r in graph.read("skeletons_pending", run=run_key)}
+    return states.get("done", 0), sum(states.values())
+
+
+def process(graph: Graph, run_key: str, pack: Pack, seed: int, workers: int,
+            counter: Counter_ | None = None) -> list[dict[str, Any]]:
+    """Run `workers` worker processes (inline for one) until every planned skeleton is done."""
     if workers <= 1:
-        return [work(run_key, str(pack.root), seed, "w0")]
+        def tick() -> None:
+            if counter:
+                counter(*plan_states(graph, run_key))
+        return [work(run_key, str(pack.root), seed, "w0", on_skeleton=tick)]
     ctx = mp.get_context("spawn")
     with ctx.Pool(workers) as pool:
-        return pool.map(work_entry, [(run_key, str(pack.root), seed, f"w{i}") for i in range(workers)])
+        pending = pool.map_async(work_entry, [(run_key, str(pack.root), seed, f"w{i}") for i in range(workers)])
+        while not pending.ready():
+            if counter:
+                counter(*plan_states(graph, run_key))
+            pending.wait(0.5)
+        if counter:
+            counter(*plan_states(graph, run_key))
+        return pending.get()
 
 
 def summarise(graph: Graph, run_key: str, pack: Pack, skeletons: int) -> RunSummary:
@@ -99,7 +120,8 @@ def summarise(graph: Graph, run_key: str, pack: Pack, skeletons: int) -> RunSumm
 
 
 def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, workers: int = 1,
-             min_per_type: int = 3, progress: Callable[[str], None] | None = None) -> RunSummary:
+             min_per_type: int = 3, progress: Callable[[str], None] | None = None,
+             counter: Counter_ | None = None) -> RunSummary:
     import time
 
     started = time.perf_counter()
@@ -112,7 +134,7 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
     graph.write("skeletons_plan", run=run_key, rows=plan_rows(list(sel.picked), "mmr", 0)
                 + plan_rows(list(sel.coverage_added), "coverage", len(sel.picked)))
     say(f"{len(sel.picked)} selected by MMR, {len(sel.coverage_added)} added for coverage; generating")
-    stats = process(run_key, pack, seed, workers, progress)
+    stats = process(graph, run_key, pack, seed, workers, counter)
     summary = summarise(graph, run_key, pack, len(chosen))
     # Minimum coverage augmentation: more compatible skeletons for under-represented types.
     analyses = {a.NAME: a for a in registry()}
@@ -128,7 +150,7 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
         used.update(s.key for s in extra)
         chosen += extra
         graph.write("skeletons_plan", run=run_key, rows=plan_rows(extra, f"augment:{name}", len(chosen)))
-        stats += process(run_key, pack, seed, workers, progress)
+        stats += process(graph, run_key, pack, seed, workers, counter)
         summary = summarise(graph, run_key, pack, len(chosen))
     summary.skeletons = len(chosen)
     summary.wall_seconds = round(time.perf_counter() - started, 2)

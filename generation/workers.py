@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from generation.grounding import Executor
@@ -34,7 +35,7 @@ def claim(graph: Graph, run_key: str, worker: str, limit: int = BATCH, lease_s: 
 
 
 def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, max_skeletons: int | None = None,
-         use_llm: bool = True) -> dict[str, Any]:
+         use_llm: bool = True, on_skeleton: Callable[[], None] | None = None) -> dict[str, Any]:
     """Process skeletons of `run_key` until none is left to claim (or max_skeletons processed)."""
     worker = worker or f"{os.uname().nodename}:{os.getpid()}"
     graph, wh = Graph(), Warehouse()
@@ -61,6 +62,8 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
                 graph.transaction(write)
                 tasks += sum(1 for r in rows if r["props"]["status"] == "admitted")
                 done += 1
+                if on_skeleton:
+                    on_skeleton()
                 rest = [s.key for s in batch[i + 1:]]
                 if rest:
                     graph.write("skeletons_renew", run=run_key, keys=rest, worker=worker,

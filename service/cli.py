@@ -299,13 +299,14 @@ def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type
     pk = load_pack(pack_name)
     graph = get_graph()
     apply_schema(graph)
-    with console.status(f"generating tasks for {pk.name}") as status:
-        def progress(message: str) -> None:
-            status.update(f"{pk.name}: {message}")
-            console.log(message)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as bar:
+        job = bar.add_task(f"{pk.name}: skeletons", total=None)
         summary = generate(pk, graph, target=target, seed=seed, workers=workers, min_per_type=min_per_type,
-                           progress=progress)
+                           progress=bar.console.log,
+                           counter=lambda done, total: bar.update(job, completed=done, total=total))
     if as_json:
         print_json(summary.as_dict())
     else:
