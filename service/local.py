@@ -129,7 +129,8 @@ class LocalPostgres:
     def _relocate_if_unreachable(self) -> None:
         """As root, the cluster runs as `postgres`, which must reach the data folder. When the
         repo lives under a private home (e.g. /root), keep the cluster in /var/tmp and leave a
-        symlink in the state folder, so the state stays discoverable from the repo."""
+        symlink in the state folder, so the state stays discoverable from the repo. Commands
+        get the resolved path, since `postgres` cannot walk through the private folders."""
         if os.geteuid() != 0 or self.dir.exists():
             return
         self.dir.parent.mkdir(parents=True, exist_ok=True)
@@ -151,7 +152,7 @@ class LocalPostgres:
         if os.geteuid() == 0:
             shutil.chown(self.dir.resolve(), "postgres", "postgres")
         res = self._run_as_owner(
-            [_pg_bin("initdb"), "-D", str(self.data), "-U", "dibench", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8"]
+            [_pg_bin("initdb"), "-D", str(self.data.resolve()), "-U", "dibench", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8"]
         )
         if res.returncode != 0:
             raise ServiceError(f"initdb failed: {res.stderr.strip().splitlines()[-1:]}")
@@ -183,7 +184,7 @@ class LocalPostgres:
                 hint="set DIBENCH_PG_PORT (and DIBENCH_DATABASE_URL) to a free port",
             )
         res = self._run_as_owner(
-            [_pg_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
+            [_pg_bin("pg_ctl"), "-D", str(self.data.resolve()), "-l", str(self.log.resolve()), "-w", "-t", "60",
              "-o", f"-p {self.port}", "start"]
         )
         if res.returncode != 0:
@@ -201,7 +202,7 @@ class LocalPostgres:
     def stop(self) -> None:
         if not self._pid():
             return
-        res = self._run_as_owner([_pg_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop"])
+        res = self._run_as_owner([_pg_bin("pg_ctl"), "-D", str(self.data.resolve()), "-m", "fast", "-w", "stop"])
         if res.returncode != 0:
             raise ServiceError(f"pg_ctl stop failed: {res.stderr.strip()}")
 
