@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from psycopg import sql
 from sqlalchemy import Engine
 
@@ -36,7 +37,7 @@ def source_files(path: Path) -> dict[str, Path]:
     return {spec.table: path / spec.file for spec in FILES}
 
 
-def _copy(cur: Any, spec: FileSpec, file: Path) -> int:
+def _copy(cur: psycopg.Cursor[Any], spec: FileSpec, file: Path) -> int:
     statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
         sql.Identifier(spec.table), sql.SQL(", ").join(sql.Identifier(c) for c in spec.columns))
     n = 0
@@ -50,6 +51,15 @@ def _copy(cur: Any, spec: FileSpec, file: Path) -> int:
     return n
 
 
+def _psycopg(driver_connection: Any) -> psycopg.Connection[Any]:
+    """COPY and composed identifiers are psycopg 3 API, not DBAPI: the engine must use psycopg."""
+    if not isinstance(driver_connection, psycopg.Connection):
+        got = type(driver_connection).__name__
+        raise BerkaLoadError(f"the Berka loader needs a postgresql+psycopg engine, got {got}",
+                             hint="set DIBENCH_DATABASE_URL to a postgresql+psycopg:// URL")
+    return driver_connection
+
+
 def load(engine: Engine, schema: str, path: str | Path | None = None, **_ignored: Any) -> dict[str, Any]:
     """Replace `schema` with the Berka tables read from `path` (default: <data_dir>/berka).
 
@@ -61,7 +71,7 @@ def load(engine: Engine, schema: str, path: str | Path | None = None, **_ignored
     counts: dict[str, int] = {}
     conn = engine.raw_connection()
     try:
-        with conn.cursor() as cur:
+        with _psycopg(conn.driver_connection).cursor() as cur:
             cur.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
             cur.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
             # Transaction-local, so the pooled connection goes back with its usual search_path.
@@ -69,7 +79,10 @@ def load(engine: Engine, schema: str, path: str | Path | None = None, **_ignored
             cur.execute((HERE / "schema.sql").read_text())
             for spec in FILES:
                 counts[spec.table] = _copy(cur, spec, files[spec.table])
-            cur.execute((HERE / "constraints.sql").read_text())
+            try:
+                cur.execute((HERE / "constraints.sql").read_text())
+            except psycopg.errors.IntegrityError as exc:  # duplicate ids or dangling references
+                raise BerkaLoadError(f"Berka files in {folder} break a key: {exc.diag.message_primary}") from exc
         conn.commit()
     except BaseException:
         conn.rollback()
