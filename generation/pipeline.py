@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import multiprocessing as mp
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,7 +58,9 @@ def plan_rows(skeletons: list[Skeleton], selected_by: str, start: int) -> list[d
 def create_run(graph: Graph, pack: Pack, seed: int, target: int) -> str:
     llm = configured_model()
     stamp = dt.datetime.now(dt.timezone.utc)
-    key = f"run:{pack.name}/{stamp:%Y%m%dT%H%M%S}-{seed}-{target}"
+    # A random suffix: two runs started in the same second (tests, parallel drivers) must not
+    # MERGE into one Run node and silently share its plan.
+    key = f"run:{pack.name}/{stamp:%Y%m%dT%H%M%S}-{seed}-{target}-{uuid.uuid4().hex[:8]}"
     props = {"domain": pack.name, "seed": seed, "target": target, "code_version": CODE_VERSION,
              "phraser": type(llm).__name__ if llm else "template", "judge": type(llm).__name__ if llm else "skipped",
              "phrase_prompt_version": questions.PROMPT_VERSION, "judge_prompt_version": validation.JUDGE_PROMPT_VERSION,
@@ -119,6 +122,24 @@ def summarise(graph: Graph, run_key: str, pack: Pack, skeletons: int) -> RunSumm
     return s
 
 
+AUGMENT_ROUNDS = 3
+
+
+def augmentation_batch(candidates: list[Skeleton], used: set[str], compatible: Callable[[Skeleton], bool],
+                       size: int) -> list[Skeleton]:
+    """The best unused compatible skeletons, alternating rule-free and rule skeletons."""
+    pool = sorted((s for s in candidates if s.key not in used and compatible(s)),
+                  key=lambda s: (-quality(s, Counter(), Counter()), s.key))
+    plain = [s for s in pool if not s.rules]
+    ruled = [s for s in pool if s.rules]
+    out: list[Skeleton] = []
+    while len(out) < size and (plain or ruled):
+        for source in (plain, ruled):
+            if source and len(out) < size:
+                out.append(source.pop(0))
+    return out
+
+
 def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, workers: int = 1,
              min_per_type: int = 3, progress: Callable[[str], None] | None = None,
              counter: Counter_ | None = None) -> RunSummary:
@@ -136,22 +157,25 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
     say(f"{len(sel.picked)} selected by MMR, {len(sel.coverage_added)} added for coverage; generating")
     stats = process(graph, run_key, pack, seed, workers, counter)
     summary = summarise(graph, run_key, pack, len(chosen))
-    # Minimum coverage augmentation: more compatible skeletons for under-represented types.
+    # Minimum coverage augmentation: more compatible skeletons for under-represented types, in
+    # rounds, alternating skeletons with and without rules (a rule rarely flips a label such as a
+    # significance verdict, so rule-free skeletons are the reliable source for those types).
     analyses = {a.NAME: a for a in registry()}
     used = {s.key for s in chosen}
     for name, analysis in analyses.items():
-        if summary.by_type.get(name, 0) >= min_per_type:
-            continue
-        extra = [s for s in candidates if s.key not in used and analysis.compatible(s)]
-        extra = sorted(extra, key=lambda s: -quality(s, Counter(), Counter()))[: 2 * min_per_type]
-        if not extra:
-            continue
-        say(f"augmenting {name}: {len(extra)} more skeletons")
-        used.update(s.key for s in extra)
-        chosen += extra
-        graph.write("skeletons_plan", run=run_key, rows=plan_rows(extra, f"augment:{name}", len(chosen)))
-        stats += process(graph, run_key, pack, seed, workers, counter)
-        summary = summarise(graph, run_key, pack, len(chosen))
+        for _round in range(AUGMENT_ROUNDS):
+            missing = min_per_type - summary.by_type.get(name, 0)
+            if missing <= 0:
+                break
+            extra = augmentation_batch(candidates, used, analysis.compatible, 2 * missing)
+            if not extra:
+                break
+            say(f"augmenting {name}: {len(extra)} more skeletons")
+            used.update(s.key for s in extra)
+            graph.write("skeletons_plan", run=run_key, rows=plan_rows(extra, f"augment:{name}", len(chosen)))
+            chosen += extra
+            stats += process(graph, run_key, pack, seed, workers, counter)
+            summary = summarise(graph, run_key, pack, len(chosen))
     summary.skeletons = len(chosen)
     summary.wall_seconds = round(time.perf_counter() - started, 2)
     summary.sql_seconds = round(sum(s["sql_seconds"] for s in stats), 2)

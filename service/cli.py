@@ -330,11 +330,13 @@ def generate_cmd(pack: str, target: int, seed: int, workers: int, min_per_type: 
 @main.command("demo")
 @click.option("--domain", "domain_name", default="demo", show_default=True, help="Built-in domain to run.")
 @click.option("--size", type=int, default=None, help="Size of a generated domain (demo: tickets).")
-@click.option("--target", type=int, default=40, show_default=True, help="Skeletons picked by MMR selection.")
+@click.option("--target", type=int, default=None, help="Skeletons picked by MMR selection (default per domain).")
+@click.option("--min-per-type", type=int, default=None, help="Minimum tasks per analysis type (default per domain).")
 @click.option("--seed", type=int, default=42, show_default=True, help="Seed.")
 @click.option("--workers", type=int, default=2, show_default=True, help="Worker processes.")
 @handle_errors
-def demo_cmd(domain_name: str, size: int | None, target: int, seed: int, workers: int) -> None:
+def demo_cmd(domain_name: str, size: int | None, target: int | None, min_per_type: int | None, seed: int,
+             workers: int) -> None:
     """End to end: services up, load the domain, ingest it, generate tasks, print a summary."""
     from ingest.database import load_database
     from ingest.pack import load_pack
@@ -362,10 +364,152 @@ def demo_cmd(domain_name: str, size: int | None, target: int, seed: int, workers
     stats = graph_stats(graph, pk.name)
     click.echo(f"graph: {sum(stats['nodes'].values())} nodes, {sum(stats['edges'].values())} edges")
     console.rule("4/4 generate")
-    _generate(pk.name, target, seed, workers, 3, False)
+    # The demo aims at a quick, varied run; the real domains at the published scale
+    # (at least 10 counterfactual, decomposition and significance tasks each).
+    default_target, default_min = DEMO_DEFAULTS.get(pk.name, (40, 10))
+    _generate(pk.name, target or default_target, seed, workers, min_per_type or default_min, False)
+
+
+DEMO_DEFAULTS = {"demo": (24, 5), "berka": (60, 10), "pagila": (50, 10)}
+
+# ------------------------------------------------------------------------------ knowledge service
+def _print_changelog(log: dict[str, Any]) -> None:
+    b, a = log["before"], log["after"]
+    click.echo(f"{log['action']} {log['rule_id']} ({log['domain']}): version {b.get('version')} "
+               f"#{str(b.get('hash') or '-')[:12]} -> "
+               + ("removed" if log["action"] == "remove" else f"{a.get('version')} #{str(a.get('hash') or '-')[:12]}"))
+    if log["effects"]:
+        print_table("rule -> metric edges", ["metric", "change", "verified before", "verified after", "operation after"],
+                    [[e["metric"], e["change"], e["verified_before"], e["verified_after"],
+                      json.dumps(e["after"], sort_keys=True) if e["after"] else "-"] for e in log["effects"]])
+    changed = [t for t in log["tasks"] if t["action"] != "unchanged"]
+    if changed:
+        print_table("tasks changed", ["task", "type", "metric", "action", "version", "reason", "gold before -> after"],
+                    [[t["key"], t["analysis_type"], t["metric_id"], t["action"],
+                      f"{t['version_before']} -> {t['version_after']}", t["reason"],
+                      f"{json.dumps(t['gold_before'], sort_keys=True)[:60]} -> {json.dumps(t['gold_after'], sort_keys=True)[:60]}"]
+                     for t in changed])
+    c = log["counts"]
+    click.echo(f"tasks: {c['unchanged']} unchanged, {c['updated']} updated, {c['retired']} retired, "
+               f"{c['regenerated']} regenerated" + ("" if log["written"] else " (nothing to write)"))
+
+
+@main.command("update-rule")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--pack", "pack_path", default=None, help="Pack of the document (default: the folder above with pack.yaml).")
+@click.option("--regenerate", is_flag=True, help="Also generate tasks for skeletons the rule newly reaches.")
+@click.option("--dry-run", is_flag=True, help="Compute and print the changelog without writing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the changelog as JSON.")
+@handle_errors
+def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run: bool, as_json: bool) -> None:
+    """Re-read one rule document, re-verify its edges and re-derive the tasks it affects."""
+    from ingest.update import load_document, plan_update
+    from ingest.update_write import run_update
+    from service.graph import apply_schema, get_graph
+    from service.llm import configured_model
+    from service.warehouse import get_warehouse
+
+    graph = get_graph()
+    apply_schema(graph)
+    pk, doc = load_document(path, pack_path)
+    plan_fn = lambda: plan_update(pk, doc, graph, get_warehouse(), configured_model(), regenerate=regenerate)  # noqa: E731
+    with console.status(f"updating {doc.id}: verifying edges, re-deriving tasks"):
+        plan = plan_fn() if dry_run else run_update(plan_fn, graph)[0]
+    log = plan.changelog()
+    if dry_run:
+        log["written"] = False
+    print_json(log) if as_json else _print_changelog(log)
+
+
+@main.command("remove-rule")
+@click.argument("rule_id")
+@click.option("--domain", default=None, help="Domain of the rule (needed when the id exists in several).")
+@click.option("--json", "as_json", is_flag=True, help="Print the changelog as JSON.")
+@handle_errors
+def remove_rule_cmd(rule_id: str, domain: str | None, as_json: bool) -> None:
+    """Handle a deleted rule document: retire its tasks, remove its edges, keep its versions."""
+    from ingest.update import plan_remove
+    from ingest.update_write import run_update
+    from service.graph import get_graph
+
+    graph = get_graph()
+    plan, _ = run_update(lambda: plan_remove(graph, rule_id, domain), graph)
+    log = plan.changelog()
+    print_json(log) if as_json else _print_changelog(log)
+
+
+@main.command("impact")
+@click.argument("rule_id")
+@click.option("--domain", default=None, help="Domain of the rule (needed when the id exists in several).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def impact_cmd(rule_id: str, domain: str | None, as_json: bool) -> None:
+    """The metrics, dimensions and tasks RULE_ID affects."""
+    from service.graph import get_graph
+    from service.impact import impact
+
+    data = impact(get_graph(), rule_id, domain)
+    if as_json:
+        print_json(data)
+        return
+    click.echo(f"{data['rule_id']} ({data['domain']}): {data['title']} [{data['rule_type']}] version {data['version']}"
+               + (" (removed)" if data["removed"] else ""))
+    print_table("metrics", ["metric", "verified", "operation", "changed slices"],
+                [[m["metric"], m["verified"], json.dumps(m["operation"], sort_keys=True), len(m["changed_slices"])]
+                 for m in data["metrics"]] + [[c, "-", "via composite", "-"] for c in data["composites"]])
+    print_table("dimensions", ["dimension", "why"], [[d["dimension"], "; ".join(d["why"])] for d in data["dimensions"]])
+    tc = data["task_counts"]
+    print_table("tasks", ["status", "count"], [[k, v] for k, v in tc["by_status"].items()])
+    click.echo(f"{tc['admitted']} admitted tasks depend on this rule: "
+               + ", ".join(f"{k} {v}" for k, v in tc["by_analysis_type"].items()))
+
+
+@main.command("export")
+@click.option("--cypher", "cypher_text", default=None, help="Read-only Cypher returning task keys (RETURN t.key AS key, or RETURN t).")
+@click.option("--preset", type=click.Choice(["domain", "analysis_type", "tier", "rule", "metric", "status"]), default=None,
+              help="A named query instead of --cypher (pass its parameter with --param).")
+@click.option("--param", "params", multiple=True, help="Query parameter k=v (repeatable; JSON values are decoded).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "hf"]), default="jsonl", show_default=True,
+              help="Output format.")
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Output folder.")
+@handle_errors
+def export_cmd(cypher_text: str | None, preset: str | None, params: tuple[str, ...], fmt: str, out_dir: str) -> None:
+    """Export the tasks a graph query selects: public view, private view and manifest."""
+    from pathlib import Path
+
+    from service.export import ExportError, ExportQuery, export, parse_param, preset_query
+    from service.graph import get_graph
+    from service.warehouse import get_warehouse
+
+    if (cypher_text is None) == (preset is None):
+        raise ExportError("pass exactly one of --cypher and --preset")
+    values = dict(parse_param(p) for p in params)
+    q = preset_query(preset, values) if preset else ExportQuery(str(cypher_text), values)
+    manifest = export(get_graph(), get_warehouse(), q, fmt, Path(out_dir))
+    c = manifest["counts"]
+    click.echo(f"exported {c['tasks']} tasks to {out_dir} ({fmt}): "
+               + ", ".join(f"{k} {v}" for k, v in c["by_analysis_type"].items()))
+    for name, digest in manifest["files"].items():
+        click.echo(f"  {name}  sha256 {digest[:16]}")
+
+
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", default=8765, show_default=True, type=int, help="Port.")
+@handle_errors
+def serve_cmd(host: str, port: int) -> None:
+    """Run the HTTP API (FastAPI; OpenAPI docs at /docs)."""
+    import uvicorn
+
+    from service.api import create_app
+
+    uvicorn.run(create_app(), host=host, port=port)
+
 
 from evaluation.cli import score as _score; main.add_command(_score)
+from evaluation.cli import eval_cmd as _eval, report_cmd as _report, ablation_cmd as _abl; main.add_command(_eval); main.add_command(_report); main.add_command(_abl)
 
+from evaluation.routing.cli import catalog as _catalog, routing as _routing; main.add_command(_catalog); main.add_command(_routing)  # noqa: E402,E501
 
 if __name__ == "__main__":  # pragma: no cover
     main()
