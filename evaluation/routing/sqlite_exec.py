@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,12 @@ class SqliteResult:
 def _decode(raw: bytes) -> str:
     # a few Spider databases hold Latin-1 bytes in TEXT columns; keep them readable, never fail
     return raw.decode("utf-8", errors="replace")
+
+
+@lru_cache(maxsize=32768)
+def _check(sql: str) -> None:
+    """parse_select, remembered per SQL text: units and routes run the same SQL many times."""
+    parse_select(sql)
 
 
 def _authorizer(action: int, *_args: Any) -> int:
@@ -57,7 +64,7 @@ class SqliteExecutor:
         return self._conns[path]
 
     def run(self, path: Path, sql: str, params: dict[str, Any] | None = None) -> SqliteResult:
-        parse_select(sql)
+        _check(sql)
         conn = self._conn(path)
         deadline = time.monotonic() + self.timeout_s
         conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, _PROGRESS_STEPS)

@@ -1,0 +1,3 @@
+MATCH (t:RoutingTask {catalog: $catalog})
+RETURN t.behaviour AS behaviour, count(*) AS tasks
+ORDER BY behaviour

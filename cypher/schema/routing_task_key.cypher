@@ -1,0 +1,1 @@
+CREATE CONSTRAINT routing_task_key IF NOT EXISTS FOR (n:RoutingTask) REQUIRE n.key IS UNIQUE

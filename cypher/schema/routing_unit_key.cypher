@@ -1,0 +1,1 @@
+CREATE CONSTRAINT routing_unit_key IF NOT EXISTS FOR (n:RoutingUnit) REQUIRE n.key IS UNIQUE

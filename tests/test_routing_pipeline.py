@@ -1,0 +1,341 @@
+"""Routing line end to end on 15 real Spider databases: ingest, units, contracts, environment, routers.
+
+The subset holds pairs of databases that share schemas (interactive) and value overlaps
+(sequential), dev databases with released questions, and wta_1, whose SQLite file is missing.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from evaluation.routing.catalog_store import counts, delete_catalog, private_locations
+from evaluation.routing.environment import RoutingEnvironment
+from evaluation.routing.errors import ContractInvalid
+from evaluation.routing.evaluate import evaluate, retrieval_audit
+from evaluation.routing.execution import gold_branch_route
+from evaluation.routing.ingest import ingest_sqlite_folder
+from evaluation.routing.models import Contract, Route
+from evaluation.routing.pipeline import EvalSetup, GenerateSummary, load_eval, run_generate
+from evaluation.routing.render import TEMPLATE_VERSION, render
+from evaluation.routing.routers import RouterTask
+from evaluation.routing.routers.lexical import LexicalRouter
+from evaluation.routing.routers.llm import LLMRouter
+from evaluation.routing.routers.oracle import OracleRouter
+from evaluation.routing.routers.random_router import RandomRouter
+from evaluation.routing.sqlite_exec import SqliteExecutor
+from evaluation.routing.task_store import export_jsonl, import_jsonl, read_contracts, read_units
+from evaluation.routing.validate import Validator
+from evaluation.routing.view import CatalogView, Locations
+from service.config import get_settings
+from service.graph import Graph
+
+CATALOG = "routing_test_subset"
+SUBSET = ["customers_and_invoices", "customers_card_transactions", "flight_2", "flight_4", "climbing",
+          "mountain_photos", "college_2", "csu_1", "ship_mission", "party_host", "concert_singer", "singer",
+          "world_1", "pets_1", "wta_1"]
+N_CONTRACTS = 60
+
+
+def _root() -> Path:
+    return get_settings().data_dir / "spider"
+
+
+@pytest.fixture(scope="module")
+def built(graph: Graph) -> Iterator[GenerateSummary]:
+    delete_catalog(graph, CATALOG)
+    ingest_sqlite_folder(graph, _root(), catalog=CATALOG, only=SUBSET)
+    yield run_generate(graph, catalog=CATALOG, root=_root(), n=N_CONTRACTS, seed=42)
+    delete_catalog(graph, CATALOG)
+
+
+@pytest.fixture(scope="module")
+def setup(graph: Graph, built: GenerateSummary) -> Iterator[EvalSetup]:
+    s = load_eval(graph, CATALOG)
+    yield s
+    s.executor.close()
+
+
+@pytest.fixture(scope="module")
+def validator(graph: Graph, built: GenerateSummary) -> Iterator[Validator]:
+    executor = SqliteExecutor()
+    yield Validator(CatalogView.load(graph, CATALOG), Locations.load(graph, CATALOG), executor,
+                    {u.unit_id: u for u in built.units.units})
+    executor.close()
+
+
+def _first(contracts: list[Contract], behaviour: str) -> Contract:
+    return next(c for c in contracts if c.behaviour == behaviour)
+
+
+# ------------------------------------------------------------------------------ ingest
+def test_ingest_is_idempotent_and_records_the_missing_file(graph: Graph, built: GenerateSummary) -> None:
+    before = counts(graph, CATALOG)
+    again = ingest_sqlite_folder(graph, _root(), catalog=CATALOG, only=SUBSET)
+    assert counts(graph, CATALOG) == before
+    assert again.counters.get("nodes_created", 0) == 0
+    assert again.counters.get("relationships_created", 0) == 0
+    assert before["databases"] == 14
+    assert [s.split(":")[0] for s in again.skipped] == ["wta_1"]
+    assert before["related"] > 0
+
+
+def test_public_ids_are_opaque_and_the_mapping_is_private(graph: Graph, built: GenerateSummary) -> None:
+    locations = private_locations(graph, CATALOG)
+    assert sorted(r["name"] for r in locations.values()) == sorted(n for n in SUBSET if n != "wta_1")
+    for pid, row in locations.items():
+        assert pid.startswith("db_") and len(pid) == 13
+        assert row["name"] not in pid
+
+
+# ------------------------------------------------------------------------------ units and contracts
+def test_units_come_from_gold_sql_and_failures_are_excluded(built: GenerateSummary, graph: Graph) -> None:
+    u = built.units
+    assert u.read == 9693
+    assert u.by_source["dev"] > 0 and u.by_source["train"] > 0
+    kinds = u.failure_counts()
+    assert set(kinds) <= {"not-in-catalog", "schema-reference", "execution", "render-mismatch"}
+    assert all(x.intent for x in u.units)
+    assert {x.intent_source for x in u.units} == {"question", "rendered"}
+    assert len(read_units(graph, CATALOG)) == len(u.units)
+
+
+def test_contracts_cover_all_five_behaviours_and_are_stored(built: GenerateSummary, graph: Graph,
+                                                            tmp_path: Path) -> None:
+    r = built.report
+    assert set(r.produced) == {"single", "parallel", "sequential", "exploratory", "interactive"}
+    stored = read_contracts(graph, CATALOG)
+    assert {c.task_id for c in stored} == {c.task_id for c in r.contracts}
+    out = tmp_path / "contracts.jsonl"
+    export_jsonl(r.contracts, out)
+    assert [c.task_id for c in import_jsonl(out)] == [c.task_id for c in r.contracts]
+
+
+def test_generation_is_seeded(graph: Graph, built: GenerateSummary, validator: Validator) -> None:
+    from evaluation.routing.build_common import BuildContext
+    from evaluation.routing.generate import generate
+    from evaluation.routing.pool import UnitPool
+    import random
+
+    pool = UnitPool.build(validator.view, built.units.units)
+    again = generate(BuildContext(CATALOG, pool, validator.locations, validator.executor, random.Random(42), 42),
+                     validator, N_CONTRACTS)
+    assert [c.task_id for c in again.contracts] == [c.task_id for c in built.report.contracts]
+
+
+def test_sequential_binding_is_not_in_the_request(built: GenerateSummary, validator: Validator) -> None:
+    c = _first(built.report.contracts, "sequential")
+    edge = c.branches[0].edges[0]
+    down = next(u for u in c.branches[0].units if u.unit_id == edge.target_unit)
+    assert f":{edge.binding.parameter}" in down.sql
+    validator.validate(c)
+    for value in validator.bound_values[c.task_id]:
+        assert str(value).lower() not in c.request.lower()
+
+
+def _broken(c: Contract, **unit_changes: Any) -> Contract:
+    data = c.model_dump()
+    data["branches"][0]["units"][0].update(unit_changes)
+    return Contract.model_validate(data)
+
+
+def test_validation_rejects_broken_contracts(built: GenerateSummary, validator: Validator) -> None:
+    single = _first(built.report.contracts, "single")
+    validator.validate(single)
+    other_db = next(d for d in validator.view.databases if d != single.branches[0].databases[0])
+
+    wrong_owner = single.model_dump()
+    wrong_owner["branches"][0]["units"][0]["database"] = other_db
+    wrong_owner["branches"][0]["databases"] = [other_db]
+    cases = {
+        "ownership": Contract.model_validate(wrong_owner),
+        "schema": _broken(single, sql="SELECT no_such_column FROM " +
+                          sorted(validator.view.databases[single.branches[0].databases[0]].tables)[0]),
+        "read-only": _broken(single, sql="DELETE FROM " +
+                             sorted(validator.view.databases[single.branches[0].databases[0]].tables)[0]),
+    }
+    seq = _first(built.report.contracts, "sequential")
+    cyclic = seq.model_dump()
+    e = cyclic["branches"][0]["edges"][0]
+    cyclic["branches"][0]["edges"].append({**e, "source": e["target"], "target": e["source"],
+                                           "source_unit": e["target_unit"], "target_unit": e["source_unit"]})
+    cases["acyclic"] = Contract.model_validate(cyclic)
+    unbound = seq.model_dump()
+    unbound["branches"][0]["edges"][0]["binding"]["parameter"] = "some_other_parameter"
+    cases["bindings"] = Contract.model_validate(unbound)
+    wrong_type = seq.model_dump()
+    wrong_type["branches"][0]["edges"][0]["binding"]["value_type"] = "real"
+    cases["bindings (type)"] = Contract.model_validate(wrong_type)
+    for expected, contract in cases.items():
+        with pytest.raises(ContractInvalid) as err:
+            validator.validate(contract)
+        assert err.value.check == expected.split(" ")[0], (expected, str(err.value))
+
+
+def test_exploratory_required_set_is_the_unique_minimum_cover(built: GenerateSummary, validator: Validator) -> None:
+    c = _first(built.report.contracts, "exploratory")
+    validator.validate(c)
+    padded = c.model_dump()
+    extra = next(d for d in validator.view.databases if d not in c.branches[0].databases)
+    padded["branches"][0]["databases"] = sorted([*c.branches[0].databases, extra])
+    with pytest.raises(ContractInvalid):
+        validator.validate(Contract.model_validate(padded))
+
+
+def test_llm_renderer_with_fake_model(built: GenerateSummary, validator: Validator) -> None:
+    c = _first(built.report.contracts, "single").model_copy(update={"request": "", "renderer": ""})
+    good = render(c, validator, FakeListChatModel(responses=['{"request": "Could you look this up for me: '
+                                                             + c.branches[0].units[0].intent.replace('"', "'")
+                                                             + '"}']))
+    assert good.renderer == "llm:FakeListChatModel"
+    assert good.request.startswith("Could you look this up")
+    seq = _first(built.report.contracts, "sequential").model_copy(update={"request": ""})
+    validator.validate(seq)
+    leaked = str(validator.bound_values[seq.task_id][0])
+    bad = render(seq, validator, FakeListChatModel(responses=[json.dumps({"request": f"Use {leaked} and go on."})]))
+    assert bad.renderer.startswith(f"{TEMPLATE_VERSION} (llm wording rejected")
+    assert leaked.lower() not in bad.request.lower()
+
+
+# ------------------------------------------------------------------------------ environment
+def _all_tool_output(env: RoutingEnvironment, contracts: list[Contract]) -> str:
+    out: list[Any] = []
+    for pid in env.view.ids():
+        out.append(env.inspect_database(pid))
+        out.append(env.inspect_relationships(pid))
+    for c in contracts:
+        for kind in ("capabilities", "tables", "columns", "entities"):
+            out.append(env.search(c.request, kind, 50))  # type: ignore[arg-type]
+    for tool in env.tools():
+        out.append(tool.name + tool.description + json.dumps(tool.args))
+    return json.dumps(out, default=str)
+
+
+def test_environment_reveals_no_gold_location_or_required_set(graph: Graph, setup: EvalSetup) -> None:
+    env = RoutingEnvironment(setup.indexes)
+    text = _all_tool_output(env, setup.contracts)
+    lowered = text.lower()
+    locations = private_locations(graph, CATALOG)
+    for row in locations.values():
+        assert row["location"].lower() not in lowered
+        assert Path(row["location"]).name.lower() not in lowered
+    assert ".sqlite" not in lowered and "/database/" not in lowered
+    schema_words = {w.lower() for db in env.view.databases.values() for t in db.tables.values()
+                    for w in [t.name, *(c["column"] for c in t.columns)]}
+    for row in locations.values():
+        if not any(row["name"].lower() in w for w in schema_words):
+            assert row["name"].lower() not in lowered, row["name"]
+    for c in setup.contracts:
+        assert c.task_id not in text
+        for u in c.units():
+            assert u.sql not in text
+            assert u.unit_id.split("~")[0].split("@")[0] not in text
+    assert "required" not in lowered and "gold" not in lowered
+    forbidden = {"contract", "contracts", "locations", "registry", "units", "bank"}
+    assert not forbidden & set(vars(env)), "the environment holds no gold"
+
+
+# ------------------------------------------------------------------------------ routers and scores
+def test_oracle_scores_100_percent_and_random_scores_lower(setup: EvalSetup) -> None:
+    oracle = evaluate(setup.contracts, setup.indexes, setup.route_executor, OracleRouter(setup.contracts)).summary
+    assert (oracle.ra_set, oracle.ra_graph, oracle.ea_micro, oracle.route_exec_graph) == (1.0, 1.0, 1.0, 1.0)
+    assert all(b.route_exec_graph == 1.0 for b in oracle.by_behaviour.values())
+    rnd = evaluate(setup.contracts, setup.indexes, setup.route_executor, RandomRouter(42)).summary
+    assert rnd.ra_set < 0.5 and rnd.ra_graph < 0.5 and rnd.ea_micro < 0.5 and rnd.route_exec_graph < 0.5
+    lexical = evaluate(setup.contracts, setup.indexes, setup.route_executor, LexicalRouter()).summary
+    assert rnd.route_exec_graph < lexical.route_exec_graph <= 1.0
+
+
+def test_interactive_branches_weigh_half_and_asking_helps(setup: EvalSetup) -> None:
+    inter = [c for c in setup.contracts if c.behaviour == "interactive"]
+    c = inter[0]
+    one_branch = Route(behaviour="interactive", branches=[gold_branch_route(c.branches[0])])
+    from evaluation.routing.scoring import score_task
+
+    outcomes = [setup.route_executor.run_branch(b) for b in one_branch.branches]
+    gold = [setup.route_executor.run_branch(gold_branch_route(b)) for b in c.branches]
+    s = score_task(c, one_branch, outcomes, gold)
+    assert (s.ra_set, s.ra_graph, s.route_exec) == (0.5, 0.5, 0.5)
+    assert s.ea == (0.5, 1.0)
+    never = evaluate(inter, setup.indexes, setup.route_executor, LexicalRouter("never"))
+    once = evaluate(inter, setup.indexes, setup.route_executor, LexicalRouter("once"), clarify=True)
+    assert never.asked == 0 and once.asked == len(inter)
+    assert once.summary.ra_graph > never.summary.ra_graph
+
+
+def test_retrieval_audit_bounds(setup: EvalSetup) -> None:
+    rows = retrieval_audit(setup.contracts, setup.indexes, (1, 10, 50))
+    assert [r.k for r in rows] == [1, 10, 50]
+    assert rows[0].recall <= rows[1].recall <= rows[2].recall == 1.0  # 14 databases: all within the top 50
+    assert rows[2].complete == 1.0
+
+
+class ScriptedToolModel(GenericFakeChatModel):
+    """A fake chat model that 'supports' tool calling: bind_tools returns the model itself."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # noqa: ARG002
+        return self
+
+
+def test_llm_router_through_tool_calls(setup: EvalSetup) -> None:
+    c = _first(setup.contracts, "sequential")
+    gold = gold_branch_route(c.branches[0])
+    route_args = {"behaviour": c.behaviour, "branches": [json.loads(gold.model_dump_json())]}
+    script = iter([
+        AIMessage(content="", tool_calls=[{"name": "search_catalog", "args": {"query": c.request}, "id": "1"}]),
+        AIMessage(content="", tool_calls=[{"name": "inspect_database", "args": {"database": c.branches[0].databases[0]},
+                                           "id": "2"},
+                                          {"name": "no_such_tool", "args": {}, "id": "3"}]),
+        AIMessage(content="", tool_calls=[{"name": "submit_route", "args": route_args, "id": "4"}]),
+    ])
+    router = LLMRouter(ScriptedToolModel(messages=script))
+    env = RoutingEnvironment(setup.indexes)
+    route = router.route(RouterTask(c.task_id, c.request), env)
+    assert env.submitted == route
+    assert route.branches[0].databases == c.branches[0].databases
+    res = evaluate([c], setup.indexes, setup.route_executor, _Fixed(route)).summary
+    assert res.route_exec_graph == 1.0
+
+    silent = LLMRouter(ScriptedToolModel(messages=iter([AIMessage(content="I cannot tell.")])))
+    empty = silent.route(RouterTask(c.task_id, c.request), RoutingEnvironment(setup.indexes))
+    assert empty.branches == []
+
+
+class _Fixed:
+    name = "fixed"
+
+    def __init__(self, route: Route) -> None:
+        self._route = route
+
+    def route(self, task: RouterTask, env: RoutingEnvironment) -> Route:  # noqa: ARG002
+        return env.submit_route(self._route)
+
+
+# ------------------------------------------------------------------------------ CLI
+def test_cli_commands_have_help_and_run(built: GenerateSummary, tmp_path: Path) -> None:
+    from service.cli import main
+
+    runner = CliRunner()
+    for args in (["catalog"], ["catalog", "ingest"], ["catalog", "status"], ["routing"], ["routing", "generate"],
+                 ["routing", "eval"], ["routing", "report"]):
+        res = runner.invoke(main, [*args, "--help"])
+        assert res.exit_code == 0, res.output
+        assert len(res.output.split("Usage:")[1].strip().splitlines()) > 2
+    out = tmp_path / "oracle.json"
+    res = runner.invoke(main, ["routing", "eval", "--router", "oracle", "--catalog", CATALOG, "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "RA-Set" in res.output and "Recall@K" in res.output
+    data = json.loads(out.read_text())
+    assert data["summary"]["route_exec_graph"] == 1.0
+    html = tmp_path / "routing.html"
+    res = runner.invoke(main, ["routing", "report", str(out), "-o", str(html)])
+    assert res.exit_code == 0, res.output
+    assert "Route+Exec-Graph" in html.read_text() and "Recall@K" in html.read_text()
+    res = runner.invoke(main, ["routing", "eval", "--router", "oracle", "--catalog", "no_such_catalog"])
+    assert res.exit_code != 0 and "no_such_catalog" in res.output

@@ -1,0 +1,59 @@
+"""Catalog ingest of a PostgreSQL schema through the same profiler as the SQLite catalog."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import text
+
+from evaluation.routing.catalog_store import delete_catalog, private_locations
+from evaluation.routing.environment import CatalogIndexes, RoutingEnvironment
+from evaluation.routing.ingest import ingest_postgres_schema
+from evaluation.routing.view import CatalogView
+from service.graph import Graph
+from service.warehouse import Warehouse
+
+SCHEMA = "routing_pg_test"
+CATALOG = "routing_pg_test"
+
+
+@pytest.fixture()
+def pg_schema(warehouse: Warehouse, graph: Graph) -> Iterator[str]:
+    engine = warehouse.admin()
+    with engine.begin() as conn:
+        conn.execute(text(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"))
+        conn.execute(text(f"CREATE SCHEMA {SCHEMA}"))
+        conn.execute(text(f"CREATE TABLE {SCHEMA}.warehouses (warehouse_id integer PRIMARY KEY, city text NOT NULL)"))
+        conn.execute(text(f"CREATE TABLE {SCHEMA}.shipments (shipment_id integer PRIMARY KEY, "
+                          f"warehouse_id integer REFERENCES {SCHEMA}.warehouses (warehouse_id), "
+                          "weight_kg numeric(8, 2), shipped_on date)"))
+        conn.execute(text(f"INSERT INTO {SCHEMA}.warehouses VALUES (:i, :c)"),
+                     [{"i": 1, "c": "Lyon"}, {"i": 2, "c": "Porto"}])
+        conn.execute(text(f"INSERT INTO {SCHEMA}.shipments VALUES (:i, :w, :kg, CAST(:d AS date))"),
+                     [{"i": 1, "w": 1, "kg": 12.5, "d": "2024-01-03"}, {"i": 2, "w": 2, "kg": 3.25, "d": "2024-02-11"}])
+    yield SCHEMA
+    with engine.begin() as conn:
+        conn.execute(text(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"))
+    delete_catalog(graph, CATALOG)
+
+
+def test_postgres_schema_becomes_a_catalog_database(graph: Graph, warehouse: Warehouse, pg_schema: str) -> None:
+    report = ingest_postgres_schema(graph, warehouse.admin(), pg_schema, catalog=CATALOG)
+    assert (report.databases, report.tables, report.columns, report.foreign_keys) == (1, 2, 6, 1)
+    again = ingest_postgres_schema(graph, warehouse.admin(), pg_schema, catalog=CATALOG)
+    assert again.counters.get("nodes_created", 0) == 0
+
+    view = CatalogView.load(graph, CATALOG)
+    (pid, db), = view.databases.items()
+    assert db.entities == ["shipment", "warehouse"]
+    assert "weight kg of shipment" in db.measures
+    assert any(r.startswith("shipped on of shipment: 2024-01-03 .. 2024-02-11") for r in db.time_ranges)
+    shipped = {c["column"]: c for c in db.tables["shipments"].columns}
+    assert (shipped["warehouse_id"]["ref_table"], shipped["warehouse_id"]["ref_column"]) == ("warehouses", "warehouse_id")
+    city = next(c for c in db.tables["warehouses"].columns if c["column"] == "city")
+    assert sorted(city["samples"]) == ["Lyon", "Porto"]
+
+    loc = private_locations(graph, CATALOG)[pid]
+    assert (loc["engine"], loc["name"], loc["db_schema"]) == ("postgresql", SCHEMA, SCHEMA)
+    shown = str(RoutingEnvironment(CatalogIndexes(view)).inspect_database(pid))
+    assert "postgresql" not in shown and "55432" not in shown
