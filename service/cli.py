@@ -418,7 +418,10 @@ def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run:
     log = plan.changelog()
     if dry_run:
         log["written"] = False
-    print_json(log) if as_json else _print_changelog(log)
+    if as_json:
+        print_json(log)
+    else:
+        _print_changelog(log)
 
 
 @main.command("remove-rule")
@@ -435,7 +438,10 @@ def remove_rule_cmd(rule_id: str, domain: str | None, as_json: bool) -> None:
     graph = get_graph()
     plan, _ = run_update(lambda: plan_remove(graph, rule_id, domain), graph)
     log = plan.changelog()
-    print_json(log) if as_json else _print_changelog(log)
+    if as_json:
+        print_json(log)
+    else:
+        _print_changelog(log)
 
 
 @main.command("impact")

@@ -90,6 +90,8 @@ class Graph:
             self.settings.neo4j_uri,
             auth=(self.settings.neo4j_user, self.settings.neo4j_password),
             max_connection_pool_size=50,
+            # Notifications (e.g. "property does not exist yet" on a fresh graph) are not errors.
+            notifications_min_severity="OFF",
         )
 
     def close(self) -> None:

@@ -63,8 +63,11 @@ def ask_structured(llm: BaseChatModel, system: str, user: str, model: type[M], *
         text = _text(reply)
         try:
             return parse_json_reply(text, model)
-        except (ValueError, ValidationError) as exc:
+        except ValidationError as exc:
+            # Name each field and its problem: "1 validation error for X" alone tells the model nothing.
+            last_error = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors())
+        except ValueError as exc:
             last_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            messages = [*messages, reply, HumanMessage(
-                f"Your reply was not valid: {last_error}. Reply with one JSON object only, matching the schema.")]
+        messages = [*messages, reply, HumanMessage(
+            f"Your reply was not valid: {last_error}. Reply with one JSON object only, matching the schema.")]
     raise ExtractionError(f"{where}: LLM reply malformed after {retries + 1} attempts: {last_error}")

@@ -1,0 +1,2 @@
+MATCH (t:Task {domain: $domain, status: 'admitted'})
+RETURN t.key AS key

@@ -1,0 +1,2 @@
+MATCH (t:Task {status: $status})
+RETURN t.key AS key

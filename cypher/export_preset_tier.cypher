@@ -1,0 +1,2 @@
+MATCH (t:Task {tier: $tier, status: 'admitted'})
+RETURN t.key AS key

@@ -1,0 +1,3 @@
+UNWIND $keys AS k
+MATCH (s:Skeleton {key: k})
+RETURN s.key AS key

@@ -1,0 +1,392 @@
+"""Incremental update when one rule document changes (`dibench update-rule`) or is deleted
+(`dibench remove-rule`).
+
+Two phases, as everywhere in dibench: `plan_update` / `plan_remove` read the graph and the
+warehouse and compute everything (the rule's new version and counterfactually verified
+edges, each affected task's re-derived answer and the action taken on it, tasks for
+skeletons the rule newly reaches); `ingest.update_write.write_update` then writes the plan in
+ONE Neo4j transaction. A crash (even SIGKILL) before that transaction commits leaves the
+previous graph; rerunning recomputes the same plan and completes it; rerunning after a
+commit finds nothing left to do.
+
+Per affected task, one action: `unchanged` (same gold answer; provenance re-pointed to the new
+rule version if needed), `updated` (new gold answer; the previous version kept as a
+TaskVersion linked by PREVIOUS), `retired` (the rule no longer changes the answer, or the
+task's slice can no longer be grounded: status 'retired', with the reason).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from generation.grounding import Executor
+from generation.pipeline import CODE_VERSION, plan_rows
+from generation.skeletons import RuleRef, Skeleton, enumerate_skeletons
+from generation.tasks import build_candidates, vocabulary
+from generation.validation import Candidate, Vocabulary
+from generation.writeback import task_rows
+from ingest.database import schema_columns
+from ingest.keys import metric_key, rule_key
+from ingest.pack import Pack, RuleDoc, load_pack, read_rule
+from ingest.rederive import canonical, rederive
+from ingest.rules import RulePlan, plan_rules
+from service.config import get_settings
+from service.errors import DibenchError, NotFound, PackError, PackErrors
+from service.graph import Graph
+from service.warehouse import Warehouse
+
+NOT_DISCRIMINATIVE = "rule_not_discriminative"
+
+
+class UpdateConflict(DibenchError):
+    """Another update of the same domain committed between this update's plan and its write."""
+
+    hint = "rerun the command: the plan is recomputed against the new state"
+
+
+@dataclass
+class TaskChange:
+    key: str
+    analysis_type: str
+    metric_id: str
+    why: str  # uses_rule | new_metric | regenerated
+    action: str  # unchanged | updated | retired | regenerated
+    reason: str = ""
+    version_before: int = 0
+    version_after: int = 0
+    gold_before: Any = None
+    gold_after: Any = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Regeneration:
+    run_key: str
+    run_props: dict[str, Any]
+    skeletons: list[Skeleton]
+    rows_by_skeleton: dict[str, list[dict[str, Any]]]
+
+
+@dataclass
+class UpdatePlan:
+    """Everything an update writes, computed before any write."""
+
+    domain: str
+    rule_id: str
+    seq: int
+    before: dict[str, Any]
+    after: dict[str, Any]
+    pack: Pack | None = None
+    rules: RulePlan | None = None
+    removed: bool = False
+    effects: list[dict[str, Any]] = field(default_factory=list)
+    applies: dict[str, list[str]] = field(default_factory=dict)
+    changes: list[TaskChange] = field(default_factory=list)
+    archive: list[dict[str, Any]] = field(default_factory=list)
+    writes: list[dict[str, Any]] = field(default_factory=list)
+    variant_links: list[dict[str, Any]] = field(default_factory=list)
+    retire: list[dict[str, Any]] = field(default_factory=list)
+    regeneration: Regeneration | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def rule_key(self) -> str:
+        return rule_key(self.domain, self.rule_id)
+
+    @property
+    def update_key(self) -> str:
+        to = "removed" if self.removed else str(self.after.get("hash") or "")[:12]
+        return f"update:{self.domain}/{self.rule_id}@{str(self.before.get('hash') or 'none')[:12]}->{to}#{self.seq + 1}"
+
+    @property
+    def changed(self) -> bool:
+        """Whether the transaction has anything to write (a rerun after a commit has not)."""
+        return bool(self.before.get("hash") != self.after.get("hash") or self.before.get("removed") != self.removed
+                    or self.archive or self.writes or self.retire
+                    or (self.regeneration and self.regeneration.skeletons))
+
+    def counts(self) -> dict[str, int]:
+        out = {"unchanged": 0, "updated": 0, "retired": 0, "regenerated": 0}
+        for c in self.changes:
+            out[c.action] += 1
+        return out
+
+    def changelog(self) -> dict[str, Any]:
+        return {
+            "domain": self.domain, "rule_id": self.rule_id, "action": "remove" if self.removed else "update",
+            "update_key": self.update_key if self.changed else None, "written": self.changed,
+            "before": self.before, "after": self.after, "effects": self.effects, "applies_when": self.applies,
+            "counts": self.counts(), "tasks": [c.as_dict() for c in sorted(self.changes, key=lambda c: c.key)],
+            "warnings": self.warnings,
+        }
+
+
+# ------------------------------------------------------------------------------ documents
+def pack_root_of(path: Path) -> Path:
+    """The pack a rule document belongs to: the nearest folder above it holding pack.yaml."""
+    for parent in path.resolve().parents:
+        if (parent / "pack.yaml").is_file():
+            return parent
+    raise PackErrors([PackError(str(path), "-", "no pack.yaml in any folder above this rule document")])
+
+
+def with_document(pack: Pack, doc: RuleDoc) -> Pack:
+    """The pack with `doc` in place of the document of the same id (or added)."""
+    return replace(pack, rules=tuple(sorted([r for r in pack.rules if r.id != doc.id] + [doc], key=lambda r: r.id)))
+
+
+def load_document(path: str | Path, pack: str | Path | None = None) -> tuple[Pack, RuleDoc]:
+    doc = read_rule(Path(path))
+    pk = load_pack(pack if pack is not None else pack_root_of(Path(path)))
+    return with_document(pk, doc), doc
+
+
+# ------------------------------------------------------------------------------ rule references
+def _applies(rows: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    first = sorted((str(a["dimension"]), str(a["value"])) for a in rows if a and a.get("dimension"))
+    return first[0] if first else (None, None)
+
+
+def plan_refs(plan: RulePlan, doc: RuleDoc, rule_type: str) -> dict[str, RuleRef]:
+    """{metric id: RuleRef} for the verified edges of the rule's new version."""
+    dims = [{"dimension": a["dimension"].split("/", 1)[1], "value": a["value"]} for a in plan.applies]
+    dim, value = _applies(dims)
+    out = {}
+    for m in plan.modifies:
+        if m["props"]["verified"]:
+            out[m["metric"].split("/", 1)[1]] = RuleRef(doc.id, m["props"]["op"], rule_type, doc.front.version,
+                                                       doc.content_hash, dim, value)
+    return out
+
+
+def graph_refs(graph: Graph, domain: str, metrics: list[str]) -> dict[tuple[str, str], RuleRef]:
+    """Current verified edges of every rule on `metrics`: {(rule id, metric id): RuleRef}."""
+    out = {}
+    for r in graph.read("update_rule_refs", domain=domain, metrics=metrics):
+        if r["verified"]:
+            dim, value = _applies(r["applies"])
+            out[(r["rule_id"], r["metric_id"])] = RuleRef(r["rule_id"], r["op"], r["rule_type"], r["version"],
+                                                          r["hash"], dim, value)
+    return out
+
+
+def effects_diff(before: list[dict[str, Any]], plan: RulePlan | None) -> list[dict[str, Any]]:
+    old = {e["metric"]: e for e in before}
+    new = {m["metric"].split("/", 1)[1]: m["props"] for m in (plan.modifies if plan else [])}
+    out = []
+    for metric in sorted(set(old) | set(new)):
+        o, n = old.get(metric), new.get(metric)
+        op_o = json.loads(o["op"]) if o else None
+        op_n = json.loads(n["op"]) if n else None
+        change = "added" if o is None else "removed" if n is None else "changed" if op_o != op_n else "unchanged"
+        out.append({"metric": metric, "change": change, "before": op_o, "after": op_n,
+                    "verified_before": bool(o and o["verified"]), "verified_after": bool(n and n["verified"]),
+                    "changed_slices": list(n["changed_slices"]) if n else []})
+    return out
+
+
+# ------------------------------------------------------------------------------ classification
+@dataclass
+class _Ctx:
+    pack: Pack
+    ex: Executor
+    vocab: Vocabulary
+    llm: BaseChatModel | None
+    windows: dict[str, Any]
+    update_key: str
+
+
+def _gold(task: dict[str, Any]) -> Any:
+    return json.loads(task["gold_answer"]) if task.get("gold_answer") else None
+
+
+def _rows_for(c: Candidate, task: dict[str, Any], ctx: _Ctx, version: int, stamp: bool) -> list[dict[str, Any]]:
+    rows = task_rows([c], ctx.pack, task["run_key"])
+    for r in rows:
+        r["props"]["version"] = version
+        if stamp:
+            r["props"]["updated_by"] = ctx.update_key
+        r["skeleton_key"], r["run_key"] = task["skeleton_key"], task["run_key"]
+    return rows
+
+
+def classify(task: dict[str, Any], why: str, c: Candidate | None, ctx: _Ctx, plan: UpdatePlan) -> TaskChange:
+    """Decide the action for one re-derived task and add its writes to the plan."""
+    v = int(task.get("version") or 1)
+    ch = TaskChange(task["key"], task["analysis_type"], task["metric_id"], why, "unchanged", version_before=v,
+                    version_after=v, gold_before=_gold(task), gold_after=_gold(task))
+    retired = task["status"] == "retired"
+    if c is None or c.rejections:
+        only_filter = c is not None and all(r.startswith(NOT_DISCRIMINATIVE) for r in c.rejections)
+        if why == "new_metric" and only_filter:
+            ch.reason = "the rule does not change this task's answer"
+            return ch
+        if retired:
+            ch.reason = "stays retired"
+            return ch
+        ch.action = "retired"
+        ch.reason = ("the rule no longer changes the answer" if only_filter else
+                     "the task's slice can no longer be grounded" if c is None else "; ".join(c.rejections))
+        ch.gold_after = c.gold_answer if c is not None else None
+        plan.retire.append({"key": task["key"], "reason": ch.reason, "update": ctx.update_key})
+        return ch
+    same = canonical(c.gold_answer) == task["gold_answer"] and c.question == task["question"]
+    if same and not retired:
+        rows = _rows_for(c, task, ctx, v, stamp=False)
+        std = rows[0]["props"]
+        if any(canonical(std[k]) != canonical(task.get(k)) for k in ("rule_versions", "gold_sql", "gold_params")):
+            ch.reason = "same answer; provenance moved to the new rule version"
+            plan.writes.extend(rows)
+        return ch
+    ch.action, ch.version_after, ch.gold_after = "updated", v + 1, c.gold_answer
+    ch.reason = "reinstated" if retired else ("rule now applies" if why == "new_metric" else "new gold answer")
+    plan.archive.append({"key": task["key"], "prev_version": v, "version_key": f"taskver:{task['key']}@v{v}",
+                         "update": ctx.update_key})
+    rows = _rows_for(c, task, ctx, v + 1, stamp=True)
+    plan.writes.extend(rows)
+    plan.variant_links.extend(r for r in rows if r["variant"] != "standard")
+    return ch
+
+
+def _effective_rules(task: dict[str, Any], sk: Skeleton, why: str, rule_id: str, new_refs: dict[str, RuleRef],
+                     current: dict[tuple[str, str], RuleRef]) -> tuple[RuleRef, ...] | None:
+    """The task's rules with today's operations; None when the updated rule no longer verifiably
+    modifies the task's metric."""
+    own = {r.id: r for r in sk.rules}
+    out = []
+    for rid in task.get("rule_ids") or []:
+        if rid == rule_id:
+            if task["metric_id"] not in new_refs:
+                return None
+            out.append(new_refs[task["metric_id"]])
+        else:
+            ref = current.get((rid, task["metric_id"])) or own.get(rid)
+            if ref is not None:
+                out.append(ref)
+    if why == "new_metric":
+        out.append(new_refs[task["metric_id"]])
+    return tuple(out)
+
+
+def plan_tasks(plan: UpdatePlan, graph: Graph, ctx: _Ctx, new_refs: dict[str, RuleRef], new_metrics: list[str]) -> None:
+    affected = graph.read("update_affected_tasks", rule=plan.rule_key,
+                          metrics=[metric_key(plan.domain, m) for m in new_metrics])
+    metrics = sorted({a["task"]["metric_id"] for a in affected})
+    current = graph_refs(graph, plan.domain, metrics)
+    default_seed = get_settings().seed
+    for a in sorted(affected, key=lambda a: a["task"]["key"]):
+        task, why = a["task"], a["why"]
+        sk = Skeleton.from_row(a["skeleton"])
+        rules = _effective_rules(task, sk, why, plan.rule_id, new_refs, current)
+        if rules is None:
+            c = None
+        else:
+            seed = int(a["seed"]) if a["seed"] is not None else default_seed
+            c = rederive(task, sk, rules, ctx.pack, ctx.ex, ctx.vocab, seed=seed, windows=ctx.windows, llm=ctx.llm)
+        change = classify(task, why, c, ctx, plan)
+        if rules is None and change.action == "retired":
+            change.reason = "the rule no longer (verifiably) modifies this metric"
+            plan.retire[-1]["reason"] = change.reason
+        plan.changes.append(change)
+
+
+# ------------------------------------------------------------------------------ regeneration
+def plan_regeneration(plan: UpdatePlan, graph: Graph, ctx: _Ctx, new_refs: dict[str, RuleRef],
+                      new_metrics: list[str], seed: int) -> None:
+    """Tasks for skeletons (metric, dimension, rule) on metrics the rule newly modifies."""
+    if not new_metrics:
+        return
+    from generation import questions, validation
+
+    bases = [s for s in enumerate_skeletons(graph, plan.domain, limit=10**9, seed=seed)
+             if not s.rules and s.metric in new_metrics]
+    wanted = [replace(s, rules=(new_refs[s.metric],)) for s in bases]
+    existing = {r["key"] for r in graph.read("update_existing_skeletons", keys=[s.key for s in wanted])}
+    wanted = sorted((s for s in wanted if s.key not in existing), key=lambda s: s.key)
+    run_key = f"run:{plan.domain}/update-{plan.rule_id}@{str(plan.after['hash'])[:12]}"
+    props = {"domain": plan.domain, "seed": seed, "target": len(wanted), "code_version": CODE_VERSION,
+             "phraser": type(ctx.llm).__name__ if ctx.llm else "template",
+             "judge": type(ctx.llm).__name__ if ctx.llm else "skipped", "phrase_prompt_version": questions.PROMPT_VERSION,
+             "judge_prompt_version": validation.JUDGE_PROMPT_VERSION, "update_of": plan.rule_id}
+    regen = Regeneration(run_key, props, wanted, {})
+    for sk in wanted:
+        cands = build_candidates(sk, ctx.pack, ctx.ex, ctx.vocab, seed=seed, llm=ctx.llm, windows=ctx.windows)
+        rows = task_rows(cands, ctx.pack, run_key)
+        regen.rows_by_skeleton[sk.key] = rows
+        for c in cands:
+            if not c.rejections:
+                plan.changes.append(TaskChange(c.key, c.analysis_type, c.metric_id, "regenerated", "regenerated",
+                                               reason=f"new skeleton {sk.key}", version_after=1,
+                                               gold_after=c.gold_answer))
+    plan.regeneration = regen
+
+
+# ------------------------------------------------------------------------------ plans
+def _context(pack: Pack, wh: Warehouse, llm: BaseChatModel | None, update_key: str) -> _Ctx:
+    vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(wh, pack.schema).items()})
+    return _Ctx(pack, Executor(wh), vocab, llm, {}, update_key)
+
+
+def plan_update(pack: Pack, doc: RuleDoc, graph: Graph, wh: Warehouse, llm: BaseChatModel | None = None, *,
+                regenerate: bool = False, seed: int | None = None) -> UpdatePlan:
+    """Plan the update of rule `doc` (already placed in `pack`, see `with_document`)."""
+    d = pack.name
+    state = graph.read("update_rule_state", rule=rule_key(d, doc.id))
+    st = state[0] if state else None
+    seq = int(st["seq"]) if st else int(graph.read("update_domain_seq", domain=d)[0]["seq"])
+    rules = plan_rules(pack, wh, llm, only={doc.id})
+    if rules.failures:
+        raise DibenchError("; ".join(rules.failures), hint="fix the rule document; the graph was not changed")
+    before = {"version": st["version"], "hash": st["hash"], "removed": bool(st["removed"])} if st else \
+        {"version": None, "hash": None, "removed": False}
+    after = {"version": doc.front.version, "hash": doc.content_hash, "removed": False}
+    plan = UpdatePlan(d, doc.id, seq, before, after, pack=pack, rules=rules, warnings=list(rules.warnings))
+    plan.effects = effects_diff(st["edges"] if st else [], rules)
+    old_applies = {f"{a['dimension']}={a['value']}" for a in (st["applies"] if st else []) if a}
+    new_applies = {f"{a['dimension'].split('/', 1)[1]}={a['value']}" for a in rules.applies}
+    plan.applies = {"added": sorted(new_applies - old_applies), "removed": sorted(old_applies - new_applies)}
+    new_refs = plan_refs(rules, doc, doc.front.rule_type.value)
+    was_verified = {e["metric"] for e in (st["edges"] if st else []) if e["verified"]}
+    new_metrics = sorted(set(new_refs) - was_verified)
+    ctx = _context(pack, wh, llm, plan.update_key)
+    plan_tasks(plan, graph, ctx, new_refs, new_metrics)
+    if regenerate:
+        plan_regeneration(plan, graph, ctx, new_refs, new_metrics, seed if seed is not None else get_settings().seed)
+    return plan
+
+
+def resolve_rule(graph: Graph, rule_id: str, domain: str | None) -> str:
+    rows = graph.read("impact_rule_lookup", id=rule_id, domain=domain)
+    if not rows:
+        raise NotFound(f"no rule {rule_id!r} in the graph" + (f" for domain {domain!r}" if domain else ""),
+                       hint="`dibench graph stats` shows what is loaded")
+    if len(rows) > 1:
+        raise NotFound(f"rule {rule_id!r} exists in several domains {[r['domain'] for r in rows]}", hint="pass --domain")
+    return str(rows[0]["domain"])
+
+
+def plan_remove(graph: Graph, rule_id: str, domain: str | None = None) -> UpdatePlan:
+    """Plan the removal of a deleted rule document: its tasks retired, its edges removed."""
+    d = resolve_rule(graph, rule_id, domain)
+    st = graph.read("update_rule_state", rule=rule_key(d, rule_id))[0]
+    before = {"version": st["version"], "hash": st["hash"], "removed": bool(st["removed"])}
+    plan = UpdatePlan(d, rule_id, int(st["seq"]), before, {"version": None, "hash": None, "removed": True},
+                      removed=True)
+    plan.effects = effects_diff(st["edges"], None)
+    plan.applies = {"added": [], "removed": sorted(f"{a['dimension']}={a['value']}" for a in st["applies"] if a)}
+    for a in sorted(graph.read("update_affected_tasks", rule=plan.rule_key, metrics=[]), key=lambda a: a["task"]["key"]):
+        task = a["task"]
+        v = int(task.get("version") or 1)
+        ch = TaskChange(task["key"], task["analysis_type"], task["metric_id"], a["why"], "unchanged",
+                        "stays retired", v, v, _gold(task), _gold(task))
+        if task["status"] == "admitted":
+            ch.action, ch.reason, ch.gold_after = "retired", "the rule document was removed", None
+            plan.retire.append({"key": task["key"], "reason": ch.reason, "update": plan.update_key})
+        plan.changes.append(ch)
+    return plan

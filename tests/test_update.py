@@ -1,0 +1,269 @@
+"""Incremental update of one rule document on real Neo4j and Postgres (copies of the mini pack).
+
+Expectations are computed independently of the update code: a task's new gold answer is
+obtained by re-running the task's own stored gold SQL with the changed rule parameter set by
+hand, and the set of tasks that must be re-derived is read from the task nodes themselves.
+Crash safety is shown by SIGKILLing `dibench update-rule` at each named step.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from generation.analyses.threshold import verdict
+from generation.pipeline import generate
+from ingest.pack import Pack, load_pack
+from ingest.pipeline import ingest_pack
+from ingest.update import load_document, plan_remove, plan_update
+from ingest.update_write import KILL_ENV, run_update
+from service.cli import main
+from service.config import REPO_ROOT
+from service.graph import Graph
+from service.queries import rules_for, tasks_for_rules
+from service.warehouse import Warehouse
+from tests.fixtures.packs import copy_pack, delete_domain, edit_front, ensure_mini_loaded, snapshot
+
+DOMAIN = "mini_upd1"
+CRASH = "mini_upd2"
+STRICT_PARAM = "r_mini_r_strict_good_rating"
+
+
+def generated_domain(root: Path, name: str, graph: Graph, wh: Warehouse, target: int = 16) -> Pack:
+    """A fresh copy of the mini pack under domain `name`, ingested, with tasks generated."""
+    ensure_mini_loaded(wh)
+    delete_domain(graph, name)
+    pk = load_pack(copy_pack(root, name))
+    assert ingest_pack(pk, graph, wh).failures == []
+    generate(pk, graph, target=target, seed=42, workers=1, min_per_type=0)
+    return pk
+
+
+def tasks_of(graph: Graph, domain: str) -> dict[str, dict[str, Any]]:
+    nodes, _ = snapshot(graph, domain)
+    return {k: v for k, v in nodes.items() if "Task" in v["labels"]}
+
+
+def edges_of(graph: Graph, domain: str) -> dict[tuple[str, str, str], dict[str, Any]]:
+    return snapshot(graph, domain)[1]
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory: pytest.TempPathFactory, graph: Graph, warehouse: Warehouse) -> Iterator[Pack]:
+    pk = generated_domain(tmp_path_factory.mktemp("upd") / "pack", DOMAIN, graph, warehouse)
+    yield pk
+    delete_domain(graph, DOMAIN)
+
+
+def _strict_uses(tasks: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {k: t for k, t in tasks.items() if t["variant"] == "standard" and t["status"] == "admitted"
+            and "MINI-R-STRICT" in (t["rule_ids"] or [])}
+
+
+def _expected_by_hand(wh: Warehouse, t: dict[str, Any], value: int) -> dict[str, Any] | None:
+    """The new gold answer of a point/threshold/decomposition task: its stored gold SQL re-run with
+    the rule's threshold parameter changed by hand, shaped as the answers brief says."""
+    params = json.loads(t["gold_params"])
+    if STRICT_PARAM not in params or t["analysis_type"] not in ("point_query", "threshold_crossing", "decomposition"):
+        return None
+    params[STRICT_PARAM] = value
+    rows = wh.execute_readonly(t["gold_sql"], params).rows
+    if t["analysis_type"] == "decomposition":
+        return {"rows": sorted(({"group": str(r[0]), "value": None if r[1] is None else round(float(r[1]), 2)}
+                                for r in rows if r[0] is not None), key=lambda x: x["group"])}
+    v = round(float(rows[0][0]), 2) if rows and rows[0][0] is not None else None
+    if t["analysis_type"] == "point_query":
+        return {"value": v}
+    old = json.loads(t["gold_answer"])
+    return {"value": v, "threshold": old["threshold"], "result": verdict(v, old["threshold"], True)}
+
+
+def test_threshold_edit_updates_exactly_the_expected_tasks(pack: Pack, graph: Graph, warehouse: Warehouse) -> None:
+    before = tasks_of(graph, DOMAIN)
+    uses = _strict_uses(before)
+    assert len(uses) >= 5, "the fixture must generate tasks that use MINI-R-STRICT"
+    path = pack.root / "rules" / "strict.md"
+    edit_front(path, lambda f: f["effects"][0].__setitem__("value", 3))
+    pk, doc = load_document(path)
+    plan, counters = run_update(lambda: plan_update(pk, doc, graph, warehouse), graph)
+    log = plan.changelog()
+    assert counters, "the update wrote nothing"
+    # Exactly the tasks whose provenance uses the rule are re-derived (no metric is newly modified).
+    assert {t["key"] for t in log["tasks"]} == set(uses)
+    assert sum(log["counts"].values()) == len(uses)
+    after = tasks_of(graph, DOMAIN)
+    checked = 0
+    for ch in log["tasks"]:
+        old, new = uses[ch["key"]], after[ch["key"]]
+        expected = _expected_by_hand(warehouse, old, 3)
+        if expected is not None:
+            checked += 1
+            assert json.loads(new["gold_answer"]) == expected, ch["key"]
+            want = "unchanged" if expected == json.loads(old["gold_answer"]) else "updated"
+            if expected == json.loads(old["base_answer"]):
+                want = "retired"
+            assert ch["action"] == want, (ch["key"], ch["action"], want)
+        if ch["action"] == "updated":
+            assert new["version"] == old["version"] + 1
+            assert json.loads(new["gold_answer"]) == ch["gold_after"] != ch["gold_before"]
+        if ch["action"] in ("updated", "unchanged"):
+            assert f"MINI-R-STRICT@1#{doc.content_hash[:12]}" in new["rule_versions"]
+    assert checked >= 3, "too few tasks checked by hand"
+    assert log["counts"]["updated"] >= 1
+
+
+def test_changelog_content_and_previous_versions(pack: Pack, graph: Graph) -> None:
+    rows = graph.read("update_rule_state", rule=f"rule:{DOMAIN}/MINI-R-STRICT")
+    assert len(rows) == 1
+    nodes, edges = snapshot(graph, DOMAIN)
+    updates = [n for n in nodes.values() if "RuleUpdate" in n["labels"]]
+    assert len(updates) == 1
+    log = json.loads(updates[0]["changelog"])
+    eff = {e["metric"]: e for e in log["effects"]}
+    assert eff["MINI-SAT-001"]["change"] == "changed"
+    assert (eff["MINI-SAT-001"]["before"]["value"], eff["MINI-SAT-001"]["after"]["value"]) == (5, 3)
+    assert eff["MINI-SAT-001"]["verified_after"] is True
+    assert log["before"]["hash"] != log["after"]["hash"]
+    updated = [t for t in log["tasks"] if t["action"] == "updated"]
+    for t in updated:
+        prev = nodes[f"taskver:{t['key']}@v1"]
+        assert "TaskVersion" in prev["labels"]
+        assert json.loads(prev["gold_answer"]) == t["gold_before"]
+        assert ("PREVIOUS", t["key"], f"taskver:{t['key']}@v1") in edges
+        # The variants follow their standard task: the oracle has the new gold, the no-rule keeps the base.
+        oracle, no_rule = nodes[t["key"] + ":oracle"], nodes[t["key"] + ":no_rule"]
+        assert json.loads(oracle["gold_answer"]) == t["gold_after"]
+        assert json.loads(no_rule["gold_answer"]) == json.loads(nodes[t["key"]]["base_answer"])
+        versions = [dst for (typ, src, dst) in edges if typ == "USES_RULE_VERSION" and src == t["key"]]
+        assert versions == [f"rulever:{DOMAIN}/MINI-R-STRICT@{log['after']['hash'][:12]}"]
+
+
+def test_rerun_is_a_no_op_and_cli_prints_the_changelog(pack: Pack, graph: Graph) -> None:
+    before = snapshot(graph, DOMAIN)
+    res = CliRunner().invoke(main, ["update-rule", str(pack.root / "rules" / "strict.md"), "--json"])
+    assert res.exit_code == 0, res.output
+    log = json.loads(res.output[res.output.index("{"):])
+    assert log["written"] is False
+    assert set(log["counts"]) == {"unchanged", "updated", "retired", "regenerated"}
+    assert log["counts"]["unchanged"] == len(log["tasks"])
+    assert snapshot(graph, DOMAIN) == before
+    table = CliRunner().invoke(main, ["update-rule", str(pack.root / "rules" / "strict.md")])
+    assert table.exit_code == 0 and "unchanged" in table.output, table.output
+
+
+def test_rules_for_tasks_and_impact(pack: Pack, graph: Graph) -> None:
+    rows = rules_for(graph, "MINI-SAT-001", DOMAIN)
+    tasks = tasks_for_rules(graph, "MINI-SAT-001", DOMAIN, [r["rule_id"] for r in rows])
+    direct = {k for k, t in tasks_of(graph, DOMAIN).items() if t["status"] == "admitted"
+              and "MINI-R-STRICT" in (t["rule_ids"] or [])}
+    assert set(tasks["MINI-R-STRICT"]) == direct
+    res = CliRunner().invoke(main, ["impact", "MINI-R-STRICT", "--domain", DOMAIN, "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert [m["metric"] for m in data["metrics"]] == ["MINI-SAT-001"]
+    assert "MINI-HEALTH-001 -> MINI-SAT-001" in data["composites"]
+    assert data["task_counts"]["admitted"] == len(direct)
+    phone = CliRunner().invoke(main, ["impact", "MINI-R-PHONE", "--domain", DOMAIN, "--json"])
+    dims = {d["dimension"]: d["why"] for d in json.loads(phone.output)["dimensions"]}
+    assert "applies when = basic" in dims["customers.plan"]
+    text = CliRunner().invoke(main, ["impact", "MINI-R-STRICT", "--domain", DOMAIN])
+    assert text.exit_code == 0 and "MINI-SAT-001" in text.output
+
+
+def test_new_metric_tasks_and_regeneration(pack: Pack, graph: Graph, warehouse: Warehouse) -> None:
+    """The outlier rule now also modifies the composite health index: tasks on that metric are
+    re-derived with it, and --regenerate adds tasks for the skeletons it newly reaches."""
+    path = pack.root / "rules" / "outliers.md"
+    edit_front(path, lambda f: f["effects"].append({"metric": "MINI-HEALTH-001", "op": "exclude",
+                                                     "predicate": "o.amount > 2000"}))
+    on_health = {k for k, t in tasks_of(graph, DOMAIN).items() if t["metric_id"] == "MINI-HEALTH-001"
+                 and t["variant"] == "standard" and t["status"] == "admitted" and t["tier"] != "K"}
+    uses = {k for k, t in tasks_of(graph, DOMAIN).items() if t["variant"] == "standard"
+            and t["status"] in ("admitted", "retired") and "MINI-R-OUTLIER" in (t["rule_ids"] or [])}
+    pk, doc = load_document(path)
+    plan, _ = run_update(lambda: plan_update(pk, doc, graph, warehouse, regenerate=True), graph)
+    log = plan.changelog()
+    assert {e["metric"]: e["change"] for e in log["effects"]}["MINI-HEALTH-001"] == "added"
+    assert {t["key"] for t in log["tasks"] if t["why"] == "new_metric"} == on_health
+    assert {t["key"] for t in log["tasks"] if t["why"] == "uses_rule"} == uses
+    regenerated = [t for t in log["tasks"] if t["action"] == "regenerated"]
+    assert regenerated and log["counts"]["regenerated"] == len(regenerated)
+    after = tasks_of(graph, DOMAIN)
+    for t in regenerated:
+        assert after[t["key"]]["rule_ids"] == ["MINI-R-OUTLIER"] and after[t["key"]]["metric_id"] == "MINI-HEALTH-001"
+    for t in log["tasks"]:
+        if t["why"] == "new_metric" and t["action"] == "updated":
+            node = after[t["key"]]
+            assert node["tier"] == "K+A+R" and "MINI-R-OUTLIER" in node["rule_ids"]
+            base, gold_before = json.loads(node["base_answer"]), t["gold_before"]
+            if t["analysis_type"] == "threshold_crossing":  # its threshold sits between gold and base
+                base, gold_before = base["value"], gold_before["value"]
+            assert base == gold_before
+
+
+def test_remove_rule_retires_its_tasks_and_keeps_versions(pack: Pack, graph: Graph) -> None:
+    active = {k for k, t in tasks_of(graph, DOMAIN).items() if t["status"] == "admitted"
+              and "MINI-R-PHONE" in (t["rule_ids"] or [])}
+    assert active
+    res = CliRunner().invoke(main, ["remove-rule", "MINI-R-PHONE", "--domain", DOMAIN, "--json"])
+    assert res.exit_code == 0, res.output
+    log = json.loads(res.output)
+    assert log["action"] == "remove" and log["effects"][0]["change"] == "removed", log
+    assert log["counts"]["retired"] > 0, log["counts"]
+    after = tasks_of(graph, DOMAIN)
+    assert [k for k in sorted(active) if after[k]["status"] != "retired"] == []
+    assert {t["key"] for t in log["tasks"] if t["action"] == "retired"} == {
+        k for k in active if after[k]["variant"] == "standard"}
+    edges = edges_of(graph, DOMAIN)
+    rule = f"rule:{DOMAIN}/MINI-R-PHONE"
+    assert not [e for e in edges if e[1] == rule and e[0] in ("MODIFIES", "APPLIES_WHEN", "CURRENT_VERSION")]
+    assert [e for e in edges if e[1] == rule and e[0] == "HAS_VERSION"]
+    assert "MINI-R-PHONE" not in {r["rule_id"] for r in rules_for(graph, "MINI-SAT-001", DOMAIN)}
+    again = plan_remove(graph, "MINI-R-PHONE", DOMAIN)
+    assert not again.changed and again.counts()["retired"] == 0
+
+
+# ------------------------------------------------------------------------------ crash safety
+def _run_cli(path: Path, kill_at: str | None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env.pop(KILL_ENV, None)
+    if kill_at:
+        env[KILL_ENV] = kill_at
+    return subprocess.run([sys.executable, "-m", "service.cli", "update-rule", str(path), "--json"], cwd=REPO_ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_sigkill_at_any_step_leaves_before_or_after(tmp_path: Path, graph: Graph, warehouse: Warehouse) -> None:
+    pk = generated_domain(tmp_path / "pack", CRASH, graph, warehouse, target=10)
+    try:
+        path = pk.root / "rules" / "strict.md"
+        before = snapshot(graph, CRASH)
+        edit_front(path, lambda f: f["effects"][0].__setitem__("value", 3))
+        for step in ("planned", "rule_written", "tasks_written"):
+            res = _run_cli(path, step)
+            assert res.returncode == -9, (step, res.returncode, res.stderr[-2000:])
+            assert snapshot(graph, CRASH) == before, f"a kill at {step} left a partial update"
+        done = _run_cli(path, None)
+        assert done.returncode == 0, done.stderr[-2000:]
+        log = json.loads(done.stdout)
+        assert log["written"] is True and log["counts"]["updated"] >= 1
+        after = snapshot(graph, CRASH)
+        assert after != before
+        # A second edit killed right after its commit is complete; rerunning finds nothing left to do.
+        edit_front(path, lambda f: f["effects"][0].__setitem__("value", 4.5))
+        killed = _run_cli(path, "committed")
+        assert killed.returncode == -9
+        committed = snapshot(graph, CRASH)
+        assert committed != after
+        rerun = _run_cli(path, None)
+        assert rerun.returncode == 0 and json.loads(rerun.stdout)["written"] is False
+        assert snapshot(graph, CRASH) == committed
+    finally:
+        delete_domain(graph, CRASH)
