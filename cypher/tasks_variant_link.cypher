@@ -1,3 +1,3 @@
 UNWIND $rows AS row
-MATCH (v:Task {key: row.variant}), (s:Task {key: row.standard})
+MATCH (v:Task {key: row.key}), (s:Task {key: row.standard})
 MERGE (v)-[:VARIANT_OF]->(s)

@@ -1,6 +1,7 @@
-"""`dibench score`: a thin click layer over evaluation.scoring.
+"""`dibench score`, `eval`, `ablation` and `report`: thin click layers over evaluation.scoring,
+evaluation.harness, evaluation.ablation and evaluation.report.
 
-The command is registered on `service.cli.main` by service/cli.py itself. This module imports
+The commands are registered on `service.cli.main` by service/cli.py itself. This module imports
 service.cli only inside the command, because service.cli imports this module at its end: a
 top-level import would make `python -m service.cli` load the CLI twice and fail on the cycle.
 """
@@ -62,3 +63,163 @@ def print_report(report: Report) -> None:
     print_table("failure classes", ["class", "tasks"], [[c, n] for c, n in report.failure_classes.items()])
     if report.unmatched_answers:
         print_table("answers naming no task", ["task_id"], [[a] for a in report.unmatched_answers])
+
+
+# ------------------------------------------------------------------------------ eval
+AGENT_CHOICES = ("oracle", "no-rule", "retrieval-only", "llm")
+VARIANT_CHOICES = ("standard", "oracle", "no_rule")
+
+
+@click.command("eval")
+@click.option("--agent", "agent_name", type=click.Choice(AGENT_CHOICES), required=True,
+              help="oracle (gold SQL), no-rule (base SQL), retrieval-only (top policy document), or llm "
+                   "(the chat model of DIBENCH_LLM_PROVIDER).")
+@click.option("--domain", required=True, help="Domain whose admitted tasks are evaluated.")
+@click.option("--run", "run_key", default=None, help="Only the tasks of this generation Run (its key).")
+@click.option("--variant", "variants", multiple=True, type=click.Choice(VARIANT_CHOICES),
+              help="Only these task variants (repeatable; default all).")
+@click.option("--limit", type=int, default=None, help="At most this many tasks (in key order).")
+@click.option("--max-turns", type=int, default=20, show_default=True, help="Turn limit of the llm agent.")
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output folder (default out/eval/<domain>/<agent>).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+def eval_cmd(agent_name: str, domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
+             max_turns: int, out_dir: Path | None, as_json: bool) -> None:
+    """Give each task of DOMAIN to an agent with SQL, knowledge-base search and final-answer tools.
+
+    Writes tasks.jsonl, answers.jsonl ({task_id, answer} per line), trace.jsonl (turns, tool calls,
+    tokens, messages), score.json and summary.json, then prints accuracy tables.
+    """
+    from service.cli import handle_errors
+
+    handle_errors(_eval)(agent_name, domain, run_key, variants, limit, max_turns, out_dir, as_json)
+
+
+def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
+          max_turns: int, out_dir: Path | None, as_json: bool) -> None:
+    from evaluation.harness import evaluate
+    from service.cli import console, print_json
+    from service.graph import get_graph
+    from service.warehouse import get_warehouse
+
+    out = out_dir or Path("out") / "eval" / domain / agent_name
+    with console.status(f"{agent_name} on {domain}") as status:
+        result = evaluate(get_graph(), get_warehouse(), domain=domain, agent_name=agent_name, out_dir=out,
+                          run=run_key, variants=list(variants) or None, limit=limit, max_turns=max_turns,
+                          progress=lambda i, n, key: status.update(f"{agent_name} on {domain}: task {i}/{n} {key}"))
+    if as_json:
+        print_json(result.summary.model_dump(mode="json"))
+        return
+    print_eval_tables(result.report)
+    s = result.summary
+    tokens = f", tokens {s.tokens['total_tokens']}" if s.tokens else ""
+    click.echo(f"{s.agent} ({s.model}) on {s.domain}: {s.passed}/{s.tasks} passed = {s.accuracy_pct:.2f}%, "
+               f"{s.answered} answered{tokens}, {s.wall_seconds}s; files in {out}")
+
+
+def print_eval_tables(report: Report) -> None:
+    """Aggregates only (the per-task verdicts are in score.json): overall, tiers, variants, types, failures."""
+    from evaluation.ablation import variant_rows
+    from service.cli import print_table
+
+    columns = ["tasks", "passed", "accuracy %"]
+    print_table("overall", ["", *columns], bucket_rows({"all": report.overall}))
+    print_table("by knowledge tier (all variants)", ["tier", *columns], bucket_rows(report.by_tier))
+    print_table("rule tasks (K+A+R) by variant", ["variant", *columns], bucket_rows(variant_rows(report)))
+    print_table("by analysis type", ["analysis type", *columns], bucket_rows(report.by_analysis_type))
+    print_table("failure classes", ["class", "tasks"], [[c, n] for c, n in report.failure_classes.items()])
+
+
+# ------------------------------------------------------------------------------ ablation
+@click.group("ablation")
+def ablation_cmd() -> None:
+    """Ablations: re-pairing metrics with other rules; matched task variants."""
+
+
+@ablation_cmd.command("pairing")
+@click.option("--domain", required=True, help="Domain whose rule tasks are re-paired.")
+@click.option("--run", "run_key", default=None, help="Only the tasks of this generation Run.")
+@click.option("--seed", type=int, default=42, show_default=True, help="Seed of the random pairing.")
+@click.option("--include-rejected", is_flag=True,
+              help="Also re-pair candidates rejected by the counterfactual filter (pre-filter figures).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the full result (with per-pairing details) as JSON, for `dibench report --ablation`.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def ablation_pairing(domain: str, run_key: str | None, seed: int, include_rejected: bool, output: Path | None,
+                     as_json: bool) -> None:
+    """Share of pairings (graph-selected / most similar / random rule) that change each rule task's answer."""
+    from service.cli import handle_errors
+
+    handle_errors(_ablation_pairing)(domain, run_key, seed, include_rejected, output, as_json)
+
+
+def _ablation_pairing(domain: str, run_key: str | None, seed: int, include_rejected: bool, output: Path | None,
+                      as_json: bool) -> None:
+    from evaluation.ablation import pairing_ablation
+    from service.cli import console, print_json, print_table
+    from service.graph import get_graph
+    from service.warehouse import get_warehouse
+
+    with console.status(f"pairing ablation on {domain}"):
+        rep = pairing_ablation(get_graph(), get_warehouse(), domain, seed=seed, run=run_key,
+                               include_rejected=include_rejected)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(rep.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        print_json(rep.model_dump(mode="json"))
+        return
+    print_table(f"pairing ablation: {domain}, {rep.tasks} rule tasks"
+                + (f" ({rep.tasks_rejected_by_filter} pre-filter)" if rep.tasks_rejected_by_filter else "")
+                + f", seed {seed}",
+                ["pairing", "pairs", "changed", "same", "n/a", "own", "changed %", "% of appl.", "published %"],
+                [[r.pairing, r.pairings, r.changed, r.unchanged, r.not_applicable, r.own_effect, f"{r.changed_pct:.1f}",
+                  f"{r.changed_pct_of_applicable:.1f}", f"{r.published_pct:.0f}"] for r in rep.rows])
+    click.echo("same: answer unchanged; n/a: the operation does not fit the metric (counts as no change); own: the "
+               "rule has its own effect on the metric (else its operations are re-targeted)")
+    click.echo(f"graph pairings reproducing the gold answer: {rep.graph_reproduces_gold}/{rep.tasks}")
+
+
+@ablation_cmd.command("variants")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+def ablation_variants(results: tuple[Path, ...]) -> None:
+    """Accuracy on rule tasks by matched variant (standard / oracle / no_rule) of `dibench eval` RESULTS folders."""
+    from service.cli import handle_errors
+
+    handle_errors(_ablation_variants)(results)
+
+
+def _ablation_variants(results: tuple[Path, ...]) -> None:
+    from evaluation.ablation import variant_rows
+    from evaluation.report import find_runs
+    from service.cli import print_table
+
+    for run in find_runs(list(results)):
+        print_table(f"{run.label}: rule tasks by variant", ["variant", "tasks", "passed", "accuracy %"],
+                    bucket_rows(variant_rows(run.report)))
+
+
+# ------------------------------------------------------------------------------ report
+@click.command("report")
+@click.option("--domain", "domains", multiple=True, help="Domain to describe (repeatable; default: the results' domains).")
+@click.option("--results", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="A `dibench eval` output folder, or a folder containing several (repeatable).")
+@click.option("--ablation", "ablations", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A `dibench ablation pairing -o FILE` result (repeatable).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("out/report.html"),
+              show_default=True, help="The HTML file to write.")
+def report_cmd(domains: tuple[str, ...], results: tuple[Path, ...], ablations: tuple[Path, ...],
+               output: Path) -> None:
+    """Write one self-contained HTML report: task mix, coverage heat map, accuracy tables and plots, ablations."""
+    from service.cli import handle_errors
+
+    handle_errors(_report)(domains, results, ablations, output)
+
+
+def _report(domains: tuple[str, ...], results: tuple[Path, ...], ablations: tuple[Path, ...], output: Path) -> None:
+    from evaluation.report import write_report
+    from service.graph import get_graph
+
+    data = write_report(get_graph(), output, domains=domains, results=results, ablations=ablations)
+    click.echo(f"wrote {output}: {len(data.domains)} domain(s), {len(data.runs)} evaluation run(s), "
+               f"{len(data.ablations)} ablation(s){', routing section' if data.routing_html else ''}")

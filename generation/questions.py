@@ -87,12 +87,17 @@ PHRASE_SYSTEM = (
 
 
 def llm_question(llm: BaseChatModel, analysis: str, metric_name: str, gold_answer: dict[str, Any],
-                 facts: dict[str, Any], rule_texts: list[str], where: str) -> str:
+                 facts: dict[str, Any], rule_texts: list[str], where: str,
+                 rewrite: tuple[str, list[str]] | None = None) -> str:
+    """Phrase the question; `rewrite` = (previous question, the judge's objections) asks for a
+    better phrasing of the same question after a phrasing-only judge failure."""
     import json
 
-    user = json.dumps({"metric": metric_name, "analysis_type": analysis, "answer": gold_answer, "facts": facts,
-                       "rule_documents": rule_texts}, default=str)
-    return ask_structured(llm, PHRASE_SYSTEM, user, PhrasedQuestion, where=where).question
+    payload: dict[str, Any] = {"metric": metric_name, "analysis_type": analysis, "answer": gold_answer,
+                               "facts": facts, "rule_documents": rule_texts}
+    if rewrite is not None:
+        payload["previous_question"], payload["reviewer_objections"] = rewrite[0], rewrite[1]
+    return ask_structured(llm, PHRASE_SYSTEM, json.dumps(payload, default=str), PhrasedQuestion, where=where).question
 
 
 def answer_format(analysis: str) -> str:

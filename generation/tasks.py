@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -12,7 +13,7 @@ from generation.analyses import Outcome, registry
 from generation.grounding import Context, Executor, data_window
 from generation.questions import answer_format, llm_question, template_question
 from generation.skeletons import Skeleton
-from generation.validation import Candidate, Vocabulary, judge, stage1
+from generation.validation import PHRASING_DIMENSIONS, Candidate, Vocabulary, judge, rule_changes_answer, stage1
 from ingest.pack import Pack
 from service.errors import DibenchError
 from service.models import LLMEffects
@@ -71,16 +72,17 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
                 result = analysis.build(ctx)
                 # A rule task retries other windows until the rule changes the answer.
                 if result is None or not sk.rules or analysis.NAME == "knowledge_retrieval" \
-                        or result.gold_answer != result.base_answer:
+                        or rule_changes_answer(analysis.NAME, result.gold_answer, result.base_answer, metric.rounding):
                     break
         except DibenchError as exc:
             result = Outcome({"error": str(exc)}, {}, None, None, {}, {}, {})
         if result is None:
             continue
         tier = tier_of(analysis.NAME, sk)
+        rule_texts = [docs[r.id].body for r in sk.rules if r.id in docs]
         if llm is not None:
-            question = llm_question(llm, analysis.NAME, metric.name, result.gold_answer, result.facts,
-                                    [docs[r.id].body for r in sk.rules if r.id in docs], where=sk.key)
+            question = llm_question(llm, analysis.NAME, metric.name, result.gold_answer, result.facts, rule_texts,
+                                    where=sk.key)
         else:
             question = template_question(analysis.NAME, metric.name, sk.dimension_label, result.facts, rng,
                                          metric.unit)
@@ -91,20 +93,46 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
             dimension_type=sk.dimension_type, question=question, answer_format=answer_format(analysis.NAME),
             gold_answer=result.gold_answer, base_answer=result.base_answer if tier == "K+A+R" else None,
             gold_sql=result.gold_sql, base_sql=result.base_sql, gold_params=result.gold_params,
-            base_params=result.base_params, tables=list(sk.tables), facts=result.facts,
+            base_params=result.base_params, tables=list(sk.tables), facts=result.facts, rounding=metric.rounding,
         )
         c.rejections = stage1(c, vocab)
         if not c.rejections:
-            c.judge = run_judge(llm, c)
+            def rephrase(previous: str, objections: list[str], result: Outcome = result,
+                         name: str = analysis.NAME) -> str:
+                assert llm is not None
+                return llm_question(llm, name, metric.name, result.gold_answer, result.facts, rule_texts,
+                                    where=f"{sk.key} (rewrite)", rewrite=(previous, objections))
+
+            c.judge = run_judge(llm, c, vocab, rephrase)
         out.append(c)
     return out
 
 
-def run_judge(llm: BaseChatModel | None, c: Candidate) -> dict[str, Any]:
+Rephrase = Callable[[str, list[str]], str]
+
+
+def run_judge(llm: BaseChatModel | None, c: Candidate, vocab: Vocabulary | None = None,
+              rephrase: Rephrase | None = None) -> dict[str, Any]:
+    """Stage 2. Admit only if all eight dimensions pass. A candidate failing only on phrasing
+    dimensions is rewritten once (with the judge's objections), re-checked by stage 1 and re-scored;
+    what the judge said the first time is kept in the record."""
     if llm is None:
         return {"stage2": "skipped", "reason": "no LLM configured"}
     verdict = judge(llm, c)
     failed = verdict.failed()
+    record: dict[str, Any] = {"stage2": "judged", "rewritten": False}
+    if failed and set(failed) <= PHRASING_DIMENSIONS and rephrase is not None:
+        objections = [f"{d}: {getattr(verdict, d).reason}" for d in failed]
+        record.update(rewritten=True, first_question=c.question,
+                      first_verdict={"failed": failed, **json.loads(verdict.model_dump_json())})
+        c.question = rephrase(c.question, objections)
+        again = stage1(c, vocab) if vocab is not None else []
+        if again:
+            c.rejections.extend(again)
+            return {**record, "failed": failed}
+        verdict = judge(llm, c)
+        failed = verdict.failed()
     if failed:
-        c.rejections.append(f"judge: failed {failed}")
-    return {"stage2": "judged", "failed": failed, **json.loads(verdict.model_dump_json())}
+        reasons = "; ".join(f"{d}: {getattr(verdict, d).reason}" for d in failed)
+        c.rejections.append(f"judge: failed {failed} ({reasons})")
+    return {**record, "failed": failed, **json.loads(verdict.model_dump_json())}

@@ -12,6 +12,8 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict
 
+from evaluation.contracts import AnswerContract, build_contract, check_answer, shape_problems
+from generation.analyses.trend import PCT_DIGITS
 from service.llm import ask_structured
 
 
@@ -39,6 +41,24 @@ class Candidate:
     facts: dict[str, Any] = field(default_factory=dict)
     rejections: list[str] = field(default_factory=list)
     judge: dict[str, Any] = field(default_factory=dict)
+    rounding: int = 2  # the metric's rounding: the answer contract's tolerance
+
+
+def task_contract(analysis_type: str, rounding: int) -> AnswerContract:
+    """The answer contract of a task (trend percentages carry their own rounding)."""
+    pct = PCT_DIGITS if analysis_type == "trend_analysis" else None
+    return build_contract(analysis_type, rounding, pct_rounding=pct)
+
+
+def rule_changes_answer(analysis_type: str, gold: dict[str, Any], base: dict[str, Any], rounding: int) -> bool:
+    """Whether the scorer can tell the gold answer from the no-rule answer. Plain inequality is not
+    enough: a rule that moves only a non-decisive field (a significance test's p-value) leaves the
+    scored answer unchanged, and an agent ignoring the rule would pass. A gold answer of the wrong
+    shape is left to the checks that reject it (missing_gold, unscorable)."""
+    contract = task_contract(analysis_type, rounding)
+    if shape_problems(contract, gold):
+        return gold != base
+    return not check_answer(contract, gold, base).passed
 
 
 @dataclass(frozen=True)
@@ -54,7 +74,9 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 
 def leaked_identifiers(c: Candidate, v: Vocabulary) -> str | None:
     words = {w.strip(".-").lower() for w in _WORD.findall(c.question)}
-    leaked = sorted(w for w in words if w in v.identifiers)
+    # An identifier ending in "." is a prefix (the schema): "mini.orders" leaks it as much as "mini.".
+    prefixes = tuple(i for i in v.identifiers if i.endswith("."))
+    leaked = sorted(w for w in words if w in v.identifiers or (prefixes and w.startswith(prefixes)))
     return f"question leaks identifiers {leaked}" if leaked else None
 
 
@@ -105,7 +127,8 @@ def not_naturalised(c: Candidate, v: Vocabulary) -> str | None:
 
 def rule_not_discriminative(c: Candidate, v: Vocabulary) -> str | None:
     """Counterfactual filter: a rule task must have a gold answer different from its base answer."""
-    if c.tier == "K+A+R" and c.base_answer is not None and c.base_answer == c.gold_answer:
+    if c.tier == "K+A+R" and c.base_answer is not None \
+            and not rule_changes_answer(c.analysis_type, c.gold_answer, c.base_answer, c.rounding):
         return "rule does not change the answer (counterfactual filter)"
     return None
 

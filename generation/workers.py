@@ -22,16 +22,29 @@ from service.warehouse import Warehouse
 
 LEASE_S = 120.0
 BATCH = 2
+POLL_S = 0.5
+
+
+def lease_seconds() -> float:
+    """The claim lease; `DIBENCH_LEASE_S` shortens it (tests that kill a worker wait for expiry)."""
+    raw = os.environ.get("DIBENCH_LEASE_S")
+    return float(raw) if raw else LEASE_S
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def claim(graph: Graph, run_key: str, worker: str, limit: int = BATCH, lease_s: float = LEASE_S) -> list[Skeleton]:
+def claim(graph: Graph, run_key: str, worker: str, limit: int = BATCH, lease_s: float | None = None) -> list[Skeleton]:
+    lease = lease_seconds() if lease_s is None else lease_s
     rows = graph.write_returning("skeletons_claim", run=run_key, worker=worker, limit=limit, now=now_ms(),
-                                 until=now_ms() + int(lease_s * 1000), token=uuid.uuid4().hex)
+                                 until=now_ms() + int(lease * 1000), token=uuid.uuid4().hex)
     return [Skeleton.from_row(r["skeleton"]) for r in rows]
+
+
+def unfinished(graph: Graph, run_key: str) -> int:
+    """Skeletons of the run not yet done (pending, or claimed by a worker that may still finish or die)."""
+    return sum(int(r["count"]) for r in graph.read("skeletons_pending", run=run_key) if r["state"] != "done")
 
 
 def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, max_skeletons: int | None = None,
@@ -50,8 +63,17 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
         while max_skeletons is None or done < max_skeletons:
             batch = claim(graph, run_key, worker)
             if not batch:
-                break
+                # Nothing claimable now. Skeletons still claimed by others are either finished
+                # by them or, if their worker died, claimable once the lease expires: wait.
+                if unfinished(graph, run_key) == 0:
+                    break
+                time.sleep(POLL_S)
+                continue
             for i, sk in enumerate(batch):
+                # Renew the lease of this skeleton and the rest of the batch before each one, so
+                # a live worker never loses a claim it is about to work on.
+                graph.write("skeletons_renew", run=run_key, keys=[s.key for s in batch[i:]], worker=worker,
+                            until=now_ms() + int(lease_seconds() * 1000))
                 cands = build_candidates(sk, pack, ex, vocab, seed=seed, llm=llm, windows=windows)
                 rows = task_rows(cands, pack, run_key)
 
@@ -64,10 +86,6 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
                 done += 1
                 if on_skeleton:
                     on_skeleton()
-                rest = [s.key for s in batch[i + 1:]]
-                if rest:
-                    graph.write("skeletons_renew", run=run_key, keys=rest, worker=worker,
-                                until=now_ms() + int(LEASE_S * 1000))
                 if max_skeletons is not None and done >= max_skeletons:
                     break
     finally:

@@ -23,16 +23,20 @@ def merge(current: list[dict[str, Any]], hypothetical: list[dict[str, Any]]) -> 
     return [{"group": g, "current": cur.get(g), "hypothetical": hyp.get(g)} for g in sorted(set(cur) | set(hyp))]
 
 
+def answer(current_rows: list[tuple[Any, ...]], hypothetical_rows: list[tuple[Any, ...]], digits: int) -> dict[str, Any]:
+    """(group, value, n) rows with the rule (current) and without it (hypothetical) -> the answer."""
+    return {"rows": merge(grouped_rows(current_rows, digits), grouped_rows(hypothetical_rows, digits))}
+
+
 def build(ctx: Context) -> Outcome | None:
     temporal = ctx.skeleton.dimension_type == "temporal"
     window = choose_window(*ctx.data_window, ctx.rng, months=6 if temporal else None)
     key = month_bucket(ctx.time_col) if temporal else ctx.dim_col
     pair = ctx.pair(lambda t: group_by(t, key, alias=PERIOD_ALIAS if temporal else "grp"), window)
     digits = ctx.metric.rounding
-    gold_rows, base_rows = grouped_rows(pair.gold_rows, digits), grouped_rows(pair.base_rows, digits)
-    if len(base_rows) < 2:
+    if len(grouped_rows(pair.base_rows, digits)) < 2:
         return None
-    gold = {"rows": merge(gold_rows, base_rows)}
-    base = {"rows": merge(base_rows, base_rows)}
+    gold = answer(pair.gold_rows, pair.base_rows, digits)
+    base = answer(pair.base_rows, pair.base_rows, digits)
     rule_ids = [r.id for r in ctx.skeleton.rules]
     return outcome(gold, base, pair, {**window_facts(window), "rules": rule_ids, "by_month": temporal})

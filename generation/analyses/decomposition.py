@@ -25,8 +25,12 @@ def grouped_rows(rows: list[tuple[Any, ...]], digits: int) -> list[dict[str, Any
 def build(ctx: Context) -> Outcome | None:
     window = choose_window(*ctx.data_window, ctx.rng)
     pair = ctx.pair(lambda t: group_by(t, ctx.dim_col), window)
-    gold = grouped_rows(pair.gold_rows, ctx.metric.rounding)
-    base = grouped_rows(pair.base_rows, ctx.metric.rounding)
-    if len(gold) < 2 and len(base) < 2:
+    gold = answer(pair.gold_rows, ctx.metric.rounding)
+    base = answer(pair.base_rows, ctx.metric.rounding)
+    if len(gold["rows"]) < 2 and len(base["rows"]) < 2:
         return None
-    return outcome({"rows": gold}, {"rows": base}, pair, window_facts(window))
+    return outcome(gold, base, pair, window_facts(window))
+
+
+def answer(rows: list[tuple[Any, ...]], digits: int) -> dict[str, Any]:
+    return {"rows": grouped_rows(rows, digits)}

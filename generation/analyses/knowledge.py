@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from evaluation.contracts import fact_found
 from generation.analyses import Outcome
 from generation.grounding import Context
 from generation.skeletons import Skeleton
@@ -49,16 +50,35 @@ def summary_text(body: str, limit: int = 600) -> str:
     return text[:limit]
 
 
+def document_facts(effects: list[dict[str, Any]], doc: Any) -> list[str]:
+    """The effect's values that the document states, matched as the scorer matches them (numbers
+    numerically: "2000" is stated by "2,000"); else its effective date (part of the document an
+    agent retrieves)."""
+    facts = [n for n in effect_numbers(effects) if fact_found(n, doc.body)]
+    return facts or [doc.front.effective_date.isoformat()]
+
+
+def answer_text(doc: Any, facts: list[str]) -> str:
+    """A summary of the document that states every must-include fact, so that the gold answer
+    passes its own check: the summary, then the first passage stating each fact not yet in it."""
+    text = summary_text(doc.body)
+    passages = [p.strip().lstrip("#").strip() for p in doc.body.split("\n\n") if p.strip()]
+    for fact in facts:
+        if fact_found(fact, text):
+            continue
+        stated = next((p for p in passages if fact_found(fact, p)), None)
+        text += " " + (stated if stated is not None else f"The policy is effective from {fact}.")
+    return text
+
+
 def build(ctx: Context) -> Outcome | None:
     rule = ctx.skeleton.rules[0]
     doc = ctx.rule_docs.get(rule.id)
     if doc is None:
         return None
     effects = [e for e in rule.effects_json() if e.get("metric") == ctx.metric.id] or rule.effects_json()
-    facts = [n for n in effect_numbers(effects) if n.lower() in doc.body.lower() or n.replace(".0", "") in doc.body]
-    if not facts:
-        facts = [doc.front.effective_date.isoformat()]
-    answer = {"text": summary_text(doc.body), "must_include": facts}
+    facts = document_facts(effects, doc)
+    answer = {"text": answer_text(doc, facts), "must_include": facts}
     return Outcome(answer, {"text": "", "must_include": facts}, None, None, {}, {},
                    {"rule": rule.id, "title": doc.front.title, "effective_date": doc.front.effective_date.isoformat(),
                     "effects": json.dumps(effects)})

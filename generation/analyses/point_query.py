@@ -1,6 +1,8 @@
 """Point query: the metric on one slice (dimension = value) in a window. {"value": x}"""
 from __future__ import annotations
 
+from typing import Any
+
 from generation.analyses import Outcome, categorical, outcome, rnd, window_facts
 from generation.grounding import Context, choose_window
 from generation.skeletons import Skeleton
@@ -28,6 +30,9 @@ def build(ctx: Context) -> Outcome | None:
     else:
         pair = ctx.pair(lambda t: t, window)
     digits = ctx.metric.rounding
-    gold = {"value": rnd(pair.gold_rows[0][0], digits) if pair.gold_rows else None}
-    base = {"value": rnd(pair.base_rows[0][0], digits) if pair.base_rows else None}
-    return outcome(gold, base, pair, facts)
+    return outcome(answer(pair.gold_rows, digits), answer(pair.base_rows, digits), pair, facts)
+
+
+def answer(rows: list[tuple[Any, ...]], digits: int) -> dict[str, Any]:
+    """The metric value of a one-row result (no row: null)."""
+    return {"value": rnd(rows[0][0], digits) if rows else None}

@@ -34,3 +34,8 @@ def build(ctx: Context) -> Outcome | None:
     hib = ctx.metric.higher_is_better
     facts = {**window_facts(window), "k": k, "higher_is_better": hib}
     return outcome({"k": k, "rows": top_k(gold_all, k, hib)}, {"k": k, "rows": top_k(base_all, k, hib)}, pair, facts)
+
+
+def answer(rows: list[tuple[Any, ...]], k: int, higher_is_better: bool, digits: int) -> dict[str, Any]:
+    """The ranking answer from (group, value, n) rows: what build() derives, for re-execution."""
+    return {"k": k, "rows": top_k(grouped_rows(rows, digits), k, higher_is_better)}

@@ -32,11 +32,14 @@ def build(ctx: Context) -> Outcome | None:
         # else close to the value, so the question is neither trivial nor arbitrary.
         g, b = point.gold_answer["value"], point.base_answer["value"]
         threshold = float(round(((g + b) / 2) if b is not None else g, 0))
-    def shape(v: float | None) -> dict[str, Any]:
-        return {"value": v, "threshold": threshold, "result": verdict(v, threshold, m.higher_is_better)}
     facts = {**point.facts, "threshold": threshold, "higher_is_better": m.higher_is_better}
-    return Outcome(shape(point.gold_answer["value"]), shape(point.base_answer["value"]), point.gold_sql,
+    return Outcome(answer(point.gold_answer["value"], threshold, m.higher_is_better),
+                   answer(point.base_answer["value"], threshold, m.higher_is_better), point.gold_sql,
                    point.base_sql, point.gold_params, point.base_params, facts)
+
+
+def answer(value: float | None, threshold: float, higher_is_better: bool) -> dict[str, Any]:
+    return {"value": value, "threshold": threshold, "result": verdict(value, threshold, higher_is_better)}
 
 
 _ = outcome

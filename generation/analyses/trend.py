@@ -11,6 +11,7 @@ from sqlops.shape import PERIOD_ALIAS, group_by, month_bucket
 
 NAME = "trend_analysis"
 FLAT_PCT = 1.0  # |total change| below this many percent counts as flat
+PCT_DIGITS = 1  # total_change_pct is rounded to this many decimals (its scoring tolerance follows)
 
 
 def compatible(sk: Skeleton) -> bool:
@@ -25,7 +26,7 @@ def summarise(rows: list[tuple[Any, ...]], digits: int) -> dict[str, Any] | None
     change = 0.0 if first == 0 else (last - first) / abs(first) * 100.0
     direction = "flat" if abs(change) < FLAT_PCT else ("increasing" if change > 0 else "decreasing")
     peak = max(series, key=lambda p: (p[1], p[0]))[0]
-    return {"direction": direction, "total_change_pct": rnd(change, 1), "peak_period": peak}
+    return {"direction": direction, "total_change_pct": rnd(change, PCT_DIGITS), "peak_period": peak}
 
 
 def build(ctx: Context) -> Outcome | None:

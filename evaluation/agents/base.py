@@ -1,0 +1,58 @@
+"""What every agent returns for one task, and the protocol the harness calls."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from evaluation.agents.tools import Toolbox
+from evaluation.tasks import TaskRecord
+
+StopReason = Literal["answered", "no_answer"]
+
+
+@dataclass
+class Usage:
+    """Token counts summed over the turns whose messages reported `usage_metadata`."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    reported_turns: int = 0
+
+    def add(self, meta: dict[str, Any] | None) -> None:
+        if not meta:
+            return
+        self.input_tokens += int(meta.get("input_tokens") or 0)
+        self.output_tokens += int(meta.get("output_tokens") or 0)
+        self.total_tokens += int(meta.get("total_tokens") or 0)
+        self.reported_turns += 1
+
+    def as_dict(self) -> dict[str, int] | None:
+        """None when no turn reported usage: unknown, not zero."""
+        return dict(self.__dict__) if self.reported_turns else None
+
+
+@dataclass
+class AgentRun:
+    """One agent's attempt at one task. `answer` None means no answer."""
+
+    answer: Any
+    stop_reason: StopReason
+    stop_detail: str
+    turns: int
+    tool_calls: int
+    usage: Usage = field(default_factory=Usage)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class Agent(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str:
+        """What answers: a reference agent's name, or the chat model's class and model name."""
+        ...
+
+    def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun: ...

@@ -1,0 +1,138 @@
+"""A langchain-core chat model with tool calling as the agent.
+
+The model sees the schema (system prompt) and the task's public view only (question and answer
+format). Each turn is one model call; its tool calls run through the Toolbox and come back as
+ToolMessages. The first `final_answer` call ends the task and its `answer` is recorded as given
+(the scorer, not the harness, judges its shape). A model that has not answered after
+`max_turns` turns stops with no answer.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from evaluation.agents.base import AgentRun, Usage
+from evaluation.agents.tools import SEARCH_TOOL, SQL_TOOL, Toolbox, final_answer_tool, jsonable
+from evaluation.tasks import TaskRecord, public_view
+from service.errors import ConfigError
+
+MAX_TURNS = 20
+PROMPT_VERSION = "agent/1"
+
+SYSTEM_PROMPT = """You are a data analyst answering a business question about the company's data.
+Tools: `sql_query` runs one read-only SQL query on the database below; `search_knowledge` searches
+the metric catalog (definitions, formulas, SQL templates) and the company's policy documents;
+`final_answer` submits your answer and ends the task. Company policies can change how a metric
+must be computed (which rows count, thresholds, weights, suppression of small groups): look them
+up and apply them. Dates in questions describe half-open windows of whole months. Give numbers
+unrounded or rounded to the catalog's decimals. You have at most {max_turns} turns.
+
+{schema}"""
+
+NUDGE = "Continue with a tool call; submit your answer with `final_answer` in the required format."
+
+
+def at_temperature_zero(model: BaseChatModel) -> tuple[BaseChatModel, float | None]:
+    """A copy of the model at temperature 0 when it has that setting; else the model, temperature unknown."""
+    if "temperature" in type(model).model_fields:
+        return model.model_copy(update={"temperature": 0.0}), 0.0
+    return model, None
+
+
+def model_name(model: BaseChatModel) -> str:
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    return f"{type(model).__name__}:{name}" if isinstance(name, str) and name else type(model).__name__
+
+
+@dataclass
+class LlmAgent:
+    chat_model: BaseChatModel
+    schema: str
+    max_turns: int = MAX_TURNS
+    name: str = "llm"
+    prompt_version: str = PROMPT_VERSION
+    model: str = field(init=False)
+    temperature: float | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1:
+            raise ConfigError(f"max_turns must be at least 1, not {self.max_turns}")
+        self.chat_model, self.temperature = at_temperature_zero(self.chat_model)
+        self.model = model_name(self.chat_model)
+
+    def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
+        view = public_view(task)
+        try:
+            bound = self.chat_model.bind_tools([SQL_TOOL, SEARCH_TOOL, final_answer_tool(view["answer_format"])])
+        except NotImplementedError as exc:
+            raise ConfigError(f"chat model {self.model} does not support tool calling (bind_tools)") from exc
+        messages: list[BaseMessage] = [
+            SystemMessage(SYSTEM_PROMPT.format(max_turns=self.max_turns, schema=self.schema)),
+            HumanMessage(f"Question: {view['question']}\n\nAnswer format: {view['answer_format']}"),
+        ]
+        usage = Usage()
+        calls = 0
+        for turn in range(1, self.max_turns + 1):
+            tools.turn = turn
+            reply = bound.invoke(messages)
+            if not isinstance(reply, AIMessage):
+                raise ConfigError(f"chat model {self.model} returned {type(reply).__name__}, not an AIMessage")
+            messages.append(reply)
+            usage.add(dict(reply.usage_metadata) if reply.usage_metadata else None)
+            if not reply.tool_calls:
+                messages.append(HumanMessage(NUDGE))
+                continue
+            for call in reply.tool_calls:
+                calls += 1
+                if call["name"] == "final_answer" and "answer" in call["args"]:
+                    answer, notes = decode_answer(call["args"]["answer"])
+                    tools.events.append({"turn": turn, "tool": "final_answer", "args": jsonable(call["args"]),
+                                         "ok": True, "elapsed_s": 0.0})
+                    return AgentRun(answer=answer, stop_reason="answered", stop_detail=f"final_answer at turn {turn}",
+                                    turns=turn, tool_calls=calls, usage=usage, messages=dump(messages), notes=notes)
+                messages.append(ToolMessage(self._call(tools, call["name"], call["args"]), tool_call_id=call["id"] or ""))
+        return AgentRun(answer=None, stop_reason="no_answer", stop_detail=f"turn limit ({self.max_turns}) reached",
+                        turns=self.max_turns, tool_calls=calls, usage=usage, messages=dump(messages))
+
+    @staticmethod
+    def _call(tools: Toolbox, name: str, args: dict[str, Any]) -> str:
+        if name == "sql_query":
+            return tools.sql_tool(args)
+        if name == "search_knowledge":
+            return tools.search_tool(args)
+        if name == "final_answer":
+            return tools.refuse(name, args, "final_answer needs an `answer` object")
+        return tools.refuse(name, args, f"unknown tool {name!r}; use sql_query, search_knowledge or final_answer")
+
+
+def decode_answer(raw: Any) -> tuple[Any, list[str]]:
+    """Models often send the answer object as a JSON string: decode that transport form only.
+    Anything else is kept exactly as given for the scorer to judge."""
+    if isinstance(raw, str):
+        try:
+            decoded = json.loads(raw)
+        except json.JSONDecodeError:
+            return raw, []
+        if isinstance(decoded, dict):
+            return decoded, ["answer was sent as a JSON string and decoded"]
+    return raw, []
+
+
+def dump(messages: list[BaseMessage]) -> list[dict[str, Any]]:
+    """The conversation as plain JSON for the trace."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        item: dict[str, Any] = {"type": m.type, "content": m.content}
+        if isinstance(m, AIMessage):
+            if m.tool_calls:
+                item["tool_calls"] = [{"name": c["name"], "args": c["args"], "id": c["id"]} for c in m.tool_calls]
+            if m.usage_metadata:
+                item["usage"] = dict(m.usage_metadata)
+        if isinstance(m, ToolMessage):
+            item["tool_call_id"] = m.tool_call_id
+        out.append(jsonable(item))
+    return out

@@ -1,0 +1,77 @@
+"""Reference agents that need no LLM. They read the private task record on purpose: they exist to
+check the scorer and to show the structure of the knowledge-to-computation gap.
+
+- `oracle`: runs the gold SQL with its parameters (and the base SQL beside it for counterfactual
+  tasks) and derives the answer with generation's analysis code; knowledge tasks get the gold
+  text with its facts. Must score 100%.
+- `no-rule`: runs the base SQL (the metric without any rule) the same way; no answer to
+  knowledge tasks. Scores 0% on standard K+A+R tasks, 100% on K+A tasks.
+- `retrieval-only`: answers knowledge tasks with the top policy document of a knowledge-base
+  search on the question; computes nothing, so gives no answer to the other tasks.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from evaluation.agents.base import Agent, AgentRun
+from evaluation.agents.tools import Toolbox
+from evaluation.rederive import derive_answer, needs_base_rows
+from evaluation.tasks import TaskRecord
+
+KNOWLEDGE = "knowledge_retrieval"
+
+
+def _answered(answer: object, tools: Toolbox, detail: str) -> AgentRun:
+    return AgentRun(answer=answer, stop_reason="answered", stop_detail=detail, turns=1, tool_calls=len(tools.events))
+
+
+def _no_answer(tools: Toolbox, detail: str) -> AgentRun:
+    return AgentRun(answer=None, stop_reason="no_answer", stop_detail=detail, turns=1, tool_calls=len(tools.events))
+
+
+@dataclass(frozen=True)
+class OracleAgent:
+    name: str = "oracle"
+    model: str = "reference:oracle"
+
+    def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
+        if task.analysis_type == KNOWLEDGE:
+            facts = task.gold_answer.get("must_include") or []
+            text = f"{task.gold_answer.get('text', '')}\nKey facts: {'; '.join(map(str, facts))}"
+            return _answered({"text": text}, tools, "gold knowledge text and facts")
+        if task.gold_sql is None:
+            return _no_answer(tools, "task has no gold SQL")
+        rows = tools.sql(task.gold_sql, task.params).rows
+        base = tools.sql(task.base_sql, task.base_params).rows if needs_base_rows(task) and task.base_sql else None
+        return _answered(derive_answer(task, rows, base), tools, "gold SQL executed")
+
+
+@dataclass(frozen=True)
+class NoRuleAgent:
+    name: str = "no-rule"
+    model: str = "reference:no-rule"
+
+    def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
+        if task.analysis_type == KNOWLEDGE or task.base_sql is None:
+            return _no_answer(tools, "no base SQL: the no-rule agent only computes the plain metric")
+        rows = tools.sql(task.base_sql, task.base_params).rows
+        # Without rules the counterfactual's "current" and "hypothetical" are the same rows.
+        return _answered(derive_answer(task, rows, rows), tools, "base SQL executed")
+
+
+@dataclass(frozen=True)
+class RetrievalOnlyAgent:
+    name: str = "retrieval-only"
+    model: str = "reference:retrieval-only"
+
+    def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
+        if task.analysis_type != KNOWLEDGE:
+            return _no_answer(tools, "retrieval only: computes nothing")
+        hits = tools.search(task.question, k=1, kind="rule")
+        if not hits:
+            return _no_answer(tools, "no policy document matches the question")
+        return _answered({"text": hits[0].text}, tools, f"top policy document {hits[0].doc_id}")
+
+
+REFERENCE_AGENTS: dict[str, Callable[[], Agent]] = {"oracle": OracleAgent, "no-rule": NoRuleAgent, "retrieval-only": RetrievalOnlyAgent}

@@ -1,0 +1,158 @@
+"""The agent harness: give each task to an agent with its tools, record everything, score the run.
+
+`evaluate` is the pipeline: load tasks (graph) -> build the knowledge base and schema prompt ->
+for each task, a fresh Toolbox and one agent run -> write the files -> score with the
+stored contracts. Files in the output folder:
+
+- `tasks.jsonl`    the private task records (what `dibench score` reads),
+- `answers.jsonl`  exactly `{"task_id", "answer"}` per task (`null` = no answer),
+- `trace.jsonl`    per task: stop reason, turns, tool calls with results, tokens, messages,
+- `score.json`     the scorer's report, `summary.json` the run's settings and headline figures.
+
+`dibench score out/tasks.jsonl out/answers.jsonl` reproduces `score.json`.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from pydantic import BaseModel, ConfigDict
+
+from evaluation.agents.base import Agent, AgentRun
+from evaluation.agents.llm import MAX_TURNS, LlmAgent
+from evaluation.agents.reference import REFERENCE_AGENTS
+from evaluation.agents.tools import Toolbox, jsonable, schema_description
+from evaluation.kb import KnowledgeBase, load_knowledge_base
+from evaluation.scoring import Report, score_run
+from evaluation.tasks import TaskRecord, load_tasks, task_dicts, write_tasks_jsonl
+from service.errors import ConfigError, NotFound
+from service.graph import Graph
+from service.llm import configured_model
+from service.warehouse import Warehouse
+
+AGENT_NAMES: tuple[str, ...] = ("oracle", "no-rule", "retrieval-only", "llm")
+
+
+class EvalSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str
+    model: str
+    domain: str
+    run: str | None
+    variants: list[str]
+    tasks: int
+    answered: int
+    passed: int
+    accuracy_pct: float
+    max_turns: int
+    temperature: float | None
+    prompt_version: str | None = None  # the llm agent's system prompt version
+    tokens: dict[str, int] | None
+    started_at: str
+    wall_seconds: float
+    files: dict[str, str]
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    summary: EvalSummary
+    report: Report
+
+
+def make_agent(name: str, *, schema: str, max_turns: int = MAX_TURNS,
+               chat_model: BaseChatModel | None = None) -> Agent:
+    """A reference agent by name, or `llm`: the given chat model, else the configured one."""
+    if name in REFERENCE_AGENTS:
+        return REFERENCE_AGENTS[name]()
+    if name != "llm":
+        raise ConfigError(f"unknown agent {name!r}; expected one of {', '.join(AGENT_NAMES)}")
+    model = chat_model if chat_model is not None else configured_model()
+    if model is None:
+        raise ConfigError("agent llm needs a chat model, and none is configured",
+                          hint="set DIBENCH_LLM_PROVIDER=module:factory (a zero-argument callable returning a "
+                               "langchain-core chat model with tool calling)")
+    return LlmAgent(model, schema, max_turns=max_turns)
+
+
+def domain_schema(graph: Graph, domain: str) -> str:
+    rows = graph.read("eval_domain", domain=domain)
+    if not rows or not rows[0]["schema"]:
+        raise NotFound(f"domain {domain!r} is not in the graph", hint=f"run `dibench ingest {domain}` first")
+    return str(rows[0]["schema"])
+
+
+def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_dir: Path, run: str | None = None,
+             variants: Sequence[str] | None = None, limit: int | None = None, max_turns: int = MAX_TURNS,
+             chat_model: BaseChatModel | None = None,
+             progress: Callable[[int, int, str], None] | None = None) -> EvalResult:
+    """Load the domain's tasks and run one agent on them (see the module docstring)."""
+    schema = schema_description(wh, domain_schema(graph, domain))
+    agent = make_agent(agent_name, schema=schema, max_turns=max_turns, chat_model=chat_model)
+    tasks = load_tasks(graph, domain, run=run, variants=variants, limit=limit)
+    kb = load_knowledge_base(graph, domain)
+    return run_tasks(tasks, agent, wh, kb, out_dir, domain=domain, run=run,
+                     variants=sorted(set(variants or ("standard", "oracle", "no_rule"))), max_turns=max_turns,
+                     progress=progress)
+
+
+def run_tasks(tasks: Sequence[TaskRecord], agent: Agent, wh: Warehouse, kb: KnowledgeBase, out_dir: Path, *,
+              domain: str, run: str | None = None, variants: Sequence[str] = (), max_turns: int = MAX_TURNS,
+              progress: Callable[[int, int, str], None] | None = None) -> EvalResult:
+    """Run `agent` on each task, write answers and traces line by line, then score."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {name: out_dir / f"{name}.{ext}" for name, ext in
+             (("tasks", "jsonl"), ("answers", "jsonl"), ("trace", "jsonl"), ("score", "json"), ("summary", "json"))}
+    write_tasks_jsonl(tasks, files["tasks"])
+    started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    started = time.perf_counter()
+    answers: dict[str, Any] = {}
+    tokens: dict[str, int] = {}
+    with files["answers"].open("w", encoding="utf-8") as ans_fh, files["trace"].open("w", encoding="utf-8") as tr_fh:
+        for i, task in enumerate(tasks, start=1):
+            tools = Toolbox(wh, kb)
+            t0 = time.perf_counter()
+            result = agent.run(task, tools)
+            elapsed = time.perf_counter() - t0
+            answers[task.task_id] = result.answer
+            ans_fh.write(json.dumps({"task_id": task.task_id, "answer": jsonable(result.answer)}, sort_keys=True) + "\n")
+            tr_fh.write(json.dumps(trace_row(task, agent, result, tools, elapsed), sort_keys=True, default=str) + "\n")
+            ans_fh.flush()
+            tr_fh.flush()
+            for k, v in (result.usage.as_dict() or {}).items():
+                tokens[k] = tokens.get(k, 0) + v
+            if progress:
+                progress(i, len(tasks), task.task_id)
+    report = score_run(task_dicts(tasks), answers)
+    files["score"].write_text(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True) + "\n",
+                              encoding="utf-8")
+    summary = EvalSummary(
+        agent=agent.name, model=agent.model, domain=domain, run=run, variants=list(variants), tasks=len(tasks),
+        answered=sum(1 for a in answers.values() if a is not None), passed=report.overall.passed,
+        accuracy_pct=report.overall.accuracy_pct, max_turns=max_turns,
+        temperature=getattr(agent, "temperature", None), prompt_version=getattr(agent, "prompt_version", None),
+        tokens=tokens or None, started_at=started_at, wall_seconds=round(time.perf_counter() - started, 2),
+        files={k: str(p) for k, p in files.items()},
+    )
+    files["summary"].write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return EvalResult(summary, report)
+
+
+def trace_row(task: TaskRecord, agent: Agent, result: AgentRun, tools: Toolbox, elapsed: float) -> dict[str, Any]:
+    return {
+        "task_id": task.task_id, "agent": agent.name, "model": agent.model, "analysis_type": task.analysis_type,
+        "tier": task.tier, "variant": task.variant, "stop_reason": result.stop_reason,
+        "stop_detail": result.stop_detail, "turns": result.turns, "tool_calls": result.tool_calls,
+        "usage": result.usage.as_dict(), "elapsed_s": round(elapsed, 4), "events": tools.events,
+        "messages": result.messages, "notes": result.notes,
+    }
+
+
+def read_summary(path: Path) -> EvalSummary:
+    return EvalSummary.model_validate_json(path.read_text(encoding="utf-8"))

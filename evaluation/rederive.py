@@ -1,0 +1,87 @@
+"""Re-derive a task's structured answer from executed rows, with generation's own analysis code.
+
+The reference agents and the pairing ablation execute a task's SQL (gold, base or re-paired)
+and must turn the rows into an answer exactly as generation did; otherwise a 100% oracle would
+prove nothing about the scorer. Every branch calls the pure helper of the analysis module in
+`generation/analyses/` that `build()` itself uses, with what the question fixed (`facts`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from evaluation.tasks import TaskRecord
+from generation.analyses import comparison, counterfactual, decomposition, point_query, ranking, significance, \
+    threshold, trend
+from service.errors import DibenchError
+
+Rows = list[tuple[Any, ...]]
+
+
+class DerivationError(DibenchError):
+    """Rows cannot be turned into an answer (too few periods, a missing fact ...): names the task."""
+
+
+def _fact(task: TaskRecord, name: str) -> Any:
+    if name not in task.facts:
+        raise DerivationError(f"task {task.task_id}: facts lack {name!r}, needed for {task.analysis_type}")
+    return task.facts[name]
+
+
+def _point(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
+    return point_query.answer(rows, task.rounding)
+
+
+def _threshold(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
+    value = point_query.answer(rows, task.rounding)["value"]
+    return threshold.answer(value, float(_fact(task, "threshold")), bool(_fact(task, "higher_is_better")))
+
+
+def _trend(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
+    return trend.summarise(rows, task.rounding)
+
+
+def _comparison(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
+    return comparison.answer(rows, str(_fact(task, "group_a")), str(_fact(task, "group_b")), task.rounding)
+
+
+def _ranking(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
+    return ranking.answer(rows, int(_fact(task, "k")), bool(_fact(task, "higher_is_better")), task.rounding)
+
+
+def _significance(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
+    return significance.welch(rows, str(_fact(task, "group_a")), str(_fact(task, "group_b")))
+
+
+def _counterfactual(task: TaskRecord, rows: Rows, base: Rows) -> dict[str, Any] | None:
+    return counterfactual.answer(rows, base, task.rounding)
+
+
+def _decomposition(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
+    return decomposition.answer(rows, task.rounding)
+
+
+DERIVERS: dict[str, Callable[[TaskRecord, Rows, Rows], dict[str, Any] | None]] = {
+    "point_query": _point, "threshold_crossing": _threshold, "trend_analysis": _trend,
+    "comparison": _comparison, "ranking": _ranking, "significance_testing": _significance,
+    "counterfactual": _counterfactual, "decomposition": _decomposition,
+}
+
+
+def needs_base_rows(task: TaskRecord) -> bool:
+    """Counterfactual answers put the rows without the rule beside the rows with it."""
+    return task.analysis_type == "counterfactual"
+
+
+def derive_answer(task: TaskRecord, rows: Rows, base_rows: Rows | None = None) -> dict[str, Any]:
+    """The answer `rows` (from the task's query shape) give; base_rows only for counterfactual tasks."""
+    derive = DERIVERS.get(task.analysis_type)
+    if derive is None:
+        raise DerivationError(f"task {task.task_id}: {task.analysis_type} answers are not derived from rows")
+    if needs_base_rows(task) and base_rows is None:
+        raise DerivationError(f"task {task.task_id}: a counterfactual answer needs the rows without the rule")
+    out = derive(task, rows, base_rows if base_rows is not None else rows)
+    if out is None:
+        raise DerivationError(f"task {task.task_id}: the rows give no {task.analysis_type} answer "
+                              f"({len(rows)} row(s): too few periods or groups)")
+    return out

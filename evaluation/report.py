@@ -1,0 +1,269 @@
+"""`dibench report`: one self-contained HTML file (inline CSS and SVG, no external assets).
+
+Sections, as in the published study: the benchmark of each domain (tasks by tier and variant,
+task mix by analysis type, metric x rule coverage heat map); accuracy of each evaluated agent by
+domain, by analysis type and by knowledge tier (with a plot), matched variants and failure
+classes, read from `dibench eval` output folders; the pairing ablation from `dibench ablation
+pairing -o FILE` outputs; and, when `evaluation.routing.report` provides `html_section()`, the
+routing section. Collecting (graph and files) is separate from rendering (pure).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import importlib.util
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+
+from evaluation.ablation import PairingReport, variant_rows
+from evaluation.contracts import ANALYSIS_TYPES
+from evaluation.harness import EvalSummary, read_summary
+from evaluation.plots import bar_chart, grouped_bars, heatmap
+from evaluation.reporting_tables import FAILURE_CLASSES, TIER_ORDER, Bucket
+from evaluation.scoring import Report
+from evaluation.tasks import TaskRecord, load_tasks
+from service.errors import DibenchError, NotFound
+from service.graph import Graph
+
+NO_RULE = "(no rule)"
+
+
+class ReportInputError(DibenchError):
+    """An input of the report (results folder, ablation file) is missing or unreadable."""
+
+
+@dataclass(frozen=True)
+class DomainData:
+    name: str
+    tasks: list[TaskRecord]
+    metrics: list[str]
+    rules: list[str]
+    edges: set[tuple[str, str]]  # verified (metric, rule)
+
+
+@dataclass(frozen=True)
+class RunData:
+    summary: EvalSummary
+    report: Report
+    path: Path
+
+    @property
+    def label(self) -> str:
+        who = self.summary.agent if self.summary.agent != "llm" else self.summary.model
+        return f"{who} @ {self.summary.domain}"
+
+
+@dataclass
+class ReportData:
+    domains: list[DomainData] = field(default_factory=list)
+    runs: list[RunData] = field(default_factory=list)
+    ablations: list[PairingReport] = field(default_factory=list)
+    routing_html: str | None = None
+    generated_at: str = ""
+
+
+# ------------------------------------------------------------------------------ collecting
+def find_runs(paths: Sequence[Path]) -> list[RunData]:
+    """Every eval output folder (with summary.json and score.json) under the given paths."""
+    runs = []
+    for p in paths:
+        if not p.exists():
+            raise ReportInputError(f"{p}: no such results folder")
+        found = sorted([p / "summary.json"] if (p / "summary.json").is_file() else p.rglob("summary.json"))
+        if not found:
+            raise ReportInputError(f"{p}: no summary.json (an output folder of `dibench eval`) in it")
+        for s in found:
+            score = s.parent / "score.json"
+            if not score.is_file():
+                raise ReportInputError(f"{s.parent}: summary.json without score.json")
+            try:
+                runs.append(RunData(read_summary(s), Report.model_validate_json(score.read_text(encoding="utf-8")),
+                                    s.parent))
+            except ValueError as exc:
+                raise ReportInputError(f"{s.parent}: unreadable result: {str(exc).splitlines()[0]}") from exc
+    return runs
+
+
+def read_ablation(path: Path) -> PairingReport:
+    try:
+        return PairingReport.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReportInputError(f"{path}: not a pairing ablation result: {str(exc).splitlines()[0]}") from exc
+
+
+def domain_data(graph: Graph, domain: str) -> DomainData:
+    tasks = load_tasks(graph, domain)
+    metrics = [r["metric"]["id"] for r in graph.read("eval_metrics", domain=domain)]
+    rules = [r["rule"]["id"] for r in graph.read("eval_rules", domain=domain)]
+    edges = {(e["metric_id"], e["rule_id"]) for e in graph.read("eval_rule_edges", domain=domain) if e["verified"]}
+    return DomainData(domain, tasks, metrics, rules, edges)
+
+
+def routing_section() -> str | None:
+    """The routing line's own section, if that module exists and offers one (optional)."""
+    if importlib.util.find_spec("evaluation.routing.report") is None:
+        return None
+    module = importlib.import_module("evaluation.routing.report")
+    section = getattr(module, "html_section", None)
+    return section() if callable(section) else None
+
+
+def collect(graph: Graph, *, domains: Sequence[str] = (), results: Sequence[Path] = (),
+            ablations: Sequence[Path] = ()) -> ReportData:
+    runs = find_runs(results)
+    names = list(dict.fromkeys([*domains, *(r.summary.domain for r in runs)]))
+    if not names:
+        raise NotFound("nothing to report: name a --domain or give --results of `dibench eval`")
+    return ReportData(domains=[domain_data(graph, d) for d in names], runs=runs,
+                      ablations=[read_ablation(p) for p in ablations], routing_html=routing_section(),
+                      generated_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+
+
+# ------------------------------------------------------------------------------ rendering
+CSS = """
+body{font-family:Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222;background:#fff}
+h1{font-size:24px;border-bottom:3px solid #3b6fb6;padding-bottom:6px}
+h2{font-size:19px;margin-top:34px;border-bottom:1px solid #ccc;padding-bottom:4px}
+h3{font-size:15px;margin-top:22px}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
+th,td{border:1px solid #ccc;padding:4px 9px;text-align:right}
+th{background:#eef2f8}
+td:first-child,th:first-child{text-align:left}
+.note{color:#555;font-size:13px}
+.plots{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}
+.hi{background:#e6f2e6}.lo{background:#f8e6e6}
+"""
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    th = "".join(f"<th>{escape(str(h))}</th>" for h in head)
+    trs = "".join("<tr>" + "".join(_cell(c) for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
+
+
+def _cell(c: object) -> str:
+    if isinstance(c, Bucket):
+        cls = ' class="hi"' if c.total and c.accuracy_pct >= 80 else (' class="lo"' if c.total and c.accuracy_pct < 20 else "")
+        return f"<td{cls}>{c.accuracy_pct:.1f}% <span class=\"note\">({c.passed}/{c.total})</span></td>"
+    return f"<td>{escape(str(c))}</td>"
+
+
+def _dash(b: Bucket | None) -> object:
+    return b if b is not None else "-"
+
+
+def render_domain(d: DomainData) -> str:
+    standard = [t for t in d.tasks if t.variant == "standard"]
+    tiers: Counter[str] = Counter(str(t.tier) for t in standard)
+    variants: Counter[str] = Counter(str(t.variant) for t in d.tasks)
+    mix: Counter[str] = Counter(str(t.analysis_type) for t in standard)
+    cols = [*d.rules, NO_RULE]
+    counts = [[0] * len(cols) for _ in d.metrics]
+    for t in standard:
+        if t.analysis_type == "knowledge_retrieval" or not t.metric_ids or t.metric_ids[0] not in d.metrics:
+            continue
+        r = d.metrics.index(t.metric_ids[0])
+        for rule in (t.rule_ids or [NO_RULE]):
+            if rule in cols:
+                counts[r][cols.index(rule)] += 1
+    marks = {(d.metrics.index(m), cols.index(r)) for m, r in d.edges if m in d.metrics and r in cols}
+    parts = [f"<h2>Benchmark: {escape(d.name)}</h2>",
+             _table(["", *TIER_ORDER, "all"], [["standard tasks", *(tiers.get(t, 0) for t in TIER_ORDER), len(standard)]]),
+             _table(["variant", "tasks"], [[v, variants[v]] for v in ("standard", "oracle", "no_rule") if variants[v]]),
+             '<div class="plots">',
+             bar_chart([(a, float(mix[a])) for a in ANALYSIS_TYPES if mix[a]], title=f"Task mix ({d.name}, standard)"),
+             heatmap(d.metrics, cols, counts, title=f"Metric x rule coverage ({d.name}): computed tasks",
+                     marks=marks, mark_label="verified rule -> metric edge"),
+             "</div>"]
+    return "".join(parts)
+
+
+def render_accuracy(runs: Sequence[RunData]) -> str:
+    if not runs:
+        return ("<h2>Accuracy</h2><p class=\"note\">No evaluation results given (run `dibench eval ... -o DIR` "
+                "and pass `--results DIR`).</p>")
+    labels = [r.label for r in runs]
+    agents = list(dict.fromkeys(r.summary.agent if r.summary.agent != "llm" else r.summary.model for r in runs))
+    doms = list(dict.fromkeys(r.summary.domain for r in runs))
+
+    def run_of(agent: str, domain: str) -> RunData | None:
+        return next((r for r in runs if r.summary.domain == domain
+                     and (r.summary.agent if r.summary.agent != "llm" else r.summary.model) == agent), None)
+
+    by_domain = [[a, *(_dash(run.report.overall if (run := run_of(a, d)) else None) for d in doms)] for a in agents]
+    types = [t for t in ANALYSIS_TYPES if any(t in r.report.by_analysis_type for r in runs)]
+    by_type = [[t, *(_dash(r.report.by_analysis_type.get(t)) for r in runs)] for t in types]
+    by_tier = [[t, *(_dash(r.report.by_tier.get(t)) for r in runs)] for t in TIER_ORDER]
+    var = [variant_rows(r.report) for r in runs]
+    by_variant = [[v, *(_dash(vr.get(v)) for vr in var)] for v in ("standard", "oracle", "no_rule")]
+    seen = {c for r in runs for c in r.report.failure_classes}
+    classes = [c for c in FAILURE_CLASSES if c in seen] + sorted(seen - set(FAILURE_CLASSES))
+    failures = [[c, *(r.report.failure_classes.get(c, 0) for r in runs)] for c in classes]
+    settings = [[r.label, r.summary.model, r.summary.tasks, r.summary.answered, r.summary.max_turns,
+                 "-" if r.summary.temperature is None else r.summary.temperature,
+                 "-" if not r.summary.tokens else r.summary.tokens.get("total_tokens", 0), r.summary.started_at]
+                for r in runs]
+    plot = grouped_bars(list(TIER_ORDER), [(lab, [r.report.by_tier[t].accuracy_pct if t in r.report.by_tier else None
+                                                  for t in TIER_ORDER]) for lab, r in zip(labels, runs)],
+                        title="Accuracy by knowledge tier")
+    return "".join([
+        "<h2>Accuracy</h2>", "<h3>By agent and domain</h3>", _table(["agent", *doms], by_domain),
+        "<h3>By knowledge tier</h3>", _table(["tier", *labels], by_tier), plot,
+        "<h3>By analysis type</h3>", _table(["analysis type", *labels], by_type),
+        "<h3>Matched variants (rule tasks, K+A+R)</h3>",
+        '<p class="note">standard: the agent must retrieve and apply the rule; oracle: the rule text is in the '
+        "question; no_rule: the plain metric is the gold answer.</p>",
+        _table(["variant", *labels], by_variant),
+        "<h3>Failure classes</h3>", _table(["class", *labels], failures),
+        "<h3>Runs</h3>", _table(["run", "model", "tasks", "answered", "max turns", "temperature", "tokens", "started"],
+                                settings),
+    ])
+
+
+def render_ablations(ablations: Sequence[PairingReport]) -> str:
+    if not ablations:
+        return ""
+    parts = ["<h2>Pairing ablation</h2>",
+             '<p class="note">Share of re-pairings of a rule task\'s metric that change its answer: with the '
+             "graph-selected rule, the most textually similar other rule (BM25), a random other rule. An operation "
+             "that does not fit the metric counts as no change (column \"not applicable\"). A rule without an effect on "
+             "the metric has its operations re-targeted to it; \"rule's own effect\" counts the pairings whose rule "
+             "already modifies the metric. Published: 82% / 29% / 22%.</p>"]
+    for a in ablations:
+        scope = f"{a.tasks} rule tasks" + (f" ({a.tasks_rejected_by_filter} rejected by the counterfactual filter "
+                                           "included)" if a.tasks_rejected_by_filter else "")
+        parts.append(f"<h3>{escape(a.domain)}: {escape(scope)}, seed {a.seed}</h3>")
+        parts.append(_table(["pairing", "pairings", "changed", "unchanged", "not applicable", "rule's own effect",
+                             "changed %", "changed % of applicable", "published %"],
+                            [[r.pairing, r.pairings, r.changed, r.unchanged, r.not_applicable, r.own_effect,
+                              f"{r.changed_pct:.1f}", f"{r.changed_pct_of_applicable:.1f}", f"{r.published_pct:.0f}"]
+                             for r in a.rows]))
+    parts.append(grouped_bars([r.pairing for r in ablations[0].rows],
+                              [(a.domain + (" (pre-filter)" if a.tasks_rejected_by_filter else ""),
+                                [r.changed_pct for r in a.rows]) for a in ablations],
+                              title="Pairings that change the answer", markers=[r.published_pct for r in ablations[0].rows],
+                              marker_label="published"))
+    return "".join(parts)
+
+
+def render_html(data: ReportData) -> str:
+    body = [f"<h1>dibench evaluation report</h1><p class=\"note\">Generated {escape(data.generated_at)}; domains: "
+            f"{escape(', '.join(d.name for d in data.domains))}.</p>"]
+    body += [render_domain(d) for d in data.domains]
+    body.append(render_accuracy(data.runs))
+    body.append(render_ablations(data.ablations))
+    if data.routing_html:
+        body.append(data.routing_html)
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>dibench report</title>"
+            f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>\n")
+
+
+def write_report(graph: Graph, output: Path, *, domains: Sequence[str] = (), results: Sequence[Path] = (),
+                 ablations: Sequence[Path] = ()) -> ReportData:
+    data = collect(graph, domains=domains, results=results, ablations=ablations)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(render_html(data), encoding="utf-8")
+    return data

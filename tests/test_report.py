@@ -1,0 +1,155 @@
+"""`dibench report`: one self-contained HTML file from real eval results and a real ablation,
+rendered by headless Chromium (Debian package `chromium`) into a screenshot that is not blank."""
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evaluation.report import ReportData, render_html
+from service.cli import main
+from tests.fixtures.evaldomain import EvalDomain, eval_domain  # noqa: F401  (fixture)
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def report_file(eval_domain: EvalDomain, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: F811
+    root = tmp_path_factory.mktemp("report")
+    runner = CliRunner()
+    for agent in ("oracle", "no-rule", "retrieval-only"):
+        res = runner.invoke(main, ["eval", "--agent", agent, "--domain", eval_domain.name, "-o", str(root / "runs" / agent)])
+        assert res.exit_code == 0, res.output
+    res = runner.invoke(main, ["ablation", "pairing", "--domain", eval_domain.name, "-o", str(root / "pairing.json")])
+    assert res.exit_code == 0, res.output
+    out = root / "report.html"
+    res = runner.invoke(main, ["report", "--results", str(root / "runs"), "--ablation", str(root / "pairing.json"),
+                               "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "1 domain(s), 3 evaluation run(s), 1 ablation(s)" in res.output
+    return out
+
+
+def test_report_is_one_self_contained_file(report_file: Path, eval_domain: EvalDomain) -> None:  # noqa: F811
+    html = report_file.read_text()
+    for heading in ("Benchmark: " + eval_domain.name, "By agent and domain", "By knowledge tier", "By analysis type",
+                    "Matched variants", "Pairing ablation"):
+        assert heading in html
+    assert html.count("<svg") >= 4  # task mix, heat map, accuracy by tier, ablation
+    for external in ("<script", "<link", "src=", "url(", "@import"):
+        assert external not in html
+    assert set(re.findall(r"https?://[^\"' ]+", html)) == {"http://www.w3.org/2000/svg"}
+    assert "100.0% <span class=\"note\">(" in html  # the oracle's accuracy cell
+
+
+def test_report_renders_in_headless_chromium(report_file: Path, tmp_path: Path) -> None:
+    if not CHROMIUM.exists():
+        pytest.skip("Debian package `chromium` is not installed (/usr/bin/chromium missing)")
+    shot = tmp_path / "shot.png"
+    subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1200,900",
+                    report_file.resolve().as_uri()], check=True, capture_output=True, timeout=120)
+    width, height, pixels = decode_png(shot.read_bytes())
+    assert (width, height) == (1200, 900)
+    non_white = sum(1 for p in pixels if p[:3] != (255, 255, 255))
+    assert non_white > 0.02 * width * height, "the screenshot is (almost) blank"
+    assert len(set(pixels)) > 20, "the screenshot has too few colours to show tables and plots"
+
+
+def test_rendering_without_results_says_so() -> None:
+    html = render_html(ReportData(generated_at="now"))
+    assert "No evaluation results given" in html
+    assert html.startswith("<!DOCTYPE html>")
+
+
+def test_labels_are_escaped() -> None:
+    from evaluation.plots import bar_chart
+
+    svg = bar_chart([("<b>x</b>", 3.0)], title="a & b")
+    assert "<b>" not in svg
+    assert "&lt;b&gt;x&lt;/b&gt;" in svg
+    assert "a &amp; b" in svg
+
+
+def test_report_without_anything_to_report_is_an_error(tmp_path: Path) -> None:
+    res = CliRunner().invoke(main, ["report", "-o", str(tmp_path / "r.html")])
+    assert res.exit_code == 1
+    assert "nothing to report" in res.output
+
+
+# ------------------------------------------------------------------------------ a small PNG decoder
+def decode_png(data: bytes) -> tuple[int, int, list[tuple[int, ...]]]:
+    """8-bit RGB/RGBA PNG -> (width, height, pixels as tuples). Enough for Chromium screenshots."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, header = 8, b"", None
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        pos += 12 + length
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        elif kind == b"IEND":
+            break
+    assert header is not None
+    width, height, depth, colour, _c, _f, interlace = header
+    assert depth == 8 and colour in (2, 6) and interlace == 0, f"unsupported PNG: {header}"
+    bpp = 3 if colour == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    prev = bytearray(stride)
+    pixels: list[tuple[int, ...]] = []
+    for y in range(height):
+        start = y * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
+        unfilter(kind, line, prev, bpp)
+        pixels.extend(tuple(line[i:i + bpp]) for i in range(0, stride, bpp))
+        prev = line
+    return width, height, pixels
+
+
+def unfilter(kind: int, line: bytearray, prev: bytearray, bpp: int) -> None:
+    if kind == 0:
+        return
+    if kind == 2:
+        line[:] = bytes((a + b) & 0xFF for a, b in zip(line, prev))
+        return
+    for i in range(len(line)):
+        left = line[i - bpp] if i >= bpp else 0
+        up = prev[i]
+        if kind == 1:
+            line[i] = (line[i] + left) & 0xFF
+        elif kind == 3:
+            line[i] = (line[i] + (left + up) // 2) & 0xFF
+        elif kind == 4:
+            up_left = prev[i - bpp] if i >= bpp else 0
+            p = left + up - up_left
+            pa, pb, pc = abs(p - left), abs(p - up), abs(p - up_left)
+            pred = left if pa <= pb and pa <= pc else (up if pb <= pc else up_left)
+            line[i] = (line[i] + pred) & 0xFF
+        else:
+            raise AssertionError(f"unknown PNG filter {kind}")
+
+
+def test_png_decoder_reads_a_png_it_did_not_write(tmp_path: Path) -> None:
+    """Cross-check the decoder on a file made by another encoder (Chromium's), when one exists."""
+    if not CHROMIUM.exists() or shutil.which("chromium") is None:
+        pytest.skip("Debian package `chromium` is not installed")
+    page = tmp_path / "p.html"
+    page.write_text('<html><body style="margin:0;background:#ff0000"></body></html>')
+    shot = tmp_path / "p.png"
+    subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=64,48",
+                    page.as_uri()], check=True, capture_output=True, timeout=120)
+    width, height, pixels = decode_png(shot.read_bytes())
+    assert (width, height) == (64, 48)
+    assert {p[:3] for p in pixels} == {(255, 0, 0)}
