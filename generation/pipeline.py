@@ -122,7 +122,7 @@ def summarise(graph: Graph, run_key: str, pack: Pack, skeletons: int) -> RunSumm
     return s
 
 
-AUGMENT_ROUNDS = 3
+AUGMENT_ROUNDS = 5
 
 
 def augmentation_batch(candidates: list[Skeleton], used: set[str], compatible: Callable[[Skeleton], bool],
@@ -167,7 +167,7 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
             missing = min_per_type - summary.by_type.get(name, 0)
             if missing <= 0:
                 break
-            extra = augmentation_batch(candidates, used, analysis.compatible, 2 * missing)
+            extra = augmentation_batch(candidates, used, analysis.compatible, max(2 * missing, 6))
             if not extra:
                 break
             say(f"augmenting {name}: {len(extra)} more skeletons")

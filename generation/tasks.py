@@ -68,7 +68,7 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
         ctx = Context(metric, sk, effects_for(sk, metric.id), ex, rng, windows[metric.id], docs)
         result: Outcome | None = None
         try:
-            for _ in range(MAX_WINDOW_TRIES):
+            for _ in range(getattr(analysis, "WINDOW_TRIES", MAX_WINDOW_TRIES)):
                 result = analysis.build(ctx)
                 # A rule task retries other windows until the rule changes the answer.
                 if result is None or not sk.rules or analysis.NAME == "knowledge_retrieval" \

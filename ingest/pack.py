@@ -75,11 +75,12 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
-def _pydantic_errors(file: Path, exc: ValidationError, prefix: str = "") -> list[PackError]:
+def _pydantic_errors(file: Path, exc: ValidationError, prefix: str = "", whole: str = "-") -> list[PackError]:
+    """One PackError per pydantic error; `whole` names the field of model-level (cross-field) errors."""
     out = []
     for err in exc.errors():
         loc = ".".join(str(x) for x in err["loc"])
-        out.append(PackError(_rel(file), f"{prefix}{loc}" or "-", err["msg"]))
+        out.append(PackError(_rel(file), f"{prefix}{loc}" or whole, err["msg"]))
     return out
 
 
@@ -127,7 +128,8 @@ def read_rule(file: Path) -> RuleDoc:
     try:
         front = RuleFrontMatter.model_validate(data)
     except ValidationError as exc:
-        raise PackErrors(_pydantic_errors(file, exc)) from exc
+        # The front matter's only cross-field check is rule_type against its effects.
+        raise PackErrors(_pydantic_errors(file, exc, whole="rule_type")) from exc
     if len(body.split()) < 50:
         raise PackErrors([PackError(_rel(file), "body", "the document body is missing or shorter than 50 words")])
     return RuleDoc(front, body.strip(), file, content_hash(text))

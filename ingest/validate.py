@@ -10,7 +10,13 @@ from ingest.pack import Pack, _rel, load_pack
 from service.errors import DibenchError, PackError, PackErrors
 from service.warehouse import Warehouse, check_readonly
 from sqlops.dialect import parse, parse_expression, placeholders
-from sqlops.tree import columns_read, tables_read, value_projection
+from sqlops.ops import Bound, apply_effect
+from sqlops.tree import columns_read, outer_select, table_alias, tables_read, value_projection
+
+# The pipeline appends these clauses itself (GROUP BY a dimension, HAVING for suppression),
+# so a template that already has one would be rewritten into something else.
+_FORBIDDEN_CLAUSES = (("group", "GROUP BY"), ("having", "HAVING"), ("order", "ORDER BY"), ("limit", "LIMIT"),
+                      ("offset", "OFFSET"))
 
 
 def _metric_problems(pack: Pack, columns: dict[str, dict[str, str]]) -> list[PackError]:
@@ -29,6 +35,8 @@ def _metric_problems(pack: Pack, columns: dict[str, dict[str, str]]) -> list[Pac
             value_projection(parse(m.sql))
         except DibenchError as exc:
             out.append(PackError(file, f"{at}.sql", str(exc)))
+        out += [PackError(file, f"{at}.{f}", msg)
+                for f, msg in _template_shape(m.sql, m.time_column, m.dimensions, columns)]
         holes = placeholders(tree)
         for need in ("start_date", "end_date"):
             if need not in holes:
@@ -48,11 +56,87 @@ def _metric_problems(pack: Pack, columns: dict[str, dict[str, str]]) -> list[Pac
             for t, c in sorted(columns_read(tree)):
                 if t in columns and c not in columns[t]:
                     out.append(PackError(file, f"{at}.sql", f"column {t}.{c} does not exist"))
+    for i, cycle in _component_cycles(pack):
+        out.append(PackError(file, f"metrics.{i}({pack.metrics[i].id}).components",
+                             f"composite metrics form a cycle: {' -> '.join(cycle)}"))
     return out
 
 
-def _rule_problems(pack: Pack) -> list[PackError]:
+def _outer_aliases(select: exp.Select) -> dict[str, str]:
+    """{alias: table} of the physical tables in the outer FROM/JOINs."""
+    from_ = select.args.get("from") or select.args.get("from_")
+    sources = ([from_.this] if from_ is not None else []) + [j.this for j in select.args.get("joins") or []]
+    return {s.alias_or_name: s.name for s in sources if isinstance(s, exp.Table)}
+
+
+def _template_shape(sql: str, time_column: str, dimensions: list[str],
+                    columns: dict[str, dict[str, str]]) -> list[tuple[str, str]]:
+    """(field, problem) for the template conventions the pipeline relies on."""
+    try:
+        select = outer_select(parse(sql))
+    except DibenchError:
+        return []  # reported by the SELECT / `value` checks
+    out: list[tuple[str, str]] = []
+    if len(select.expressions) != 1:
+        out.append(("sql", f"the outer SELECT must have exactly one projection (`... AS value`), "
+                           f"found {len(select.expressions)}"))
+    for arg, clause in _FORBIDDEN_CLAUSES:
+        if select.args.get(arg) is not None:
+            out.append(("sql", f"{clause} is not allowed in a template (the pipeline adds its own)"))
+    aliases = _outer_aliases(select)
+    alias = time_column.split(".", 1)[0] if "." in time_column else None
+    if alias is None or alias not in aliases:
+        out.append(("time_column", f"{time_column!r} must be alias.column with an alias of the outer FROM/JOIN "
+                                   f"({', '.join(sorted(aliases))})"))
+    elif columns and aliases[alias] in columns and time_column.split(".", 1)[1] not in columns[aliases[alias]]:
+        out.append(("time_column", f"column {aliases[alias]}.{time_column.split('.', 1)[1]} does not exist"))
+    for d in dimensions:
+        try:
+            table_alias(select, d.split(".", 1)[0])
+        except DibenchError as exc:
+            out.append(("dimensions", f"{d}: {exc}"))
+    return out
+
+
+def _component_cycles(pack: Pack) -> list[tuple[int, list[str]]]:
+    """Cycles of metric -> component edges, each reported once, at its first metric."""
+    index = {m.id: i for i, m in enumerate(pack.metrics)}
+    found: dict[frozenset[str], tuple[int, list[str]]] = {}
+
+    def walk(mid: str, path: list[str]) -> None:
+        for c in pack.metric_by_id[mid].components if mid in pack.metric_by_id else []:
+            if c in path:
+                cycle = path[path.index(c):] + [c]
+                found.setdefault(frozenset(cycle), (index[cycle[0]], cycle))
+            elif c in pack.metric_by_id:
+                walk(c, path + [c])
+
+    for m in pack.metrics:
+        walk(m.id, [m.id])
+    return sorted(found.values())
+
+
+def _expression_refs(text: str, tree: exp.Expression, columns: dict[str, dict[str, str]]) -> list[str]:
+    """Problems of the alias.column references of an effect expression against the metric's SQL tree."""
+    expr = parse_expression(text)
+    # An expression may bring its own subquery (and aliases) along with the metric's.
+    alias_to_table = {t.alias_or_name: t.name for src in (tree, expr) for t in src.find_all(exp.Table)}
+    out = []
+    for col in expr.find_all(exp.Column):
+        if not col.table:
+            continue
+        table = alias_to_table.get(col.table)
+        if table is None:
+            out.append(f"{col.sql()}: {col.table!r} is not a table alias of the metric's SQL "
+                       f"({', '.join(sorted(alias_to_table))})")
+        elif columns and table in columns and col.name not in columns[table]:
+            out.append(f"{col.sql()}: column {table}.{col.name} does not exist")
+    return out
+
+
+def _rule_problems(pack: Pack, columns: dict[str, dict[str, str]] | None = None) -> list[PackError]:
     out: list[PackError] = []
+    columns = columns or {}
     dims = {d.column for d in pack.spec.dimensions}
     for doc in pack.rules:
         file = _rel(doc.path)
@@ -65,15 +149,32 @@ def _rule_problems(pack: Pack) -> list[PackError]:
             if eff.applies_when and eff.applies_when.dimension not in dims:
                 out.append(PackError(file, f"{at}.applies_when.dimension",
                                      f"{eff.applies_when.dimension!r} is not a declared dimension"))
+            try:
+                tree: exp.Expression | None = outer_select(parse(metric.sql))
+            except DibenchError:
+                tree = None  # the metric's own problem, reported against metrics.yaml
+            parsed = True
             for fname in ("predicate", "weight", "expression", "count"):
                 text = getattr(eff, fname, None)
-                if text:
-                    try:
-                        parse_expression(text, where=f"{at}.{fname}")
-                    except DibenchError as exc:
-                        out.append(PackError(file, f"{at}.{fname}", str(exc)))
+                if not text:
+                    continue
+                try:
+                    parse_expression(text, where=f"{at}.{fname}")
+                except DibenchError as exc:
+                    parsed = False
+                    out.append(PackError(file, f"{at}.{fname}", str(exc)))
+                    continue
+                if tree is not None:
+                    out += [PackError(file, f"{at}.{fname}", p) for p in _expression_refs(text, tree, columns)]
             if eff.op == "threshold" and eff.param not in metric.params:
                 out.append(PackError(file, f"{at}.param", f"metric {metric.id} has no parameter {eff.param!r}"))
+            elif parsed and tree is not None:
+                # The same rewrite ingest and grounding will do: guards a given op does not take,
+                # a parameter absent from the SQL, an applies_when table outside the outer FROM ...
+                try:
+                    apply_effect(Bound(tree), eff, metric, doc.id)
+                except DibenchError as exc:
+                    out.append(PackError(file, at, f"cannot apply to {metric.id}: {exc}"))
     return out
 
 
@@ -84,7 +185,7 @@ def validate_pack(path: str | Path, wh: Warehouse | None = None) -> tuple[Pack |
     except PackErrors as exc:
         return None, exc.errors
     columns = schema_columns(wh, pack.schema) if wh is not None else {}
-    problems = _metric_problems(pack, columns) + _rule_problems(pack)
+    problems = _metric_problems(pack, columns) + _rule_problems(pack, columns)
     if wh is not None and not columns:
         problems.append(PackError(_rel(pack.root / "pack.yaml"), "schema",
                                   f"schema {pack.schema!r} is not loaded, so table and column references were not checked "
@@ -93,5 +194,4 @@ def validate_pack(path: str | Path, wh: Warehouse | None = None) -> tuple[Pack |
         t, c = d.column.split(".")
         if columns and (t not in columns or c not in columns[t]):
             problems.append(PackError(_rel(pack.root / "pack.yaml"), "dimensions", f"{d.column} does not exist"))
-    _ = exp
     return pack, problems

@@ -274,6 +274,8 @@ class LocalNeo4j:
             f"server.memory.pagecache.size={s.neo4j_pagecache}\n"
             "dbms.memory.transaction.total.max=1g\n"
             "db.transaction.timeout=300s\n"
+            # Keep transaction logs bounded: benchmarks write millions of elements.
+            "db.tx_log.rotation.retention_policy=1G size\n"
             "server.jvm.additional=-XX:+UseG1GC\n"
         )
 

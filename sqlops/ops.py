@@ -28,8 +28,6 @@ from sqlops.dialect import parse_expression
 from sqlops.tree import aliased_column, column, outer_select, value_projection
 
 AnyEffect = WhereEffect | ExcludeEffect | HavingEffect | ThresholdEffect | WeightEffect | OverrideEffect | SuppressEffect
-_VALUE_PARENTS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike, exp.In, exp.Between,
-                  exp.Is)
 
 
 @dataclass
@@ -44,17 +42,38 @@ def param_prefix(tag: str) -> str:
     return "r_" + re.sub(r"[^a-z0-9]+", "_", tag.lower()).strip("_")
 
 
+def _literal_value(lit: exp.Literal) -> Any:
+    if lit.is_string:
+        return lit.this
+    text = str(lit.this)
+    # Decimals bind as float (not Decimal) so that a task's params survive the JSON round trip
+    # unchanged: a re-executed gold SQL then runs with exactly the types it first ran with.
+    return float(text) if any(ch in text for ch in ".eE") else int(text)
+
+
 def bind_literals(expr: exp.Expression, prefix: str, params: dict[str, Any]) -> exp.Expression:
-    """Replace value literals (operands of comparisons, IN, BETWEEN, LIKE) with named placeholders."""
+    """Replace every value literal of a document's expression with a named placeholder.
+
+    Literals inside type names (NUMERIC(10, 2)) are syntax, not values, and stay. An interval
+    literal cannot be a placeholder (`INTERVAL :p` is not SQL): it becomes CAST(:p AS INTERVAL).
+    """
     expr = expr.copy()
+    if isinstance(expr, exp.Literal):  # a bare value, e.g. a weight of "2": nothing to replace it in
+        name = f"{prefix}_{len(params)}"
+        params[name] = _literal_value(expr)
+        return exp.Placeholder(this=name)
+    for iv in list(expr.find_all(exp.Interval)):
+        if not isinstance(iv.this, exp.Literal):
+            continue
+        unit = iv.args.get("unit")
+        name = f"{prefix}_{len(params)}"
+        params[name] = f"{iv.this.this} {unit.name}" if unit is not None else str(iv.this.this)
+        iv.replace(exp.cast(exp.Placeholder(this=name), exp.DataType.build("INTERVAL")))
     for lit in list(expr.find_all(exp.Literal)):
-        if not isinstance(lit.parent, _VALUE_PARENTS):
+        if lit.find_ancestor(exp.DataType) is not None:
             continue
         name = f"{prefix}_{len(params)}"
-        value: Any = lit.this
-        if not lit.is_string:
-            value = float(value) if any(ch in value for ch in ".eE") else int(value)
-        params[name] = value
+        params[name] = _literal_value(lit)
         lit.replace(exp.Placeholder(this=name))
     return expr
 
@@ -109,7 +128,7 @@ def _suppress(tree: exp.Expression, eff: SuppressEffect, metric: MetricSpec, pre
               params: dict[str, Any]) -> exp.Expression:
     if eff.applies_when or eff.from_date:
         raise RewriteError(f"effect on {eff.metric}: op suppress takes no applies_when/from_date")
-    counted = parse_expression(eff.count, where=f"effect on {eff.metric}: count")
+    counted = bind_literals(parse_expression(eff.count, where=f"effect on {eff.metric}: count"), prefix, params)
     name = f"{prefix}_min_n"
     params[name] = eff.min_n
     return outer_select(tree).having(exp.GTE(this=counted, expression=exp.Placeholder(this=name)), copy=False)
@@ -131,22 +150,33 @@ def _threshold(tree: exp.Expression, eff: ThresholdEffect, metric: MetricSpec, p
     return tree
 
 
-def _weighted(agg: exp.Expression, w: exp.Expression) -> exp.Expression | None:
+def _not_null(e: exp.Expression) -> exp.Expression:
+    return exp.not_(exp.Is(this=e.copy(), expression=exp.null()))
+
+
+def _weighted(agg: exp.Expression, w: exp.Expression, where: exp.Expression | None) -> exp.Expression | None:
+    """The weighted form of one aggregate; `where` is its FILTER clause, kept on every new SUM."""
+    def total(e: exp.Expression) -> exp.Expression:
+        s = exp.func("SUM", e)
+        return exp.Filter(this=s, expression=where.copy()) if where is not None else s
+
     if isinstance(agg, exp.Count):
+        # A count over no rows is 0, a sum over no rows is NULL: keep the count's 0.
         arg = agg.this
         if isinstance(arg, exp.Star) or arg is None:
-            return exp.func("SUM", w.copy())
+            return exp.func("COALESCE", total(w.copy()), exp.Literal.number(0))
         if isinstance(arg, exp.Distinct):
             return None  # a distinct count has no row weight
-        return exp.func("SUM", exp.Case(ifs=[exp.If(this=exp.not_(exp.Is(this=arg.copy(), expression=exp.null())),
-                                                     true=w.copy())]))
+        return exp.func("COALESCE", total(exp.Case(ifs=[exp.If(this=_not_null(arg), true=w.copy())])),
+                        exp.Literal.number(0))
     if isinstance(agg, exp.Sum):
-        return exp.func("SUM", exp.Mul(this=exp.paren(agg.this.copy()), expression=exp.paren(w.copy())))
+        return total(exp.Mul(this=exp.paren(agg.this.copy()), expression=exp.paren(w.copy())))
     if isinstance(agg, exp.Avg):
-        num = exp.func("SUM", exp.Mul(this=exp.paren(agg.this.copy()), expression=exp.paren(w.copy())))
-        den = exp.func("SUM", exp.Case(ifs=[exp.If(this=exp.not_(exp.Is(this=agg.this.copy(), expression=exp.null())),
-                                                   true=w.copy())]))
-        return exp.Div(this=num, expression=exp.func("NULLIF", den, exp.Literal.number(0)))
+        # AVG of integers or numerics is numeric in Postgres: keep that (no integer division,
+        # no silent switch to double precision); typed=True stops sqlglot adding its own cast.
+        num = exp.cast(total(exp.Mul(this=exp.paren(agg.this.copy()), expression=exp.paren(w.copy()))), "NUMERIC")
+        den = total(exp.Case(ifs=[exp.If(this=_not_null(agg.this), true=w.copy())]))
+        return exp.paren(exp.Div(this=num, expression=exp.func("NULLIF", den, exp.Literal.number(0)), typed=True))
     return None
 
 
@@ -159,13 +189,14 @@ def _weight(tree: exp.Expression, eff: WeightEffect, metric: MetricSpec, prefix:
     proj = value_projection(tree)
     changed = 0
     for agg in list(proj.find_all(exp.Count, exp.Sum, exp.Avg)):
+        # An aggregate's FILTER (WHERE ...) wraps it in the tree: the weighted form replaces the
+        # whole FILTER node and carries the clause itself (an AVG becomes two filtered SUMs).
         filt = agg.parent if isinstance(agg.parent, exp.Filter) else None
-        new = _weighted(agg, w)
+        new = _weighted(agg, w, filt.expression if filt is not None else None)
         if new is None:
             continue
-        agg.replace(new)
+        (filt or agg).replace(new)
         changed += 1
-        _ = filt  # FILTER (WHERE ...) clauses stay attached to the replaced aggregate
     if not changed:
         raise RewriteError(f"effect on {eff.metric}: weight found no COUNT/SUM/AVG to weight in `value`")
     return tree

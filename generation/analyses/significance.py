@@ -17,6 +17,9 @@ from sqlops.shape import PERIOD_ALIAS, filter_in, group_by, month_bucket
 NAME = "significance_testing"
 TEST_NAME = "Welch's t-test (two-tailed)"
 ALPHA = 0.05
+# A rule rarely flips a significance verdict, so a rule task tries more group pairs and windows
+# (each try is one GROUP BY pair of queries) before the counterfactual filter gives up on it.
+WINDOW_TRIES = 10
 
 
 def compatible(sk: Skeleton) -> bool:
