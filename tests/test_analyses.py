@@ -1,0 +1,348 @@
+"""The nine analysis types on the mini data, each answer checked against the test's own computation
+in Python over the raw rows (exact fractions; the same rows, the rules as their documents state
+them). Each analysis draws its window, groups and k from a seeded generator; the test reads what
+was drawn from the outcome's facts and runs several seeds."""
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from scipy import stats
+
+from evaluation.contracts import fact_found
+from generation.analyses import (
+    Outcome, comparison, counterfactual, decomposition, knowledge, point_query, ranking, registry, significance,
+    threshold, trend,
+)
+from generation.grounding import Context, Executor, data_window
+from generation.skeletons import Skeleton
+from generation.tasks import effects_for
+from ingest.pack import Pack, load_pack
+from service.warehouse import Warehouse
+from tests.fixtures.packs import MINIPACK, ensure_mini_loaded
+from tests.fixtures.skeletons import skeleton
+
+SEEDS = range(4)
+Row = dict[str, Any]
+STRICT_FROM = dt.datetime(2024, 6, 1)
+
+
+# ------------------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="module")
+def pack() -> Pack:
+    return load_pack(MINIPACK)
+
+
+@pytest.fixture(scope="module")
+def rows(warehouse: Warehouse) -> list[Row]:
+    ensure_mini_loaded(warehouse)
+    out = warehouse.execute_readonly(
+        "SELECT o.ordered_at, (o.amount * 100)::bigint AS cents, o.channel, o.rating, c.region, c.plan "
+        "FROM mini.orders o JOIN mini.customers c ON c.customer_id = o.customer_id", {}).records()
+    for r in out:
+        r["amount"] = Fraction(r["cents"], 100)
+    return out
+
+
+def context(pack: Pack, wh: Warehouse, sk: Skeleton, seed: int) -> Context:
+    metric = pack.metric_by_id[sk.metric]
+    return Context(metric, sk, effects_for(sk, metric.id), Executor(wh), random.Random(seed),
+                   data_window(wh, metric), {r.id: r for r in pack.rules})
+
+
+def run(analysis: Any, pack: Pack, wh: Warehouse, sk: Skeleton, seed: int) -> tuple[Outcome, Context]:
+    assert analysis.compatible(sk), f"{analysis.NAME} is not compatible with {sk.key}"
+    ctx = context(pack, wh, sk, seed)
+    out = analysis.build(ctx)
+    assert out is not None, f"{analysis.NAME} gave no outcome for {sk.key}, seed {seed}"
+    return out, ctx
+
+
+# ------------------------------------------------------------------------------ the metric in Python
+def in_window(rows: list[Row], facts: dict[str, Any]) -> list[Row]:
+    lo, hi = dt.datetime.fromisoformat(facts["start"]), dt.datetime.fromisoformat(facts["end"])
+    return [r for r in rows if lo <= r["ordered_at"] < hi]
+
+
+def metric_value(metric: str, rows: list[Row], rules: set[str]) -> Fraction | None:
+    """The mini metrics, with the rules applied as the mini pack's documents state them."""
+    if "MINI-R-OUTLIER" in rules and metric in ("MINI-REV-001", "MINI-AOV-001"):
+        rows = [r for r in rows if not r["amount"] > 2000]
+    if "MINI-R-PHONE" in rules and metric == "MINI-SAT-001":
+        rows = [r for r in rows if not (r["channel"] == "phone" and r["plan"] == "basic")]
+    if not rows:
+        return None
+    if "MINI-R-PRIVACY" in rules and metric == "MINI-SAT-001" and len(rows) < 100:
+        return None
+    if metric == "MINI-REV-001":
+        return sum((r["amount"] for r in rows), Fraction(0))
+    if metric == "MINI-AOV-001":
+        return sum((r["amount"] for r in rows), Fraction(0)) / len(rows)
+    if metric == "MINI-SAT-001":
+        strict = "MINI-R-STRICT" in rules
+        good = sum(1 for r in rows if r["rating"] >= (5 if strict and r["ordered_at"] >= STRICT_FROM else 4))
+        return Fraction(100 * good, len(rows))
+    raise AssertionError(metric)
+
+
+def rounded(v: Fraction | None, digits: int = 2) -> float | None:
+    return None if v is None else round(float(v), digits)
+
+
+def by_group(rows: list[Row], key: Callable[[Row], str]) -> dict[str, list[Row]]:
+    out: dict[str, list[Row]] = {}
+    for r in rows:
+        out.setdefault(key(r), []).append(r)
+    return out
+
+
+def month(r: Row) -> str:
+    return r["ordered_at"].strftime("%Y-%m")
+
+
+def dim_key(dimension: str) -> Callable[[Row], str]:
+    col = dimension.split(".")[1]
+    return lambda r: str(r[col])
+
+
+def expect_both(out: Outcome, rules: set[str], expected: Callable[[set[str]], Any]) -> None:
+    """Gold = the computation with the skeleton's rules; base = without them."""
+    assert out.gold_answer == expected(rules)
+    assert out.base_answer == expected(set())
+
+
+# ------------------------------------------------------------------------------ the nine types
+def test_registry_has_the_nine_types_in_a_fixed_order() -> None:
+    assert [a.NAME for a in registry()] == [
+        "knowledge_retrieval", "point_query", "trend_analysis", "comparison", "ranking", "significance_testing",
+        "threshold_crossing", "counterfactual", "decomposition"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_point_query(seed: int, pack: Pack, warehouse: Warehouse, rows: list[Row]) -> None:
+    sk = skeleton(pack, "MINI-SAT-001", "customers.plan", ["MINI-R-PHONE"])
+    out, _ = run(point_query, pack, warehouse, sk, seed)
+    g = out.facts["group"]
+    assert g == "basic", "a conditional rule's own value is the slice (else the rule cannot matter)"
+    sliced = [r for r in in_window(rows, out.facts) if r["plan"] == g]
+    expect_both(out, {"MINI-R-PHONE"}, lambda rules: {"value": rounded(metric_value(sk.metric, sliced, rules))})
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_point_query_without_a_dimension_value(seed: int, pack: Pack, warehouse: Warehouse,
+                                               rows: list[Row]) -> None:
+    sk = skeleton(pack, "MINI-REV-001", "orders.ordered_at", ["MINI-R-OUTLIER"])
+    out, _ = run(point_query, pack, warehouse, sk, seed)
+    assert "group" not in out.facts
+    win = in_window(rows, out.facts)
+    expect_both(out, {"MINI-R-OUTLIER"}, lambda rules: {"value": rounded(metric_value(sk.metric, win, rules))})
+
+
+def expected_trend(values: dict[str, Fraction]) -> dict[str, Any]:
+    series = sorted(values.items())
+    first, last = series[0][1], series[-1][1]
+    change = float((last - first) / abs(first) * 100) if first else 0.0
+    direction = "flat" if abs(change) < 1.0 else ("increasing" if change > 0 else "decreasing")
+    peak = max(series, key=lambda p: (p[1], p[0]))[0]  # the later month wins a tie
+    return {"direction": direction, "total_change_pct": round(change, 1), "peak_period": peak}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_trend_is_one_group_by_over_the_months(seed: int, pack: Pack, warehouse: Warehouse,
+                                               rows: list[Row]) -> None:
+    sk = skeleton(pack, "MINI-SAT-001", "orders.ordered_at", ["MINI-R-STRICT"])
+    out, ctx = run(trend, pack, warehouse, sk, seed)
+    win = in_window(rows, out.facts)
+    months = by_group(win, month)
+    assert out.facts["periods"] == len(months) >= 3
+
+    def expected(rules: set[str]) -> dict[str, Any]:
+        vals = {m: metric_value(sk.metric, rs, rules) for m, rs in months.items()}
+        return expected_trend({m: v for m, v in vals.items() if v is not None})
+
+    expect_both(out, {"MINI-R-STRICT"}, expected)
+    # one statement with the rule and one without: a GROUP BY over the periods, not one per month
+    assert ctx.ex.statements == 2
+    assert out.gold_sql is not None and "GROUP BY" in out.gold_sql.upper()
+
+
+def test_trend_without_rule_runs_exactly_one_statement(pack: Pack, warehouse: Warehouse, rows: list[Row]) -> None:
+    sk = skeleton(pack, "MINI-AOV-001", "orders.ordered_at")
+    out, ctx = run(trend, pack, warehouse, sk, 3)
+    assert ctx.ex.statements == 1
+    months = by_group(in_window(rows, out.facts), month)
+    values = {m: metric_value(sk.metric, rs, set()) for m, rs in months.items()}
+    assert out.gold_answer == expected_trend({m: v for m, v in values.items() if v is not None})
+    assert out.gold_answer == out.base_answer
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_comparison(seed: int, pack: Pack, warehouse: Warehouse, rows: list[Row]) -> None:
+    sk = skeleton(pack, "MINI-REV-001", "customers.region", ["MINI-R-OUTLIER"])
+    out, _ = run(comparison, pack, warehouse, sk, seed)
+    a, b = out.facts["group_a"], out.facts["group_b"]
+    assert a != b
+    groups = by_group(in_window(rows, out.facts), dim_key(sk.dimension))
+
+    def expected(rules: set[str]) -> dict[str, Any]:
+        va, vb = (rounded(metric_value(sk.metric, groups.get(g, []), rules)) for g in (a, b))
+        assert va is not None and vb is not None  # both groups drawn from those with data
+        higher = "equal" if va == vb else (a if va > vb else b)
+        return {"group_a": a, "group_b": b, "value_a": va, "value_b": vb, "higher": higher}
+
+    expect_both(out, {"MINI-R-OUTLIER"}, expected)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_ranking(seed: int, pack: Pack, warehouse: Warehouse, rows: list[Row]) -> None:
+    sk = skeleton(pack, "MINI-REV-001", "customers.region", ["MINI-R-OUTLIER"])
+    out, _ = run(ranking, pack, warehouse, sk, seed)
+    k = out.facts["k"]
+    assert out.facts["higher_is_better"] is True
+    groups = by_group(in_window(rows, out.facts), dim_key(sk.dimension))
+
+    def expected(rules: set[str]) -> dict[str, Any]:
+        vals = [(g, rounded(metric_value(sk.metric, rs, rules))) for g, rs in groups.items()]
+        ordered = sorted(((g, v) for g, v in vals if v is not None), key=lambda p: (-p[1], p[0]))
+        return {"k": k, "rows": [{"group": g, "value": v} for g, v in ordered[:k]]}
+
+    expect_both(out, {"MINI-R-OUTLIER"}, expected)
+    assert 1 <= k < len(groups)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_significance_is_welch_on_the_monthly_values(seed: int, pack: Pack, warehouse: Warehouse,
+                                                    rows: list[Row]) -> None:
+    sk = skeleton(pack, "MINI-SAT-001", "customers.plan", ["MINI-R-PHONE"])
+    out, ctx = run(significance, pack, warehouse, sk, seed)
+    a, b = out.facts["group_a"], out.facts["group_b"]
+    win = in_window(rows, out.facts)
+
+    def expected(rules: set[str]) -> dict[str, Any]:
+        def monthly(g: str) -> list[float]:
+            months = by_group([r for r in win if r["plan"] == g], month)
+            vals = (metric_value(sk.metric, rs, rules) for _, rs in sorted(months.items()))
+            return [float(v) for v in vals if v is not None]
+        p = float(stats.ttest_ind(monthly(a), monthly(b), equal_var=False).pvalue)
+        return {"significant": p < 0.05, "p_value": round(p, 4), "test_name": "Welch's t-test (two-tailed)",
+                "alpha": 0.05}
+
+    expect_both(out, {"MINI-R-PHONE"}, expected)
+    # the monthly values come from one GROUP BY (group, month) per variant, after the value lookup
+    assert ctx.ex.statements == 3
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_threshold_crossing(seed: int, pack: Pack, warehouse: Warehouse, rows: list[Row]) -> None:
+    sk = skeleton(pack, "MINI-REV-001", "customers.region", ["MINI-R-OUTLIER"])
+    out, _ = run(threshold, pack, warehouse, sk, seed)
+    assert out.facts["threshold"] == 50000.0  # the metric's business target
+    sliced = [r for r in in_window(rows, out.facts) if r["region"] == out.facts["group"]]
+
+    def expected(rules: set[str]) -> dict[str, Any]:
+        v = rounded(metric_value(sk.metric, sliced, rules))
+        return {"value": v, "threshold": 50000.0, "result": "PASS" if v is not None and v >= 50000 else "FAIL"}
+
+    expect_both(out, {"MINI-R-OUTLIER"}, expected)
+
+
+def test_threshold_without_target_lies_between_the_answers(pack: Pack, warehouse: Warehouse,
+                                                          rows: list[Row]) -> None:
+    sk = skeleton(pack, "MINI-AOV-001", "customers.region", ["MINI-R-OUTLIER"])
+    out, _ = run(threshold, pack, warehouse, sk, 0)
+    g, b = out.gold_answer["value"], out.base_answer["value"]
+    assert out.facts["threshold"] == float(round((g + b) / 2, 0))
+    sliced = [r for r in in_window(rows, out.facts) if r["region"] == out.facts["group"]]
+    assert g == rounded(metric_value(sk.metric, sliced, {"MINI-R-OUTLIER"}))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_counterfactual_by_group(seed: int, pack: Pack, warehouse: Warehouse, rows: list[Row]) -> None:
+    sk = skeleton(pack, "MINI-SAT-001", "customers.plan", ["MINI-R-PHONE"])
+    out, _ = run(counterfactual, pack, warehouse, sk, seed)
+    groups = by_group(in_window(rows, out.facts), dim_key(sk.dimension))
+    cur = {g: rounded(metric_value(sk.metric, rs, {"MINI-R-PHONE"})) for g, rs in groups.items()}
+    hyp = {g: rounded(metric_value(sk.metric, rs, set())) for g, rs in groups.items()}
+    assert out.gold_answer == {"rows": [{"group": g, "current": cur[g], "hypothetical": hyp[g]} for g in sorted(groups)]}
+    assert out.base_answer == {"rows": [{"group": g, "current": hyp[g], "hypothetical": hyp[g]} for g in sorted(groups)]}
+    assert out.facts["rules"] == ["MINI-R-PHONE"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_counterfactual_by_month(seed: int, pack: Pack, warehouse: Warehouse, rows: list[Row]) -> None:
+    sk = skeleton(pack, "MINI-SAT-001", "orders.ordered_at", ["MINI-R-STRICT"])
+    out, _ = run(counterfactual, pack, warehouse, sk, seed)
+    assert out.facts["by_month"] is True
+    months = by_group(in_window(rows, out.facts), month)
+    assert len(months) == 6
+    want = [{"group": m, "current": rounded(metric_value(sk.metric, rs, {"MINI-R-STRICT"})),
+             "hypothetical": rounded(metric_value(sk.metric, rs, set()))} for m, rs in sorted(months.items())]
+    assert out.gold_answer == {"rows": want}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_decomposition_with_a_privacy_rule(seed: int, pack: Pack, warehouse: Warehouse, rows: list[Row]) -> None:
+    sk = skeleton(pack, "MINI-SAT-001", "customers.region", ["MINI-R-PRIVACY"])
+    out, _ = run(decomposition, pack, warehouse, sk, seed)
+    groups = by_group(in_window(rows, out.facts), dim_key(sk.dimension))
+
+    def expected(rules: set[str]) -> dict[str, Any]:
+        # a group the privacy rule suppresses is not reported at all
+        vals = {g: rounded(metric_value(sk.metric, rs, rules)) for g, rs in groups.items()}
+        return {"rows": [{"group": g, "value": v} for g, v in sorted(vals.items()) if v is not None]}
+
+    expect_both(out, {"MINI-R-PRIVACY"}, expected)
+    assert len(out.base_answer["rows"]) == len(groups)
+
+
+def test_a_small_group_is_suppressed_in_the_decomposition(pack: Pack, warehouse: Warehouse,
+                                                          rows: list[Row]) -> None:
+    sk = skeleton(pack, "MINI-SAT-001", "customers.region", ["MINI-R-PRIVACY"])
+    outs = [run(decomposition, pack, warehouse, sk, s)[0] for s in SEEDS]
+    assert any({r["group"] for r in o.base_answer["rows"]} - {r["group"] for r in o.gold_answer["rows"]} == {"islands"}
+               for o in outs)
+
+
+# Each mini rule document and the facts an agent's answer must state: the effect's values as the
+# document states them ("2000" is written "2,000"), else the document's effective date.
+KNOWLEDGE = [
+    ("MINI-REV-001", "MINI-R-OUTLIER", ["2000"]),
+    ("MINI-SAT-001", "MINI-R-PHONE", ["basic"]),
+    ("MINI-SAT-001", "MINI-R-PRIVACY", ["100"]),
+    ("MINI-SAT-001", "MINI-R-STRICT", ["2024-06-01"]),  # "five-star", "1 June 2024": no value in digits
+]
+
+
+@pytest.mark.parametrize(("metric", "rule_id", "facts"), KNOWLEDGE, ids=[k[1] for k in KNOWLEDGE])
+def test_knowledge_retrieval_must_include_facts(metric: str, rule_id: str, facts: list[str], pack: Pack,
+                                                warehouse: Warehouse) -> None:
+    sk = skeleton(pack, metric, "customers.region", [rule_id])
+    out, ctx = run(knowledge, pack, warehouse, sk, 0)
+    doc = pack.rule(rule_id)
+    assert out.gold_answer["must_include"] == facts
+    assert out.gold_sql is None and ctx.ex.statements == 0  # answered from the document, no SQL
+    text = out.gold_answer["text"]
+    assert len(text) > 10
+    # the gold text passes its own check, and it is the document's own words
+    assert all(fact_found(f, text) for f in facts)
+    first_paragraph = next(p for p in doc.body.split("\n\n") if p.strip() and not p.startswith("#"))
+    assert text.startswith(first_paragraph.strip()[:100])
+    # a value stated in the body is one the agent can find there
+    for f in facts:
+        assert fact_found(f, doc.body) or f == doc.front.effective_date.isoformat()
+
+
+@pytest.mark.parametrize(("dimension", "types"), [
+    ("orders.ordered_at", {"point_query", "trend_analysis", "threshold_crossing"}),
+    ("customers.plan", {"point_query", "comparison", "ranking", "significance_testing", "threshold_crossing",
+                        "decomposition"}),
+])
+def test_compatibility_follows_the_dimension_type(dimension: str, types: set[str], pack: Pack) -> None:
+    plain = skeleton(pack, "MINI-REV-001", dimension)
+    assert {a.NAME for a in registry() if a.compatible(plain)} == types
+    ruled = skeleton(pack, "MINI-REV-001", dimension, ["MINI-R-OUTLIER"])
+    assert {a.NAME for a in registry() if a.compatible(ruled)} == types | {"knowledge_retrieval", "counterfactual"}

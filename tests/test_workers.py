@@ -1,0 +1,199 @@
+"""Leased workers sharing one Neo4j and one Postgres: four worker processes process every skeleton
+exactly once; a worker killed with SIGKILL while holding claims loses no task and duplicates none
+once another worker completes the run (it takes over the expired claims).
+
+Each run works on its own copy of the mini pack (domains `mini_wk4` and `mini_wkill`, schema `mini`). After the kill, the run must hold exactly the tasks its skeletons yield when
+computed again in the test's own process. Only those two domains' nodes are touched.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generation.grounding import Executor
+from generation.pipeline import RunSummary, create_run, generate, plan_rows
+from generation.selection import select
+from generation.skeletons import Skeleton, enumerate_skeletons
+from generation.tasks import build_candidates, vocabulary
+from generation.workers import work
+from generation.writeback import task_rows
+from ingest.database import schema_columns
+from ingest.pack import Pack, load_pack
+from ingest.pipeline import ingest_pack
+from service.config import REPO_ROOT
+from service.graph import Graph
+from service.warehouse import Warehouse
+from tests.fixtures.packs import copy_pack, delete_domain, ensure_mini_loaded
+
+FOUR, KILL = "mini_wk4", "mini_wkill"
+SEED = 42
+TARGET = 12
+LEASE_S = "3"
+VICTIM = "import sys; from generation.workers import work; work(sys.argv[1], sys.argv[2], int(sys.argv[3]), 'victim')"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def clean(graph: Graph, warehouse: Warehouse) -> Iterator[None]:
+    ensure_mini_loaded(warehouse)
+    for d in (FOUR, KILL):
+        delete_domain(graph, d)
+    yield
+    for d in (FOUR, KILL):
+        delete_domain(graph, d)
+
+
+def ingested(tmp: Path, name: str, graph: Graph, wh: Warehouse) -> Pack:
+    pack = load_pack(copy_pack(tmp / name, name))
+    assert ingest_pack(pack, graph, wh).verified == 5
+    return pack
+
+
+COMPARED = ("skeleton_key", "analysis_type", "variant", "status", "question", "gold_answer", "base_answer",
+            "gold_sql", "gold_params", "rejections")
+
+
+def expected_tasks(pack: Pack, skeletons: list[Skeleton], run_key: str, wh: Warehouse) -> dict[str, tuple[Any, ...]]:
+    """What the run must hold: every planned skeleton's task rows, computed here in one process."""
+    vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(wh, pack.schema).items()})
+    ex, windows = Executor(wh), dict[str, Any]()
+    out = {}
+    for sk in skeletons:
+        for row in task_rows(build_candidates(sk, pack, ex, vocab, seed=SEED, windows=windows), pack, run_key):
+            out[row["key"]] = tuple(row["props"].get(k) for k in COMPARED)
+    return out
+
+
+def written(tasks: list[dict[str, Any]]) -> dict[str, tuple[Any, ...]]:
+    return {t["key"]: tuple(t["props"].get(k) for k in COMPARED) for t in tasks}
+
+
+def assert_no_duplicates(tasks: list[dict[str, Any]]) -> None:
+    keys = [t["key"] for t in tasks]
+    assert len(keys) == len(set(keys))
+    per_slot = [(t["props"]["skeleton_key"], t["props"]["analysis_type"], t["props"]["variant"]) for t in tasks]
+    assert len(per_slot) == len(set(per_slot)), "two tasks for one (skeleton, analysis type, variant)"
+    for t in tasks:
+        assert len(t["skeletons"]) == 1 and len(t["runs"]) == 1, t["key"]
+
+
+@dataclass
+class FourWorkers:
+    summary: RunSummary
+    plans: list[dict[str, Any]]
+    tasks: list[dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def four(tmp_path_factory: pytest.TempPathFactory, graph: Graph, warehouse: Warehouse) -> FourWorkers:
+    pack = ingested(tmp_path_factory.mktemp("wk4"), FOUR, graph, warehouse)
+    # min_per_type=0: no augmentation round, so one pool of four processes does the whole run
+    summary = generate(pack, graph, target=TARGET, seed=SEED, workers=4, min_per_type=0)
+    return FourWorkers(summary, graph.read("test_run_plans", run=summary.run_key),
+                       graph.read("test_run_tasks", run=summary.run_key))
+
+
+def test_four_workers_process_every_skeleton_exactly_once(four: FourWorkers, graph: Graph) -> None:
+    n = four.summary.skeletons
+    assert len(four.plans) == n >= TARGET
+    assert {p["state"] for p in four.plans} == {"done"}
+    assert [p["claims"] for p in four.plans] == [1] * n, "a skeleton was claimed twice"
+    owners = {p["owner"] for p in four.plans}
+    assert owners <= {"w0", "w1", "w2", "w3"}
+    assert len(owners) >= 2, f"four workers, but only {owners} did any work"
+    assert four.summary.admitted > 0
+
+
+def test_four_workers_write_no_duplicate_tasks(four: FourWorkers) -> None:
+    assert four.tasks
+    assert_no_duplicates(four.tasks)
+    # every task comes from a planned skeleton, and every admitted rule task has its two variants
+    planned = {p["skeleton"] for p in four.plans}
+    assert {t["props"]["skeleton_key"] for t in four.tasks} <= planned
+    keys = {t["key"] for t in four.tasks}
+    for t in four.tasks:
+        p = t["props"]
+        if p["variant"] == "standard" and p["status"] == "admitted" and p["tier"] == "K+A+R":
+            assert {f"{t['key']}:oracle", f"{t['key']}:no_rule"} <= keys
+
+
+def wait_for(graph: Graph, run_key: str, ready: Any, timeout_s: float = 60.0) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        plans = graph.read("test_run_plans", run=run_key)
+        if ready(plans):
+            return plans
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting on run {run_key}")
+
+
+def kill_mid_run(graph: Graph, run_key: str, pack: Pack, attempts: int = 3) -> list[dict[str, Any]]:
+    """Start a worker process and SIGKILL it once it has finished a skeleton and holds the claim of
+    another; returns the plan as the kill left it. The kill can land in the few milliseconds
+    between a skeleton's write and the next claim, leaving no orphaned claim to take over: then
+    another victim is started (claims are what this test is about)."""
+    env = {**os.environ, "DIBENCH_LEASE_S": LEASE_S, "PYTHONPATH": str(REPO_ROOT)}
+    for _ in range(attempts):
+        victim = subprocess.Popen([sys.executable, "-c", VICTIM, run_key, str(pack.root), str(SEED)],
+                                  cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            wait_for(graph, run_key, lambda ps: any(p["owner"] == "victim" and p["state"] == "done" for p in ps)
+                     and any(p["owner"] == "victim" and p["state"] == "claimed" for p in ps))
+            os.kill(victim.pid, signal.SIGKILL)
+        finally:
+            victim.wait(timeout=30)
+            output = victim.stdout.read().decode() if victim.stdout else ""
+        assert victim.returncode == -signal.SIGKILL, output
+        plans = graph.read("test_run_plans", run=run_key)
+        if any(p["owner"] == "victim" and p["state"] == "claimed" for p in plans):
+            return plans
+    raise AssertionError(f"no kill in {attempts} attempts left an orphaned claim")
+
+
+def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path_factory: pytest.TempPathFactory, graph: Graph,
+                                                      warehouse: Warehouse, monkeypatch: pytest.MonkeyPatch) -> None:
+    pack = ingested(tmp_path_factory.mktemp("wkill"), KILL, graph, warehouse)
+    # The plan generate() makes, without its workers (and without augmentation).
+    sel = select(enumerate_skeletons(graph, KILL, seed=SEED), TARGET, seed=SEED)
+    planned = list(sel.picked) + list(sel.coverage_added)
+    run_key = create_run(graph, pack, SEED, TARGET)
+    graph.write("skeletons_plan", run=run_key, rows=plan_rows(planned, "mmr", 0))
+
+    plans = kill_mid_run(graph, run_key, pack)
+    orphaned = {p["skeleton"] for p in plans if p["owner"] == "victim" and p["state"] == "claimed"}
+    done_by_victim = {p["skeleton"] for p in plans if p["owner"] == "victim" and p["state"] == "done"}
+    assert orphaned and done_by_victim
+    assert any(p["state"] == "pending" for p in plans), "the victim was killed too late to prove anything"
+
+    # Another worker completes the run: it waits for the victim's lease to expire and takes over.
+    monkeypatch.setenv("DIBENCH_LEASE_S", LEASE_S)
+    started = time.monotonic()
+    stats = work(run_key, str(pack.root), SEED, "rescuer")
+    assert time.monotonic() - started < 120
+    assert stats["skeletons"] == len(plans) - len(done_by_victim)
+
+    plans = graph.read("test_run_plans", run=run_key)
+    assert {p["state"] for p in plans} == {"done"}
+    for p in plans:
+        if p["skeleton"] in orphaned:
+            assert (p["owner"], p["claims"]) == ("rescuer", 2), p
+        elif p["skeleton"] in done_by_victim:
+            assert (p["owner"], p["claims"]) == ("victim", 1), p
+        else:
+            assert (p["owner"], p["claims"]) == ("rescuer", 1), p
+
+    tasks = graph.read("test_run_tasks", run=run_key)
+    assert_no_duplicates(tasks)
+    # no lost task, none extra: exactly what every planned skeleton yields
+    want = expected_tasks(pack, planned, run_key, warehouse)
+    got = written(tasks)
+    assert sorted(got) == sorted(want)
+    assert got == want
