@@ -194,7 +194,10 @@ def test_export_during_an_update_sees_one_state(pack: Pack, graph: Graph, wareho
     thread.start()
     try:
         run_update(lambda: plan_update(pk, doc, graph, warehouse), graph)
-        while len(seen) < 3 and thread.is_alive() and not errors:
+        # The snapshot in flight when the update returned may predate its commit; the one after
+        # it cannot. Wait for both, so the last snapshot is known to start after the commit.
+        committed_at = len(seen)
+        while len(seen) < max(3, committed_at + 2) and thread.is_alive() and not errors:
             threading.Event().wait(0.05)
     finally:
         stop.set()
