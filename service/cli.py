@@ -370,7 +370,7 @@ def demo_cmd(domain_name: str, size: int | None, target: int | None, min_per_typ
     _generate(pk.name, target or default_target, seed, workers, min_per_type or default_min, False)
 
 
-DEMO_DEFAULTS = {"demo": (24, 5), "berka": (60, 10), "pagila": (50, 10)}
+DEMO_DEFAULTS = {"demo": (20, 5), "berka": (60, 10), "pagila": (50, 10)}
 
 # ------------------------------------------------------------------------------ knowledge service
 def _print_changelog(log: dict[str, Any]) -> None:
