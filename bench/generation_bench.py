@@ -51,7 +51,7 @@ from ingest.database import load_database
 from ingest.pack import Pack, load_pack, resolve_pack_path, split_front_matter
 from ingest.pipeline import ingest_pack
 from service.config import REPO_ROOT, get_settings
-from service.graph import Graph, apply_schema
+from service.graph import Graph, apply_schema, delete_domain
 from service.errors import WarehouseError
 from service.warehouse import Warehouse
 from sqlops.dialect import DIALECT, parse, parse_expression, render
@@ -135,15 +135,6 @@ def sql_clock() -> Iterator[SqlClock]:
 
 
 # ------------------------------------------------------------------------------ the run
-def delete_domain(graph: Graph, domain: str, batch: int = 10_000) -> int:
-    total = 0
-    while True:
-        deleted = graph.write("bench_delete_domain", domain=domain, limit=batch).get("nodes_deleted", 0)
-        total += deleted
-        if deleted == 0:
-            return total
-
-
 def loaded_rows(wh: Warehouse, pack: Pack, table: str) -> int | None:
     query = exp.select(exp.func("COUNT", exp.Star())).from_(exp.table_(table, db=pack.schema))
     try:

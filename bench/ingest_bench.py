@@ -28,7 +28,7 @@ from typing import Any
 from ingest.keys import dimension_key, metric_key, row, rule_key, rule_version_key, table_key
 from service import local
 from service.config import get_settings
-from service.graph import Graph, Tx, apply_schema, batched, get_graph
+from service.graph import Graph, Tx, apply_schema, batched, delete_domain, get_graph
 from service.queries import graph_stats, rules_for
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ingest.json"
@@ -283,14 +283,11 @@ def write_per_row_grouped(graph: Graph, synth: Synth, group: int = 1000) -> list
     return out
 
 
-def delete_domain(graph: Graph, domain: str, batch: int = 10_000) -> tuple[int, float]:
+def timed_delete_domain(graph: Graph, domain: str, batch: int = 10_000) -> tuple[int, float]:
     """Batched DETACH DELETE of one domain; returns (nodes deleted, seconds)."""
-    started, deleted = time.perf_counter(), 0
-    while True:
-        n = graph.write("bench_delete_domain", domain=domain, limit=batch).get("nodes_deleted", 0)
-        deleted += n
-        if n == 0:
-            return deleted, time.perf_counter() - started
+    started = time.perf_counter()
+    deleted = delete_domain(graph, domain, batch)
+    return deleted, time.perf_counter() - started
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -412,7 +409,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     cleanup = {}
     if not args.keep:
         for d in (DOMAIN, ROW_DOMAIN, TX_DOMAIN):
-            n, s = delete_domain(graph, d)
+            n, s = timed_delete_domain(graph, d)
             cleanup[d] = {"nodes_deleted": n, "seconds": round(s, 1)}
 
     batched_rate = batched_total["elements_per_s"]

@@ -45,7 +45,7 @@ from ingest.pack import load_pack  # noqa: E402
 from ingest.pipeline import ingest_pack  # noqa: E402
 from ingest.update import load_document, plan_update  # noqa: E402
 from ingest.update_write import run_update  # noqa: E402
-from service.graph import apply_schema, get_graph  # noqa: E402
+from service.graph import apply_schema, delete_domain, get_graph  # noqa: E402
 from service.queries import graph_stats  # noqa: E402
 from service.warehouse import get_warehouse  # noqa: E402
 
@@ -90,11 +90,6 @@ def write_pack(root: Path, n: int) -> Path:
     return root
 
 
-def delete_domain(graph: Any) -> None:
-    while graph.write("bench_delete_domain", domain=DOMAIN, limit=10_000).get("nodes_deleted", 0):
-        pass
-
-
 def count_tasks(graph: Any) -> dict[str, int]:
     rows = graph.run_raw_read("MATCH (t:Task {domain: $d}) RETURN t.variant AS v, t.status AS s, count(*) AS n",
                               {"d": DOMAIN})
@@ -118,7 +113,7 @@ def main() -> None:
     pack = load_pack(root)
     if not {"orders", "customers"} <= set(schema_columns(wh, "mini")):
         load_database(pack, wh)
-    delete_domain(graph)
+    delete_domain(graph, DOMAIN)
     try:
         # 1. Full regeneration: ingest, then every skeleton through the generation steps.
         t0 = time.perf_counter()
@@ -168,7 +163,7 @@ def main() -> None:
         print(f"results: {args.out}")
     finally:
         if not args.keep:
-            delete_domain(graph)
+            delete_domain(graph, DOMAIN)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

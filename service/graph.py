@@ -184,6 +184,17 @@ def _counters(c: Any) -> dict[str, int]:
     return {f: getattr(c, f) for f in _COUNTER_FIELDS if getattr(c, f, 0)}
 
 
+def delete_domain(graph: Graph, domain: str, batch: int = 10_000) -> int:
+    """Delete every node of `domain` (and its Domain node) in batches; returns nodes deleted.
+    Batched because one transaction over a large domain would hold its whole footprint in heap."""
+    total = 0
+    while True:
+        deleted = graph.write("delete_domain_batch", domain=domain, limit=batch).get("nodes_deleted", 0)
+        total += deleted
+        if deleted == 0:
+            return total
+
+
 def apply_schema(graph: Graph) -> dict[str, int]:
     """Create constraints and indexes (cypher/schema/*.cypher); idempotent (IF NOT EXISTS)."""
     total: dict[str, int] = {}
