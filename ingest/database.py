@@ -4,13 +4,51 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import inspect
+import psycopg
+from psycopg import sql
+from sqlalchemy import Engine, inspect
 
 from ingest.pack import Pack
 from service.errors import DibenchError
 from service.warehouse import Warehouse
+
+
+@contextmanager
+def admin_cursor(engine: Engine) -> Iterator[psycopg.Cursor[Any]]:
+    """A psycopg cursor in one transaction on the admin engine: committed on success, else rolled
+    back. Loaders use it for COPY and composed identifiers, which are psycopg 3 API, not DBAPI."""
+    conn = engine.raw_connection()
+    try:
+        driver = conn.driver_connection
+        if not isinstance(driver, psycopg.Connection):
+            raise DibenchError(f"loaders need a postgresql+psycopg engine, got {type(driver).__name__}",
+                               hint="set DIBENCH_DATABASE_URL to a postgresql+psycopg:// URL")
+        with driver.cursor() as cur:
+            yield cur
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    finally:
+        conn.close()
+
+
+@contextmanager
+def replacing_schema(engine: Engine, schema: str, ddl: Path) -> Iterator[psycopg.Cursor[Any]]:
+    """One transaction that drops and recreates `schema`, runs the DDL file in it and yields the
+    cursor for the loader's COPYs; the old schema survives any failure before the commit."""
+    with admin_cursor(engine) as cur:
+        cur.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        cur.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        # Transaction-local, so the pooled connection goes back with its usual search_path.
+        cur.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
+        cur.execute(ddl.read_text())
+        yield cur
 
 
 def _loader(pack: Pack) -> Any:

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from psycopg import sql
 
-from domains.demo.generate import COLUMNS, DemoSizeError, admin_cursor, load
-from ingest.database import load_database
+from domains.demo.generate import COLUMNS, DemoSizeError, load
+from ingest.database import admin_cursor, load_database
 from ingest.pack import load_pack
 from ingest.validate import validate_pack
 from ingest.verify import verify_effect

@@ -15,6 +15,7 @@ from psycopg import sql
 from sqlalchemy import Engine
 
 from domains.berka.asc import FILES, FileSpec, read_rows
+from ingest.database import replacing_schema
 from service.config import Settings
 from service.errors import DibenchError
 
@@ -51,15 +52,6 @@ def _copy(cur: psycopg.Cursor[Any], spec: FileSpec, file: Path) -> int:
     return n
 
 
-def _psycopg(driver_connection: Any) -> psycopg.Connection[Any]:
-    """COPY and composed identifiers are psycopg 3 API, not DBAPI: the engine must use psycopg."""
-    if not isinstance(driver_connection, psycopg.Connection):
-        got = type(driver_connection).__name__
-        raise BerkaLoadError(f"the Berka loader needs a postgresql+psycopg engine, got {got}",
-                             hint="set DIBENCH_DATABASE_URL to a postgresql+psycopg:// URL")
-    return driver_connection
-
-
 def load(engine: Engine, schema: str, path: str | Path | None = None, **_ignored: Any) -> dict[str, Any]:
     """Replace `schema` with the Berka tables read from `path` (default: <data_dir>/berka).
 
@@ -69,24 +61,11 @@ def load(engine: Engine, schema: str, path: str | Path | None = None, **_ignored
     folder = Path(path) if path is not None else Settings().data_dir / "berka"
     files = source_files(folder)
     counts: dict[str, int] = {}
-    conn = engine.raw_connection()
-    try:
-        with _psycopg(conn.driver_connection).cursor() as cur:
-            cur.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-            cur.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-            # Transaction-local, so the pooled connection goes back with its usual search_path.
-            cur.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
-            cur.execute((HERE / "schema.sql").read_text())
-            for spec in FILES:
-                counts[spec.table] = _copy(cur, spec, files[spec.table])
-            try:
-                cur.execute((HERE / "constraints.sql").read_text())
-            except psycopg.errors.IntegrityError as exc:  # duplicate ids or dangling references
-                raise BerkaLoadError(f"Berka files in {folder} break a key: {exc.diag.message_primary}") from exc
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise
-    finally:
-        conn.close()
+    with replacing_schema(engine, schema, HERE / "schema.sql") as cur:
+        for spec in FILES:
+            counts[spec.table] = _copy(cur, spec, files[spec.table])
+        try:
+            cur.execute((HERE / "constraints.sql").read_text())
+        except psycopg.errors.IntegrityError as exc:  # duplicate ids or dangling references
+            raise BerkaLoadError(f"Berka files in {folder} break a key: {exc.diag.message_primary}") from exc
     return {"tables": counts, "source": str(folder)}

@@ -13,10 +13,9 @@ schema in place.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -24,6 +23,7 @@ from sqlalchemy import Engine
 
 from domains.demo.lifecycle import Batch, Simulator
 from domains.demo.world import COUNTRIES, PLANS, TEAMS, day_counts, make_agents, make_customers
+from ingest.database import admin_cursor, replacing_schema
 from service.errors import DibenchError
 
 HERE = Path(__file__).resolve().parent
@@ -48,21 +48,6 @@ class DemoSizeError(DibenchError):
     """The requested size cannot make a meaningful company."""
 
     hint = "pass --size 100 or more (default 20000 tickets)"
-
-
-@contextmanager
-def admin_cursor(engine: Engine) -> Iterator[psycopg.Cursor[Any]]:
-    """A psycopg cursor in one transaction on the admin engine: committed on success, else rolled back."""
-    conn = engine.raw_connection()
-    try:
-        with cast("psycopg.Connection[Any]", conn.driver_connection).cursor() as cur:
-            yield cur
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise
-    finally:
-        conn.close()
 
 
 def _copy(cur: psycopg.Cursor[Any], table: str, rows: Iterable[Sequence[object]]) -> int:
@@ -94,12 +79,7 @@ def load(engine: Engine, schema: str, size: int = 20_000, seed: int = 42, path: 
     agents = make_agents(rng, max(60, size // 200))
     sim = Simulator(rng, customers, agents)
     counts = dict.fromkeys(COLUMNS, 0)
-    with admin_cursor(engine) as cur:
-        cur.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-        cur.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-        # Transaction-local, so the pooled connection goes back with its usual search_path.
-        cur.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
-        cur.execute((HERE / "schema.sql").read_text())
+    with replacing_schema(engine, schema, HERE / "schema.sql") as cur:
         counts["plans"] = _copy(cur, "plans", PLANS)
         counts["countries"] = _copy(cur, "countries", (c[:3] for c in COUNTRIES))
         counts["customers"] = _copy(cur, "customers", (
