@@ -161,11 +161,12 @@ def test_rerun_is_a_no_op_and_cli_prints_the_changelog(pack: Pack, graph: Graph)
 def test_rules_for_tasks_and_impact(pack: Pack, graph: Graph) -> None:
     rows = rules_for(graph, "MINI-SAT-001", DOMAIN)
     tasks = tasks_for_rules(graph, "MINI-SAT-001", DOMAIN, [r["rule_id"] for r in rows])
-    direct = {k for k, t in tasks_of(graph, DOMAIN).items() if t["status"] == "admitted"
+    all_tasks = tasks_of(graph, DOMAIN)
+    direct = {k for k, t in all_tasks.items() if t["status"] == "admitted"
               and "MINI-R-STRICT" in (t["rule_ids"] or [])}
     # rules-for --tasks lists the standard tasks on the queried metric; impact counts every variant.
-    on_metric = {k for k in direct if tasks_of(graph, DOMAIN)[k]["variant"] == "standard"
-                 and tasks_of(graph, DOMAIN)[k]["metric_id"] == "MINI-SAT-001"}
+    on_metric = {k for k in direct if all_tasks[k]["variant"] == "standard"
+                 and all_tasks[k]["metric_id"] == "MINI-SAT-001"}
     assert set(tasks["MINI-R-STRICT"]) == on_metric
     res = CliRunner().invoke(main, ["impact", "MINI-R-STRICT", "--domain", DOMAIN, "--json"])
     assert res.exit_code == 0, res.output
