@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -127,6 +128,35 @@ class Graph:
                 total[k] = total.get(k, 0) + v
         return total
 
+    def write_concurrently(self, name: str, rows: Sequence[dict[str, Any]], *, batch_size: int,
+                           workers: int) -> dict[str, int]:
+        """Run `UNWIND $rows AS row ...` statement `name` over rows in batches of batch_size, each
+        batch its own transaction, up to `workers` transactions at a time (one session each).
+
+        Each batch is all or nothing, the whole call is not: the statement must be idempotent, so
+        that running it again after a failure completes the write, and safe to run concurrently
+        on different rows (see "Concurrent batches" in ingest/pipeline.py). The first failure
+        stops the batches not yet started and is raised with how many were written."""
+        batches = list(batched(rows, batch_size))
+        if workers <= 1 or len(batches) <= 1:
+            return self.write_rows(name, rows, batch_size=batch_size)
+        total: dict[str, int] = {}
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"write-{name}") as pool:
+            futures = [pool.submit(self.write, name, rows=b) for b in batches]
+            try:
+                for fut in as_completed(futures):
+                    for k, v in fut.result().items():
+                        total[k] = total.get(k, 0) + v
+            except BaseException as exc:
+                for f in futures:
+                    f.cancel()
+                wait(futures)
+                written = sum(1 for f in futures if f.done() and not f.cancelled() and f.exception() is None)
+                raise GraphError(f"cypher/{name}.cypher: {written} of {len(batches)} batches written before "
+                                 f"this failure; the statement is idempotent, so running the same write "
+                                 f"again completes it: {exc}") from exc
+        return total
+
     def transaction(self, work: Callable[["Tx"], T]) -> T:
         """Run several named statements in one write transaction: all or nothing."""
         return self._session_call(WRITE_ACCESS, lambda tx: work(Tx(tx)), None)
@@ -186,7 +216,10 @@ def _counters(c: Any) -> dict[str, int]:
 
 def delete_domain(graph: Graph, domain: str, batch: int = 10_000) -> int:
     """Delete every node of `domain` (and its Domain node) in batches; returns nodes deleted.
-    Batched because one transaction over a large domain would hold its whole footprint in heap."""
+    Batched because one transaction over a large domain would hold its whole footprint in heap:
+    relationships first, so that a batch of nodes does not drag in all their edges."""
+    while graph.write("delete_domain_edges_batch", domain=domain, limit=batch).get("relationships_deleted", 0):
+        pass
     total = 0
     while True:
         deleted = graph.write("delete_domain_batch", domain=domain, limit=batch).get("nodes_deleted", 0)
