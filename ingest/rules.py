@@ -108,7 +108,7 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, v
             plan.modifies.append(row("", {
                 "op": effect_json(eff), "op_type": eff.op, "verified": check.verified,
                 "changed_slices": list(check.changed_slices), "slices_checked": check.slices_checked,
-                "error": check.error, "version": f.version, "content_hash": doc.content_hash,
+                "error": check.error, "version": f.version,
             }, rule=rule_key(d, doc.id), metric=metric_key(d, metric.id)))
             if eff.applies_when is not None:
                 value = str(eff.applies_when.value)
