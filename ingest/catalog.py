@@ -2,6 +2,7 @@
 metric -> metric (composites) and metric -> dimension (declared slicing)."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,11 +28,12 @@ def plan_catalog(pack: Pack) -> CatalogPlan:
         metrics.append(row(metric_key(d, m.id), {
             "domain": d, "id": m.id, "name": m.name, "tier": m.tier, "description": m.description,
             "formula": m.formula, "sql": m.sql, "time_column": m.time_column, "unit": m.unit,
-            "rounding": m.rounding, "params_json": __import__("json").dumps(m.params, sort_keys=True),
+            "rounding": m.rounding, "params_json": json.dumps(m.params, sort_keys=True),
             "higher_is_better": m.higher_is_better, "target": m.target, "tables": tables,
             "dimensions": m.dimensions, "components": m.components,
         }))
         reads += [{"metric": metric_key(d, m.id), "table": table_key(d, t)} for t in tables]
-        uses += [{"metric": metric_key(d, m.id), "component": metric_key(d, c)} for c in m.components]
-        slices += [{"metric": metric_key(d, m.id), "dimension": dimension_key(d, x)} for x in m.dimensions]
+        # Each edge once: the edge statements create what is missing, checked before the batch writes.
+        uses += [{"metric": metric_key(d, m.id), "component": metric_key(d, c)} for c in dict.fromkeys(m.components)]
+        slices += [{"metric": metric_key(d, m.id), "dimension": dimension_key(d, x)} for x in dict.fromkeys(m.dimensions)]
     return CatalogPlan(metrics, reads, uses, slices)

@@ -1,7 +1,20 @@
 """`dibench ingest`: the ordered steps schema -> catalog -> rules (+ verification) -> write.
 
-Plans are built first without touching the graph; the write happens in one Neo4j
-transaction, so a failure leaves no half-written batch.
+Plans are built first without touching the graph. A plan of at most `DIBENCH_INGEST_TX_ROWS`
+rows (every real domain pack: a few hundred) is written in one Neo4j transaction, all or
+nothing. A larger one is written statement by statement, each in batches of
+`DIBENCH_WRITE_BATCH` rows run as concurrent transactions (`DIBENCH_WRITE_WORKERS`): each
+batch is all or nothing, and since every statement is idempotent, running the ingest again
+after a failure completes it. Either way the domain's write lease (ingest/lease.py) keeps a
+second ingest or rule update of the same domain out meanwhile.
+
+Concurrent batches: `MERGE (a)-[:R]->(b)` locks both end nodes as it goes, so two
+transactions whose batches share nodes (every metric batch shares the tables it reads)
+deadlock and retry. `CREATE` takes its relationship locks at commit, in a fixed order, so the
+edge statements create an edge only where it is missing: `WHERE NOT EXISTS {...} CREATE`.
+That is idempotent but not safe against a concurrent writer of the same edge; the planners
+emit each edge once and the lease excludes other writers. Nodes are still MERGEd: their keys
+are unique, and a batch's nodes are its own.
 """
 from __future__ import annotations
 
@@ -12,9 +25,11 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from ingest.catalog import CatalogPlan, plan_catalog
 from ingest.keys import props_hash
+from ingest.lease import domain_lease
 from ingest.pack import Pack
 from ingest.rules import RulePlan, plan_rules
 from ingest.schema import SchemaPlan, plan_schema
+from service.config import get_settings
 from service.graph import Graph, Tx
 from service.warehouse import Warehouse
 
@@ -28,29 +43,54 @@ class IngestReport:
     warnings: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     unverified_edges: list[str] = field(default_factory=list)
+    rows: int = 0
+    transactions: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
 
 
-def write_plans(tx: Tx, pack: Pack, schema: SchemaPlan | None, catalog: CatalogPlan | None, rules: RulePlan) -> None:
+def plan_steps(schema: SchemaPlan | None, catalog: CatalogPlan | None,
+               rules: RulePlan) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(statement, rows) in write order: nodes before the edges that need them."""
+    steps: list[tuple[str, list[dict[str, Any]]]] = []
+    if schema is not None:
+        steps += [("ingest_tables", schema.tables), ("ingest_joins", schema.joins),
+                  ("ingest_dimensions", schema.dimensions)]
+    if catalog is not None:
+        steps += [("ingest_metrics", catalog.metrics), ("ingest_metric_reads", catalog.reads),
+                  ("ingest_metric_uses", catalog.uses), ("ingest_metric_slices", catalog.slices)]
+    steps += [("ingest_rules", rules.rules), ("prune_rule_edges", rules.prune),
+              ("ingest_rule_modifies", rules.modifies), ("ingest_rule_applies", rules.applies)]
+    return [(name, rows) for name, rows in steps if rows]
+
+
+# A batched write sorts an edge statement's rows by the end node that many rows share (thousands
+# of metrics are sliced by one dimension), so that concurrent batches seldom lock the same node.
+# (Rows of READS stay in metric order: every batch reads nearly every table either way.)
+SHARED_END = {"ingest_metric_slices": "dimension", "ingest_metric_uses": "component",
+              "ingest_rule_applies": "dimension"}
+
+
+def write_batched(graph: Graph, name: str, rows: list[dict[str, Any]], *, batch_size: int,
+                  workers: int) -> dict[str, int]:
+    """One statement of a large plan: batches of `batch_size` rows, `workers` transactions at a time."""
+    if name in SHARED_END:
+        rows = sorted(rows, key=lambda r: r[SHARED_END[name]])
+    return graph.write_concurrently(name, rows, batch_size=batch_size, workers=workers)
+
+
+def _domain_params(pack: Pack) -> dict[str, Any]:
     spec = pack.spec
     props = {"name": spec.name, "description": spec.description, "schema": spec.db_schema}
-    tx.run("ingest_domain", key=f"domain:{spec.name}", name=spec.name, description=spec.description,
-           schema=spec.db_schema, hash=props_hash(props))
-    if schema is not None:
-        tx.run_rows("ingest_tables", schema.tables)
-        tx.run_rows("ingest_joins", schema.joins)
-        tx.run_rows("ingest_dimensions", schema.dimensions)
-    if catalog is not None:
-        tx.run_rows("ingest_metrics", catalog.metrics)
-        tx.run_rows("ingest_metric_reads", catalog.reads)
-        tx.run_rows("ingest_metric_uses", catalog.uses)
-        tx.run_rows("ingest_metric_slices", catalog.slices)
-    tx.run_rows("ingest_rules", rules.rules)
-    tx.run_rows("prune_rule_edges", rules.prune)
-    tx.run_rows("ingest_rule_modifies", rules.modifies)
-    tx.run_rows("ingest_rule_applies", rules.applies)
+    return {"key": f"domain:{spec.name}", "hash": props_hash(props), **props}
+
+
+def write_plans(tx: Tx, pack: Pack, schema: SchemaPlan | None, catalog: CatalogPlan | None, rules: RulePlan) -> None:
+    """All of a plan in the caller's transaction (the caller holds the domain's lease)."""
+    tx.run("ingest_domain", **_domain_params(pack))
+    for name, rows in plan_steps(schema, catalog, rules):
+        tx.run_rows(name, rows)
 
 
 def ingest_pack(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | None = None, *,
@@ -58,13 +98,27 @@ def ingest_pack(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | No
     schema = plan_schema(pack, wh) if only_rules is None else None
     catalog = plan_catalog(pack) if only_rules is None else None
     rules = plan_rules(pack, wh, llm, verify=verify, only=only_rules)
+    steps = plan_steps(schema, catalog, rules)
+    settings = get_settings()
+    n_rows = sum(len(rows) for _, rows in steps)
+    with domain_lease(graph, pack.name) as lease:
+        if n_rows <= settings.ingest_tx_rows:
+            def work(tx: Tx) -> dict[str, int]:
+                write_plans(tx, pack, schema, catalog, rules)
+                return tx.counters
 
-    def work(tx: Tx) -> dict[str, int]:
-        write_plans(tx, pack, schema, catalog, rules)
-        return tx.counters
-
-    counters = graph.transaction(work)
-    report = IngestReport(pack.name, counters, warnings=rules.warnings, failures=rules.failures)
+            counters, transactions = graph.transaction(work), 1
+        else:
+            counters = dict(graph.write("ingest_domain", **_domain_params(pack)))
+            transactions = 1
+            for name, rows in steps:
+                lease.renew()
+                for k, v in write_batched(graph, name, rows, batch_size=settings.write_batch,
+                                          workers=settings.write_workers).items():
+                    counters[k] = counters.get(k, 0) + v
+                transactions += -(-len(rows) // settings.write_batch)
+    report = IngestReport(pack.name, counters, warnings=rules.warnings, failures=rules.failures,
+                          rows=n_rows, transactions=transactions)
     for c in rules.checks:
         if c.verified:
             report.verified += 1

@@ -61,4 +61,5 @@ def plan_schema(pack: Pack, wh: Warehouse) -> SchemaPlan:
             "domain": domain, "column": d.column, "table": t, "name": c, "type": d.type.value, "label": d.label,
             "cardinality": _cardinality(wh, schema, t, c),
         }, table=table_key(domain, t)))
-    return SchemaPlan(tables, sorted(joins, key=lambda j: (j["src"], j["dst"], j["columns"])), dims)
+    unique_joins = {(j["src"], j["dst"], j["columns"]): j for j in joins}  # two identical FK constraints: one edge
+    return SchemaPlan(tables, [unique_joins[k] for k in sorted(unique_joins)], dims)

@@ -13,6 +13,7 @@ import os
 import signal
 from typing import Any
 
+from ingest.lease import domain_lease
 from ingest.pipeline import write_plans
 from ingest.update import UpdateConflict, UpdatePlan
 from service.graph import Graph, Tx
@@ -72,7 +73,8 @@ def write_update(plan: UpdatePlan, graph: Graph) -> dict[str, int]:
         tx.run("update_record", rule=plan.rule_key, key=plan.update_key, props=props)
         return tx.counters
 
-    counters = graph.transaction(work)
+    with domain_lease(graph, plan.domain):
+        counters = graph.transaction(work)
     checkpoint("committed")
     return counters
 

@@ -48,6 +48,13 @@ class Settings(BaseSettings):
     )
     pg_port: int = Field(55432, description="port of the local PostgreSQL cluster")
     statement_timeout_s: float = Field(30.0, description="timeout of generated SQL, seconds")
+    ingest_tx_rows: int = Field(
+        20_000, description="an ingest plan of at most this many rows is written in one transaction (all or "
+                            "nothing); a larger one in concurrent batch transactions (each all or nothing)")
+    write_batch: int = Field(5_000, description="rows per transaction of a batched graph write")
+    write_workers: int = Field(
+        default_factory=lambda: max(1, min(4, os.cpu_count() or 1)),
+        description="concurrent transactions of a batched graph write (default: CPUs, at most 4)")
     data_dir: Path = Field(REPO_ROOT.parent / "shared" / "data", description="real datasets (Berka, Pagila, Spider)")
     llm_provider: str | None = Field(None, description="'module:factory' returning a langchain-core chat model")
     api_token: str | None = Field(None, description="bearer token for write endpoints of the HTTP API")

@@ -1,0 +1,2 @@
+MATCH (l:DomainLease {key: $key}) WHERE l.holder = $token
+DELETE l

@@ -1,0 +1,1 @@
+CREATE CONSTRAINT domain_lease_key IF NOT EXISTS FOR (n:DomainLease) REQUIRE n.key IS UNIQUE
