@@ -30,7 +30,7 @@ from ingest.pack import Pack
 from ingest.rules import RulePlan, plan_rules
 from ingest.schema import SchemaPlan, plan_schema
 from service.config import get_settings
-from service.graph import Graph, Tx
+from service.graph import Graph, Tx, batched
 from service.warehouse import Warehouse
 
 
@@ -61,8 +61,17 @@ def plan_steps(schema: SchemaPlan | None, catalog: CatalogPlan | None,
         steps += [("ingest_metrics", catalog.metrics), ("ingest_metric_reads", catalog.reads),
                   ("ingest_metric_uses", catalog.uses), ("ingest_metric_slices", catalog.slices)]
     steps += [("ingest_rules", rules.rules), ("prune_rule_edges", rules.prune),
-              ("ingest_rule_modifies", rules.modifies), ("ingest_rule_applies", rules.applies)]
+              ("ingest_rule_modifies", modifies_by_rule(rules.modifies)), ("ingest_rule_applies", rules.applies)]
     return [(name, rows) for name, rows in steps if rows]
+
+
+def modifies_by_rule(modifies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The planner's rule -> metric edge rows as one row per rule, {rule, edges: [{metric, props,
+    hash}]}: the rule is looked up once, not once per edge, and its key is sent once."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for m in modifies:
+        grouped.setdefault(m["rule"], []).append({"metric": m["metric"], "props": m["props"], "hash": m["hash"]})
+    return [{"rule": rule, "edges": edges} for rule, edges in grouped.items()]
 
 
 # A batched write sorts an edge statement's rows by the end node that many rows share (thousands
@@ -72,12 +81,17 @@ SHARED_END = {"ingest_metric_slices": "dimension", "ingest_metric_uses": "compon
               "ingest_rule_applies": "dimension"}
 
 
+# Rows that stand for several edges: a batch holds `batch_size` edges, not rows.
+ROW_WEIGHT = {"ingest_rule_modifies": lambda r: len(r["edges"])}
+
+
 def write_batched(graph: Graph, name: str, rows: list[dict[str, Any]], *, batch_size: int,
                   workers: int) -> dict[str, int]:
-    """One statement of a large plan: batches of `batch_size` rows, `workers` transactions at a time."""
+    """One statement of a large plan (rows as `plan_steps` gives them): batches of `batch_size`
+    rows, `workers` transactions at a time."""
     if name in SHARED_END:
         rows = sorted(rows, key=lambda r: r[SHARED_END[name]])
-    return graph.write_concurrently(name, rows, batch_size=batch_size, workers=workers)
+    return graph.write_concurrently(name, rows, batch_size=batch_size, workers=workers, weight=ROW_WEIGHT.get(name))
 
 
 def _domain_params(pack: Pack) -> dict[str, Any]:
@@ -116,7 +130,7 @@ def ingest_pack(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | No
                 for k, v in write_batched(graph, name, rows, batch_size=settings.write_batch,
                                           workers=settings.write_workers).items():
                     counters[k] = counters.get(k, 0) + v
-                transactions += -(-len(rows) // settings.write_batch)
+                transactions += len(list(batched(rows, settings.write_batch, ROW_WEIGHT.get(name))))
     report = IngestReport(pack.name, counters, warnings=rules.warnings, failures=rules.failures,
                           rows=n_rows, transactions=transactions)
     for c in rules.checks:

@@ -70,13 +70,17 @@ def _check_params(stmt: Statement, params: dict[str, Any]) -> None:
         raise GraphError(f"cypher/{stmt.name}.cypher: parameters do not match (missing {missing}, unexpected {extra})")
 
 
-def batched(rows: Sequence[T] | Iterable[T], size: int) -> Iterator[list[T]]:
+def batched(rows: Sequence[T] | Iterable[T], size: int, weight: Callable[[T], int] | None = None) -> Iterator[list[T]]:
+    """Consecutive batches of `size` rows or, with `weight`, of rows weighing `size` together
+    (a row heavier than `size` is a batch of its own)."""
     batch: list[T] = []
+    load = 0
     for row in rows:
         batch.append(row)
-        if len(batch) >= size:
+        load += weight(row) if weight else 1
+        if load >= size:
             yield batch
-            batch = []
+            batch, load = [], 0
     if batch:
         yield batch
 
@@ -128,18 +132,17 @@ class Graph:
                 total[k] = total.get(k, 0) + v
         return total
 
-    def write_concurrently(self, name: str, rows: Sequence[dict[str, Any]], *, batch_size: int,
-                           workers: int) -> dict[str, int]:
-        """Run `UNWIND $rows AS row ...` statement `name` over rows in batches of batch_size, each
-        batch its own transaction, up to `workers` transactions at a time (one session each).
+    def write_concurrently(self, name: str, rows: Sequence[dict[str, Any]], *, batch_size: int, workers: int,
+                           weight: Callable[[dict[str, Any]], int] | None = None) -> dict[str, int]:
+        """Run `UNWIND $rows AS row ...` statement `name` over rows in batches of batch_size (rows,
+        or weight: see `batched`), each batch its own transaction, up to `workers` transactions
+        at a time (one session each).
 
         Each batch is all or nothing, the whole call is not: the statement must be idempotent, so
         that running it again after a failure completes the write, and safe to run concurrently
         on different rows (see "Concurrent batches" in ingest/pipeline.py). The first failure
         stops the batches not yet started and is raised with how many were written."""
-        batches = list(batched(rows, batch_size))
-        if workers <= 1 or len(batches) <= 1:
-            return self.write_rows(name, rows, batch_size=batch_size)
+        batches = list(batched(rows, batch_size, weight))
         total: dict[str, int] = {}
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"write-{name}") as pool:
             futures = [pool.submit(self.write, name, rows=b) for b in batches]
