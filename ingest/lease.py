@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from service.errors import GraphError
 from service.graph import Graph
@@ -45,12 +46,14 @@ def _holder_is_gone(holder: str) -> bool:
 
 
 class DomainLease:
+    """The write lease of one domain, held under a token naming this host and process."""
+
     def __init__(self, graph: Graph, domain: str) -> None:
         self.graph, self.domain = graph, domain
         self.key = domain
         self.token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
-    def _try(self, stale: str | None = None) -> dict[str, object]:
+    def _try(self, stale: str | None = None) -> dict[str, Any]:
         now = _now_ms()
         rows = self.graph.write_returning("ingest_lease_acquire", key=self.key, token=self.token, stale=stale,
                                           now=now, until=now + int(LEASE_S * 1000))
@@ -66,7 +69,7 @@ class DomainLease:
             if _holder_is_gone(holder) and str(self._try(stale=holder)["holder"]) == self.token:
                 return
             if time.monotonic() >= deadline:
-                until = time.strftime("%H:%M:%S", time.localtime(int(got["until"] or 0) / 1000))  # type: ignore[call-overload]
+                until = time.strftime("%H:%M:%S", time.localtime(int(got["until"] or 0) / 1000))
                 raise GraphError(
                     f"domain {self.domain!r} is being written by {holder} (ingest or update-rule); its lease "
                     f"runs until {until}: run this again when that write has finished")

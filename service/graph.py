@@ -71,8 +71,8 @@ def _check_params(stmt: Statement, params: dict[str, Any]) -> None:
 
 
 def batched(rows: Sequence[T] | Iterable[T], size: int, weight: Callable[[T], int] | None = None) -> Iterator[list[T]]:
-    """Consecutive batches of `size` rows or, with `weight`, of rows weighing `size` together
-    (a row heavier than `size` is a batch of its own)."""
+    """Consecutive batches of `size` rows or, with `weight`, batches closed as soon as their rows
+    weigh `size` or more together."""
     batch: list[T] = []
     load = 0
     for row in rows:
@@ -150,7 +150,7 @@ class Graph:
                 for fut in as_completed(futures):
                     for k, v in fut.result().items():
                         total[k] = total.get(k, 0) + v
-            except BaseException as exc:
+            except Exception as exc:
                 for f in futures:
                     f.cancel()
                 wait(futures)
