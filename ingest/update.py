@@ -35,8 +35,9 @@ from ingest.pack import Pack, RuleDoc, load_pack, read_rule
 from ingest.rederive import canonical, rederive
 from ingest.rules import RulePlan, plan_rules
 from service.config import get_settings
-from service.errors import DibenchError, NotFound, PackError, PackErrors
+from service.errors import DibenchError, PackError, PackErrors
 from service.graph import Graph
+from service.queries import resolve_one
 from service.warehouse import Warehouse
 
 NOT_DISCRIMINATIVE = "rule_not_discriminative"
@@ -362,13 +363,8 @@ def plan_update(pack: Pack, doc: RuleDoc, graph: Graph, wh: Warehouse, llm: Base
 
 
 def resolve_rule(graph: Graph, rule_id: str, domain: str | None) -> str:
-    rows = graph.read("impact_rule_lookup", id=rule_id, domain=domain)
-    if not rows:
-        raise NotFound(f"no rule {rule_id!r} in the graph" + (f" for domain {domain!r}" if domain else ""),
-                       hint="`dibench graph stats` shows what is loaded")
-    if len(rows) > 1:
-        raise NotFound(f"rule {rule_id!r} exists in several domains {[r['domain'] for r in rows]}", hint="pass --domain")
-    return str(rows[0]["domain"])
+    return str(resolve_one(graph, "impact_rule_lookup", "rule", rule_id, domain,
+                           hint="`dibench graph stats` shows what is loaded")["domain"])
 
 
 def plan_remove(graph: Graph, rule_id: str, domain: str | None = None) -> UpdatePlan:

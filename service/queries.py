@@ -8,15 +8,22 @@ from service.errors import NotFound
 from service.graph import Graph
 
 
-def resolve_metric(graph: Graph, metric_id: str, domain: str | None) -> str:
-    rows = graph.read("metric_by_id", id=metric_id, domain=domain)
+def resolve_one(graph: Graph, statement: str, kind: str, ident: str, domain: str | None,
+                hint: str) -> dict[str, Any]:
+    """The one row of `statement` (an id lookup returning `domain`) for `ident`: NotFound when it
+    is in no domain, or in several and no `domain` was given."""
+    rows = graph.read(statement, id=ident, domain=domain)
     if not rows:
-        raise NotFound(f"no metric {metric_id!r} in the graph" + (f" for domain {domain!r}" if domain else ""),
-                       hint="run `dibench ingest <pack>` first; `dibench graph stats` shows what is loaded")
+        raise NotFound(f"no {kind} {ident!r} in the graph" + (f" for domain {domain!r}" if domain else ""), hint=hint)
     if len(rows) > 1:
-        raise NotFound(f"metric {metric_id!r} exists in several domains {[r['domain'] for r in rows]}",
+        raise NotFound(f"{kind} {ident!r} exists in several domains {[r['domain'] for r in rows]}",
                        hint="pass --domain")
-    return str(rows[0]["key"])
+    return rows[0]
+
+
+def resolve_metric(graph: Graph, metric_id: str, domain: str | None) -> str:
+    return str(resolve_one(graph, "metric_by_id", "metric", metric_id, domain,
+                           hint="run `dibench ingest <pack>` first; `dibench graph stats` shows what is loaded")["key"])
 
 
 def rules_for(graph: Graph, metric_id: str, domain: str | None = None) -> list[dict[str, Any]]:
