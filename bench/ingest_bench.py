@@ -31,7 +31,7 @@ from ingest.pipeline import modifies_by_rule, write_batched as write_batched_ste
 from ingest.keys import dimension_key, metric_key, row, rule_key, rule_version_key, table_key
 from service import local
 from service.config import get_settings
-from service.graph import Graph, Tx, apply_schema, batched, delete_domain, get_graph
+from service.graph import Graph, Tx, add_counters, apply_schema, batched, delete_domain, get_graph
 from service.queries import graph_stats, rules_for
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ingest.json"
@@ -426,8 +426,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rewrite: dict[str, int] = {}
     for name, rows in synth.steps():
         planned = statement_rows(name, list(rows()))
-        for k, v in write_batched_step(graph, name, planned, batch_size=args.batch, workers=args.workers).items():
-            rewrite[k] = rewrite.get(k, 0) + v
+        add_counters(rewrite, write_batched_step(graph, name, planned, batch_size=args.batch, workers=args.workers))
     rewrite_s = time.perf_counter() - started
 
     edges_in_graph = sum(graph_stats(graph, DOMAIN)["edges"].values())

@@ -30,7 +30,7 @@ from ingest.pack import Pack
 from ingest.rules import RulePlan, plan_rules
 from ingest.schema import SchemaPlan, plan_schema
 from service.config import get_settings
-from service.graph import Graph, Tx, batched
+from service.graph import Graph, Tx, add_counters, batched
 from service.warehouse import Warehouse
 
 
@@ -127,9 +127,8 @@ def ingest_pack(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | No
             transactions = 1
             for name, rows in steps:
                 lease.renew()
-                for k, v in write_batched(graph, name, rows, batch_size=settings.write_batch,
-                                          workers=settings.write_workers).items():
-                    counters[k] = counters.get(k, 0) + v
+                add_counters(counters, write_batched(graph, name, rows, batch_size=settings.write_batch,
+                                                     workers=settings.write_workers))
                 transactions += len(list(batched(rows, settings.write_batch, ROW_WEIGHT.get(name))))
     report = IngestReport(pack.name, counters, warnings=rules.warnings, failures=rules.failures,
                           rows=n_rows, transactions=transactions)

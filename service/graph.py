@@ -70,6 +70,13 @@ def _check_params(stmt: Statement, params: dict[str, Any]) -> None:
         raise GraphError(f"cypher/{stmt.name}.cypher: parameters do not match (missing {missing}, unexpected {extra})")
 
 
+def add_counters(total: dict[str, int], counters: dict[str, int]) -> dict[str, int]:
+    """Add one statement's write counters into `total` (returned, for chaining)."""
+    for k, v in counters.items():
+        total[k] = total.get(k, 0) + v
+    return total
+
+
 def batched(rows: Sequence[T] | Iterable[T], size: int, weight: Callable[[T], int] | None = None) -> Iterator[list[T]]:
     """Consecutive batches of `size` rows or, with `weight`, batches closed as soon as their rows
     weigh `size` or more together."""
@@ -128,8 +135,7 @@ class Graph:
         """Run `UNWIND $rows AS row ...` statement `name` over rows in batches of batch_size."""
         total: dict[str, int] = {}
         for batch in batched(rows, batch_size):
-            for k, v in self.write(name, rows=batch, **(extra or {})).items():
-                total[k] = total.get(k, 0) + v
+            add_counters(total, self.write(name, rows=batch, **(extra or {})))
         return total
 
     def write_concurrently(self, name: str, rows: Sequence[dict[str, Any]], *, batch_size: int, workers: int,
@@ -148,8 +154,7 @@ class Graph:
             futures = [pool.submit(self.write, name, rows=b) for b in batches]
             try:
                 for fut in as_completed(futures):
-                    for k, v in fut.result().items():
-                        total[k] = total.get(k, 0) + v
+                    add_counters(total, fut.result())
             except Exception as exc:
                 for f in futures:
                     f.cancel()
@@ -197,8 +202,7 @@ class Tx:
         _check_params(stmt, params)
         result = self.tx.run(stmt.text, params)
         records = [r.data() for r in result]
-        for k, v in _counters(result.consume().counters).items():
-            self.counters[k] = self.counters.get(k, 0) + v
+        add_counters(self.counters, _counters(result.consume().counters))
         return records
 
     def run_rows(self, name: str, rows: Sequence[dict[str, Any]], /, batch_size: int = 2000,
@@ -236,8 +240,7 @@ def apply_schema(graph: Graph) -> dict[str, int]:
     total: dict[str, int] = {}
     for name in all_statement_names():
         if name.startswith("schema/"):
-            for k, v in graph.write(name).items():
-                total[k] = total.get(k, 0) + v
+            add_counters(total, graph.write(name))
     return total
 
 

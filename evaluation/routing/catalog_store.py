@@ -10,7 +10,7 @@ from typing import Any
 
 from evaluation.routing.catalog import DatabaseProfile, capabilities
 from evaluation.routing.relations import Relation
-from service.graph import Graph
+from service.graph import Graph, add_counters
 
 PROFILER = "sqlalchemy-inspect+samples/v1"
 
@@ -85,21 +85,18 @@ def write_catalog(graph: Graph, catalog: str, profiles: dict[str, DatabaseProfil
                 "shared_columns": list(r.shared_columns), "value_overlaps": list(r.value_overlaps),
                 "score": r.score} for r in rels]
     counters: dict[str, int] = {}
-
-    def add(c: dict[str, int]) -> None:
-        for k, v in c.items():
-            counters[k] = counters.get(k, 0) + v
-
-    add(graph.write("routing_catalog_source_upsert", key=source_key(catalog), catalog=catalog, kind=kind,
-                    root=root, n_databases=len(profiles), skipped=skipped, profiler=PROFILER))
-    add(graph.write_rows("routing_catalog_database_upsert", _database_rows(catalog, profiles)))
-    add(graph.write_rows("routing_catalog_location_upsert", locations))
-    add(graph.write_rows("routing_catalog_prune", prune, batch_size=50))
-    add(graph.write_rows("routing_catalog_table_upsert", tables))
-    add(graph.write_rows("routing_catalog_column_upsert", columns))
-    add(graph.write_rows("routing_catalog_fk_upsert", fks))
-    add(graph.write_rows("routing_catalog_related_upsert", related))
-    add(graph.write("routing_catalog_related_prune", catalog=catalog, keep=[f"{r.a}|{r.b}" for r in rels]))
+    add_counters(counters, graph.write("routing_catalog_source_upsert", key=source_key(catalog), catalog=catalog,
+                                       kind=kind, root=root, n_databases=len(profiles), skipped=skipped,
+                                       profiler=PROFILER))
+    add_counters(counters, graph.write_rows("routing_catalog_database_upsert", _database_rows(catalog, profiles)))
+    add_counters(counters, graph.write_rows("routing_catalog_location_upsert", locations))
+    add_counters(counters, graph.write_rows("routing_catalog_prune", prune, batch_size=50))
+    add_counters(counters, graph.write_rows("routing_catalog_table_upsert", tables))
+    add_counters(counters, graph.write_rows("routing_catalog_column_upsert", columns))
+    add_counters(counters, graph.write_rows("routing_catalog_fk_upsert", fks))
+    add_counters(counters, graph.write_rows("routing_catalog_related_upsert", related))
+    add_counters(counters, graph.write("routing_catalog_related_prune", catalog=catalog,
+                                       keep=[f"{r.a}|{r.b}" for r in rels]))
     return WriteReport(len(profiles), len(tables), len(columns), len(fks), len(rels), counters)
 
 

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from evaluation.routing.errors import RoutingError
 from evaluation.routing.models import Contract, SourceUnit, UnitFailure
-from service.graph import Graph
+from service.graph import Graph, add_counters
 
 
 def unit_key(catalog: str, unit_id: str) -> str:
@@ -49,9 +49,7 @@ def write_contracts(graph: Graph, catalog: str, contracts: list[Contract]) -> di
              "units": sorted({unit_key(catalog, base_unit_id(u.unit_id)) for u in c.units()})} for c in contracts]
     counters = graph.write_rows("routing_task_upsert", rows, batch_size=200)
     pruned = graph.write("routing_task_prune", catalog=catalog, keep=[r["key"] for r in rows])
-    for k, v in pruned.items():
-        counters[k] = counters.get(k, 0) + v
-    return counters
+    return add_counters(counters, pruned)
 
 
 def read_contracts(graph: Graph, catalog: str) -> list[Contract]:
