@@ -143,6 +143,17 @@ class WeightEffect(_EffectBase):
     weight: str
 
 
+class AdjustEffect(_EffectBase):
+    """Row-level value adjustment: inside the metric's value expression, every reference to `column`
+    (alias.column as the metric SQL writes it) becomes `expression`, row by row where the guards
+    (applies_when, from_date) hold. E.g. freight to the USA reported net of a 10% surcharge:
+    column o.freight, expression o.freight / 1.1, applies_when {customers.country: USA}."""
+
+    op: Literal["adjust"]
+    column: str = Field(pattern=r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$", description="alias.column in the metric SQL")
+    expression: str
+
+
 class OverrideEffect(_EffectBase):
     """Replace the metric's value expression (formula override)."""
 
@@ -159,7 +170,8 @@ class SuppressEffect(_EffectBase):
 
 
 Effect = Annotated[
-    WhereEffect | ExcludeEffect | HavingEffect | ThresholdEffect | WeightEffect | OverrideEffect | SuppressEffect,
+    WhereEffect | ExcludeEffect | HavingEffect | ThresholdEffect | AdjustEffect | WeightEffect | OverrideEffect
+    | SuppressEffect,
     Field(discriminator="op"),
 ]
 
@@ -172,7 +184,8 @@ class RuleFrontMatter(Strict):
     owner: str = Field(min_length=2)
     rule_type: RuleType
     effects: list[Effect] | None = Field(None, description="structured SQL operations; extracted by LLM when absent")
-    supersedes: str | None = None
+    supersedes: str | None = Field(None, pattern=ID_PATTERN, description="id of the rule this document replaces "
+                                   "where both modify the same metric (resolves a policy conflict)")
     tags: list[str] = Field(default_factory=list)
 
     @field_validator("version", mode="before")

@@ -4,10 +4,16 @@ Each effect of a rule document is one typed operation; `apply_effect` copies the
 returns the changed copy plus the bind parameters it introduced. Values from documents
 never enter SQL text: literals in predicates are lifted into named parameters.
 
-Row-level operations (where, exclude, threshold, weight) honour two guards:
-`applies_when` (dimension = value) and `from_date` (metric time column >= date). The
-aggregate-level override is guarded with bool_and(...) so that it applies to a group only
+Row-level operations (where, exclude, threshold, adjust, weight) honour two guards:
+`applies_when` (dimension = value) and `from_date` (metric time column >= date), row by row.
+The aggregate-level override is guarded with bool_and(...) so that it applies to a group only
 when the whole group lies in the slice.
+
+A metric's policy (every rule in force on it) is applied in one documented order, COMPOSITION:
+row filters (where, exclude), then thresholds, then row-level adjustments, then weights, then
+value overrides, then post-aggregation predicates (having, suppress); within one stage, by rule id.
+Effects of one stage that do not commute are a policy conflict (sqlops/policy.py), so that the
+order within a stage never changes an answer.
 """
 from __future__ import annotations
 
@@ -21,13 +27,18 @@ from sqlglot import exp
 
 from service.errors import RewriteError
 from service.models import (
-    ExcludeEffect, HavingEffect, MetricSpec, OverrideEffect, SuppressEffect, ThresholdEffect, WeightEffect,
-    WhereEffect,
+    AdjustEffect, ExcludeEffect, HavingEffect, MetricSpec, OverrideEffect, SuppressEffect, ThresholdEffect,
+    WeightEffect, WhereEffect,
 )
 from sqlops.dialect import parse_expression
 from sqlops.tree import aliased_column, column, outer_select, value_projection
 
-AnyEffect = WhereEffect | ExcludeEffect | HavingEffect | ThresholdEffect | WeightEffect | OverrideEffect | SuppressEffect
+AnyEffect = (WhereEffect | ExcludeEffect | HavingEffect | ThresholdEffect | AdjustEffect | WeightEffect | OverrideEffect
+             | SuppressEffect)
+
+# The composition order of a policy: stage of each op (lower first).
+COMPOSITION: dict[str, int] = {"where": 0, "exclude": 0, "threshold": 1, "adjust": 2, "weight": 3, "override": 4,
+                               "having": 5, "suppress": 5}
 
 
 @dataclass
@@ -202,6 +213,25 @@ def _weight(tree: exp.Expression, eff: WeightEffect, metric: MetricSpec, prefix:
     return tree
 
 
+def _adjust(tree: exp.Expression, eff: AdjustEffect, metric: MetricSpec, prefix: str,
+            params: dict[str, Any]) -> exp.Expression:
+    alias, name = eff.column.split(".", 1)
+    proj = value_projection(tree)
+    refs = [c for c in proj.find_all(exp.Column) if c.name == name and c.table == alias]
+    if not refs:
+        raise RewriteError(f"effect on {eff.metric}: column {eff.column} does not occur in the metric's `value`")
+    new = bind_literals(parse_expression(eff.expression, where=f"effect on {eff.metric}: expression"), prefix, params)
+    guard = _guard(tree, eff, metric, prefix, params)
+    for ref in refs:
+        # The replacement mentions the column itself (o.freight / 1.1): build it from a copy so that
+        # the references just replaced are not visited again.
+        value: exp.Expression = exp.paren(new.copy())
+        if guard is not None:
+            value = exp.Case(ifs=[exp.If(this=guard.copy(), true=value)], default=ref.copy())
+        ref.replace(value)
+    return tree
+
+
 def _override(tree: exp.Expression, eff: OverrideEffect, metric: MetricSpec, prefix: str,
               params: dict[str, Any]) -> exp.Expression:
     if eff.from_date:
@@ -217,7 +247,7 @@ def _override(tree: exp.Expression, eff: OverrideEffect, metric: MetricSpec, pre
 
 _OPS = {
     "where": _where, "exclude": _where, "having": _having, "suppress": _suppress,
-    "threshold": _threshold, "weight": _weight, "override": _override,
+    "threshold": _threshold, "adjust": _adjust, "weight": _weight, "override": _override,
 }
 
 
@@ -232,9 +262,20 @@ def apply_effect(bound: Bound, eff: AnyEffect, metric: MetricSpec, tag: str) -> 
     return Bound(tree, params)
 
 
-def apply_effects(bound: Bound, effects: Sequence[tuple[str, AnyEffect]], metric: MetricSpec) -> Bound:
-    """Apply (rule_id, effect) pairs in rule-id order (deterministic composition)."""
-    for tag, eff in sorted(effects, key=lambda te: te[0]):
+def composition_key(tag: str, eff: AnyEffect, winners: frozenset[str] = frozenset()) -> tuple[int, int, str]:
+    """Stage, then precedence, then rule id. A rule that takes precedence (`supersedes`) must hold
+    where both apply: a threshold rewrites the parameter's holes it finds, so the winner goes
+    first (later thresholds only reach the holes left in its ELSE); an override wraps the value,
+    so the winner goes last."""
+    first = 0 if tag in winners else 1
+    rank = first if eff.op == "threshold" else (1 - first if eff.op == "override" else 0)
+    return COMPOSITION[eff.op], rank, tag
+
+
+def apply_effects(bound: Bound, effects: Sequence[tuple[str, AnyEffect]], metric: MetricSpec,
+                  winners: frozenset[str] = frozenset()) -> Bound:
+    """Apply (rule_id, effect) pairs in the composition order (stage, precedence, rule id)."""
+    for tag, eff in sorted(effects, key=lambda te: composition_key(te[0], te[1], winners)):
         bound = apply_effect(bound, eff, metric, tag)
     return bound
 

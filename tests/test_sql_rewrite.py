@@ -116,6 +116,11 @@ EXPECTED: dict[str, Value] = {
     "weight_avg_filter": lambda rs: average(rs, keep=lambda r: r["rating"] >= 3,
                                             w=lambda r: Fraction(5, 2) if r["plan"] == "enterprise" else Fraction(1)),
     "where_interval": only(lambda r: r["ordered_at"] < dt.datetime(2024, 1, 31), amount_sum),
+    "adjust": lambda rs: amount_sum(rs, w=lambda r: Fraction(4, 5)),
+    # row by row: a group mixing regions adjusts its north rows only
+    "adjust_applies_when": lambda rs: (sum((r["amount"] - (10 if r["region"] == "north" else 0) for r in rs),
+                                           Fraction(0)) / len(rs)) if rs else None,
+    "adjust_from_date": lambda rs: amount_sum(rs, w=lambda r: Fraction(9, 10) if since("2024-06-01")(r) else Fraction(1)),
 }
 ORIGINAL_OF_CASE: dict[str, Value] = {"weight_avg_filter": lambda rs: average(rs, keep=lambda r: r["rating"] >= 3)}
 
@@ -155,7 +160,7 @@ def snapshot_text(gold: Bound) -> str:
 
 def test_every_operation_and_guard_has_a_case() -> None:
     ops = {c["effect"]["op"] for c in CASES}
-    assert ops == {"where", "exclude", "having", "threshold", "weight", "override", "suppress"}
+    assert ops == {"where", "exclude", "having", "threshold", "adjust", "weight", "override", "suppress"}
     guards = {tuple(sorted(k for k in ("applies_when", "from_date") if k in c["effect"])) for c in CASES}
     assert {("applies_when",), ("from_date",), ("applies_when", "from_date")} <= guards
     assert set(EXPECTED) == {c["name"] for c in CASES}

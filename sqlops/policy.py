@@ -1,0 +1,116 @@
+"""The policy of a metric: which rule effects are in force on it, and which pairs conflict.
+
+A policy is every verified, current rule effect on the metric, applied in the composition order
+of sqlops/ops.py (COMPOSITION). Two effects conflict when the order would change the answer:
+
+* two overrides of the value (unless their `applies_when` picks disjoint slices of one dimension),
+* two thresholds on one parameter (same proviso),
+* two adjustments of one column (same proviso),
+* an override with a weight or an adjustment (the override would discard them).
+
+Row filters, having/suppression predicates and weights commute with each other. A conflict is
+resolved by `supersedes`: when document B supersedes A, B takes precedence on every metric both
+modify. Two thresholds or two overrides are then composed so that B's holds wherever both apply
+(and A's where only A's applies); A's other effects on that metric leave the policy. Pure
+functions; the graph and pack readers call them (service/policy.py, ingest/conflicts.py).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+from sqlops.ops import AnyEffect
+
+Entry = tuple[str, AnyEffect]  # (rule id, effect on one metric)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    metric: str
+    rule_a: str
+    rule_b: str
+    reason: str
+
+    def line(self, where: Mapping[str, str] | None = None) -> str:
+        """One line naming both documents (file names when `where` maps rule ids to them)."""
+        a = (where or {}).get(self.rule_a, self.rule_a)
+        b = (where or {}).get(self.rule_b, self.rule_b)
+        return (f"policy conflict on metric {self.metric}: {a} and {b} {self.reason}; "
+                f"add `supersedes: {self.rule_a}` to the later document (or the reverse)")
+
+
+def _disjoint(a: AnyEffect, b: AnyEffect) -> bool:
+    """Both apply only where one dimension takes two different values: they never meet on a row."""
+    return (a.applies_when is not None and b.applies_when is not None
+            and a.applies_when.dimension == b.applies_when.dimension
+            and str(a.applies_when.value) != str(b.applies_when.value))
+
+
+def _clash(a: AnyEffect, b: AnyEffect) -> str | None:
+    ops = {a.op, b.op}
+    if _disjoint(a, b):
+        return None
+    if ops == {"override"}:
+        return "both override the value"
+    if ops == {"threshold"} and getattr(a, "param", None) == getattr(b, "param", None):
+        return f"both set the parameter :{getattr(a, 'param')}"
+    if ops == {"adjust"} and getattr(a, "column", None) == getattr(b, "column", None):
+        return f"both adjust {getattr(a, 'column')}"
+    if "override" in ops and ops & {"weight", "adjust"}:
+        return f"override the value and {(ops - {'override'}).pop()} it"
+    return None
+
+
+def conflicts(metric: str, entries: Sequence[Entry]) -> list[Conflict]:
+    """Every conflicting pair of different rules among a metric's effects, in rule-id order."""
+    out: dict[tuple[str, str], Conflict] = {}
+    for (ra, ea), (rb, eb) in combinations(sorted(entries, key=lambda e: e[0]), 2):
+        if ra == rb:
+            continue
+        reason = _clash(ea, eb)
+        if reason is not None and (ra, rb) not in out:
+            out[(ra, rb)] = Conflict(metric, ra, rb, reason)
+    return list(out.values())
+
+
+ORDERED = frozenset({"threshold", "override"})  # ops whose conflicts precedence resolves
+
+
+def precedence(entries: Sequence[Entry], supersedes: Mapping[str, str | None]) -> set[tuple[str, str]]:
+    """(winner, loser) pairs among the rules of this metric."""
+    present = {r for r, _ in entries}
+    return {(new, old) for new, old in supersedes.items() if old and new in present and old in present and new != old}
+
+
+@dataclass(frozen=True)
+class MetricPolicy:
+    """A metric's policy: the effects in force, and what keeps it from being complete."""
+
+    metric: str
+    entries: tuple[Entry, ...]
+    superseded: tuple[str, ...] = ()  # rules another rule takes precedence over on this metric
+    winners: tuple[str, ...] = ()  # rules that take precedence over another on this metric
+    conflicts: tuple[Conflict, ...] = ()
+    unknown: tuple[str, ...] = ()  # rules that mention the metric but state no effects
+
+    @property
+    def rule_ids(self) -> tuple[str, ...]:
+        return tuple(sorted({r for r, _ in self.entries}))
+
+    @property
+    def complete(self) -> bool:
+        return not self.conflicts and not self.unknown
+
+
+def metric_policy(metric: str, entries: Iterable[Entry], supersedes: Mapping[str, str | None],
+                  unknown: Iterable[str] = ()) -> MetricPolicy:
+    """The policy of `metric` from its candidate effects (verified, current)."""
+    entries = list(entries)
+    pairs = precedence(entries, supersedes)
+    losers = {old for _, old in pairs}
+    kept = tuple(sorted(((r, e) for r, e in entries if r not in losers or e.op in ORDERED), key=lambda e: e[0]))
+    resolved = pairs | {(b, a) for a, b in pairs}
+    open_ = tuple(c for c in conflicts(metric, kept) if (c.rule_a, c.rule_b) not in resolved)
+    return MetricPolicy(metric, kept, tuple(sorted(losers)), tuple(sorted({new for new, _ in pairs})), open_,
+                        tuple(sorted(set(unknown))))
