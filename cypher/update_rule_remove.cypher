@@ -1,7 +1,7 @@
-// A deleted rule document: its edges go (MODIFIES, APPLIES_WHEN, CURRENT_VERSION); the Rule node,
+// A deleted rule document: its edges go (MODIFIES, APPLIES_WHEN, MENTIONS, CURRENT_VERSION); the Rule node,
 // its versions (HAS_VERSION) and the tasks' provenance edges stay, so history remains readable.
 MATCH (r:Rule {key: $rule})
-OPTIONAL MATCH (r)-[e:MODIFIES|APPLIES_WHEN|CURRENT_VERSION]->()
+OPTIONAL MATCH (r)-[e:MODIFIES|APPLIES_WHEN|MENTIONS|CURRENT_VERSION]->()
 DELETE e
 WITH DISTINCT r
 SET r.removed = true, r.removed_by = $update

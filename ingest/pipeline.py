@@ -61,7 +61,8 @@ def plan_steps(schema: SchemaPlan | None, catalog: CatalogPlan | None,
         steps += [("ingest_metrics", catalog.metrics), ("ingest_metric_reads", catalog.reads),
                   ("ingest_metric_uses", catalog.uses), ("ingest_metric_slices", catalog.slices)]
     steps += [("ingest_rules", rules.rules), ("prune_rule_edges", rules.prune),
-              ("ingest_rule_modifies", modifies_by_rule(rules.modifies)), ("ingest_rule_applies", rules.applies)]
+              ("ingest_rule_modifies", modifies_by_rule(rules.modifies)), ("ingest_rule_applies", rules.applies),
+              ("ingest_rule_mentions", rules.mentions)]
     return [(name, rows) for name, rows in steps if rows]
 
 
@@ -130,7 +131,7 @@ def ingest_pack(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | No
                 add_counters(counters, write_batched(graph, name, rows, batch_size=settings.write_batch,
                                                      workers=settings.write_workers))
                 transactions += len(list(batched(rows, settings.write_batch, ROW_WEIGHT.get(name))))
-    report = IngestReport(pack.name, counters, warnings=rules.warnings, failures=rules.failures,
+    report = IngestReport(pack.name, counters, warnings=rules.warnings, failures=rules.failures + rules.conflicts,
                           rows=n_rows, transactions=transactions)
     for c in rules.checks:
         if c.verified:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
+from ingest.conflicts import conflict_lines, pack_conflicts
 from ingest.extract import extract_effects
 from ingest.keys import dimension_key, metric_key, row, rule_key, rule_version_key
 from ingest.pack import Pack, RuleDoc, _rel
@@ -28,10 +30,12 @@ class RulePlan:
     rules: list[dict[str, Any]] = field(default_factory=list)
     modifies: list[dict[str, Any]] = field(default_factory=list)
     applies: list[dict[str, Any]] = field(default_factory=list)
+    mentions: list[dict[str, Any]] = field(default_factory=list)  # effect-less rule -> metric it names
     prune: list[dict[str, Any]] = field(default_factory=list)
     checks: list[EdgeCheck] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)  # unresolved policy conflicts, one line each
 
 
 def effect_json(eff: AnyEffect) -> str:
@@ -42,10 +46,25 @@ def doc_effects(doc: RuleDoc, pack: Pack, llm: BaseChatModel | None, plan: RuleP
     if doc.front.effects is not None:
         return list(doc.front.effects), "front_matter"
     if llm is None:
+        named = mentioned_metrics(doc, pack)
+        also = (f"; the policy of {', '.join(named)} is unknown until it does, so generation skips "
+                f"{'it' if len(named) == 1 else 'them'}") if named else ""
         plan.warnings.append(f"{_rel(doc.path)}: no effects in front matter and no LLM configured; "
-                             f"ingested without effects (set DIBENCH_LLM_PROVIDER or add `effects`)")
+                             f"ingested without effects (set DIBENCH_LLM_PROVIDER or add `effects`){also}")
         return [], "none"
     return list(extract_effects(doc, pack, llm).effects), "llm"
+
+
+def mentioned_metrics(doc: RuleDoc, pack: Pack) -> list[str]:
+    """Metrics a document names, by id or by name (whole words, case-insensitive)."""
+    text = f"{doc.front.title}\n{doc.body}".lower()
+    out = []
+    for m in pack.metrics:
+        for needle in (m.id.lower(), m.name.lower()):
+            if re.search(rf"(?<![\w-]){re.escape(needle)}(?![\w-])", text):
+                out.append(m.id)
+                break
+    return out
 
 
 def effect_problems(doc: RuleDoc, effects: list[AnyEffect], pack: Pack) -> list[str]:
@@ -88,6 +107,7 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, v
             "domain": d, "id": doc.id, "title": f.title, "rule_type": f.rule_type.value, "owner": f.owner,
             "version": f.version, "effective_date": f.effective_date.isoformat(), "path": str(doc.path.name),
             "content_hash": doc.content_hash, "effects_source": source, "body": doc.body,
+            "supersedes": f.supersedes,
         }, version_key=vkey, version_props={
             "domain": d, "rule_id": doc.id, "version": f.version, "hash": doc.content_hash,
             "effective_date": f.effective_date.isoformat(), "body": doc.body,
@@ -115,7 +135,10 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, v
                 dkey = dimension_key(d, eff.applies_when.dimension)
                 keep_applies.append(f"{dkey}={value}")
                 plan.applies.append({"rule": rule_key(d, doc.id), "dimension": dkey, "value": value})
-        plan.prune.append({"rule": rule_key(d, doc.id), "metrics": keep_metrics, "applies": keep_applies})
+        mentions = [metric_key(d, m) for m in mentioned_metrics(doc, pack)] if source == "none" else []
+        plan.mentions += [{"rule": rule_key(d, doc.id), "metric": m} for m in mentions]
+        plan.prune.append({"rule": rule_key(d, doc.id), "metrics": keep_metrics, "applies": keep_applies,
+                           "mentions": mentions})
     # One effect per (rule, metric) edge: a second effect of the same rule on the same metric
     # is folded into the edge's op list.
     merged: dict[tuple[str, str], dict[str, Any]] = {}
@@ -132,6 +155,11 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, v
         else:
             merged[k] = m
     plan.modifies = list(merged.values())
+    if only is None:
+        # Conflicts among the edges in force. Their metrics' policies stay incomplete in the graph
+        # (service/policy.py) and generation skips them until a `supersedes` resolves it.
+        verified = {(c.rule_id, c.metric_id) for c in plan.checks if c.verified}
+        plan.conflicts = conflict_lines(pack, pack_conflicts(pack, lambda r, m: (r, m) in verified))
     plan.applies = [dict(t) for t in {tuple(sorted(a.items())) for a in plan.applies}]
     plan.applies.sort(key=lambda a: (a["rule"], a["dimension"], a["value"]))
     return plan

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from sqlglot import exp
 
+from ingest.conflicts import conflict_lines, pack_conflicts
 from ingest.database import schema_columns
 from ingest.pack import Pack, _rel, load_pack
 from service.errors import DibenchError, PackError, PackErrors
@@ -178,6 +179,13 @@ def _rule_problems(pack: Pack, columns: dict[str, dict[str, str]] | None = None)
     return out
 
 
+def _conflict_problems(pack: Pack) -> list[PackError]:
+    files = {doc.id: doc for doc in pack.rules}
+    found = pack_conflicts(pack)
+    return [PackError(_rel(files[c.rule_b].path), "supersedes", line)
+            for c, line in zip(found, conflict_lines(pack, found))]
+
+
 def validate_pack(path: str | Path, wh: Warehouse | None = None) -> tuple[Pack | None, list[PackError]]:
     """Return the pack (if readable) and every problem found."""
     try:
@@ -185,7 +193,7 @@ def validate_pack(path: str | Path, wh: Warehouse | None = None) -> tuple[Pack |
     except PackErrors as exc:
         return None, exc.errors
     columns = schema_columns(wh, pack.schema) if wh is not None else {}
-    problems = _metric_problems(pack, columns) + _rule_problems(pack, columns)
+    problems = _metric_problems(pack, columns) + _rule_problems(pack, columns) + _conflict_problems(pack)
     if wh is not None and not columns:
         problems.append(PackError(_rel(pack.root / "pack.yaml"), "schema",
                                   f"schema {pack.schema!r} is not loaded, so table and column references were not checked "
