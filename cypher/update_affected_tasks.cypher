@@ -1,14 +1,8 @@
-// Standard tasks an update of one rule must re-derive: those whose provenance uses the rule
-// (admitted, or retired by an earlier update), and admitted non-knowledge tasks on metrics the
-// rule now newly modifies. Variants follow their standard task.
-MATCH (:Rule {key: $rule})<-[:USES_RULE]-(t:Task {variant: 'standard'})
-WHERE t.status IN ['admitted', 'retired']
+// Standard tasks an update of one rule must re-derive: every task (admitted, or retired by an
+// earlier update) on a metric whose policy the update may change. Variants follow their
+// standard task.
+MATCH (m:Metric)<-[:ON_METRIC]-(t:Task {variant: 'standard'})
+WHERE m.key IN $metrics AND t.status IN ['admitted', 'retired']
 MATCH (t)-[:FROM_SKELETON]->(s:Skeleton)
 OPTIONAL MATCH (t)-[:GENERATED_BY]->(run:Run)
-RETURN t {.*} AS task, s {.*} AS skeleton, run.seed AS seed, 'uses_rule' AS why
-UNION
-MATCH (m:Metric)<-[:ON_METRIC]-(t:Task {variant: 'standard', status: 'admitted'})
-WHERE m.key IN $metrics AND t.tier <> 'K' AND NOT (t)-[:USES_RULE]->(:Rule {key: $rule})
-MATCH (t)-[:FROM_SKELETON]->(s:Skeleton)
-OPTIONAL MATCH (t)-[:GENERATED_BY]->(run:Run)
-RETURN t {.*} AS task, s {.*} AS skeleton, run.seed AS seed, 'new_metric' AS why
+RETURN t {.*} AS task, s {.*} AS skeleton, run.seed AS seed, 'policy' AS why

@@ -1,14 +1,17 @@
 """Ablations: what the graph's rule -> metric edges are worth, and the matched task variants.
 
-Pairing ablation. For each rule task, the task's metric is re-paired with
-(a) `graph`: the rule(s) the graph linked to it (the task's own rules),
+Pairing ablation, under the policy definition of gold. For each rule task, the rest of the
+metric's policy stays in force (the task's SQL without its featured rule, `lifted_sql`) and the
+featured slot is re-paired with
+(a) `graph`: the featured rule the graph selected for the skeleton,
 (b) `similar`: the other rule whose document is most similar to the metric's catalog text
     (BM25 over rule titles and bodies, query = metric name, description and formula),
 (c) `random`: another rule drawn with a seeded generator,
 and each rule's operation(s) are applied to the task's base SQL on the syntax tree
 (`sqlops.ops`): the rule's own effect on this metric if it has one, else its effects re-targeted
-to this metric. The SQL runs read-only, the answer is re-derived with generation's analysis code,
-and the pairing "changes the answer" when the scorer could tell it from the no-rule answer. An
+to this metric, applied on top of the lifted SQL. The SQL runs read-only, the answer is re-derived
+with generation's analysis code, and the pairing "changes the answer" when the scorer could tell it
+from the answer without the featured rule. An
 operation that does not fit the metric (unknown alias or parameter, SQL error) is "not
 applicable": it counts as no change and is reported separately. Published: 82% / 29% / 22%.
 
@@ -114,22 +117,25 @@ def load_rules(graph: Graph, domain: str) -> list[RuleInfo]:
     return out
 
 
+def _pairable(t: TaskRecord) -> bool:
+    return bool(t.featured_rule and t.lifted_sql and t.lifted_answer is not None)
+
+
 def rule_tasks(graph: Graph, domain: str, run: str | None, include_rejected: bool) -> list[TaskRecord]:
-    """Standard rule tasks with SQL; with include_rejected, also the candidates rejected only by the
-    counterfactual filter (their gold answer is otherwise valid)."""
-    tasks = [t for t in load_tasks(graph, domain, run=run, variants=["standard"])
-             if t.tier == "K+A+R" and t.base_sql and t.base_answer is not None]
+    """Standard rule tasks (a featured rule, SQL without it); with include_rejected, also the
+    candidates rejected only by the counterfactual filter (their gold answer is otherwise valid)."""
+    tasks = [t for t in load_tasks(graph, domain, run=run, variants=["standard"]) if _pairable(t)]
     if include_rejected:
         for row in graph.read("eval_tasks", domain=domain, run=run, statuses=["rejected"]):
             props = row["task"]
             reasons = props.get("rejections") or []
-            if props.get("tier") != "K+A+R" or not reasons or not all(r.startswith(FILTER_CHECK) for r in reasons):
+            if not props.get("featured_rule") or not reasons or not all(r.startswith(FILTER_CHECK) for r in reasons):
                 continue
             try:
                 tasks.append(task_record(props, row["rounding"]))
             except TaskLoadError as exc:
                 raise TaskLoadError(f"rejected candidate kept for the ablation cannot be read: {exc}") from exc
-    return [t for t in tasks if t.base_sql and t.base_answer is not None]
+    return [t for t in tasks if _pairable(t)]
 
 
 # ------------------------------------------------------------------------------ choosing rules
@@ -174,15 +180,15 @@ class PairingRun:
     base_rows: list[tuple[Any, ...]] | None
 
     def outcome(self, rules: Sequence[RuleInfo]) -> tuple[Outcome, str, dict[str, Any] | None]:
-        """(outcome, reason, derived answer) of applying `rules` to the task's base SQL."""
-        assert self.task.base_sql is not None and self.task.base_answer is not None
+        """(outcome, reason, derived answer) of applying `rules` to the task's SQL without its featured rule."""
+        assert self.task.lifted_sql is not None and self.task.lifted_answer is not None
         try:
             effects = [pair for r in rules for pair in effects_on(r, self.metric)]
             if not effects:
                 return "not_applicable", "the rule has no structured effect", None
-            bound = apply_effects(Bound(parse(self.task.base_sql, where=f"task {self.task.task_id}: base_sql")),
+            bound = apply_effects(Bound(parse(self.task.lifted_sql, where=f"task {self.task.task_id}: lifted_sql")),
                                   effects, self.metric)
-            params = {**self.task.base_params, **bound.params}
+            params = {**self.task.lifted_params, **bound.params}
             unbound = sorted(placeholders(bound.tree) - set(params))
             if unbound:
                 # e.g. an override formula written for another metric's parameters
@@ -195,10 +201,12 @@ class PairingRun:
         except DerivationError as exc:
             # The rule emptied the analysis (e.g. too few periods left): the answer did change.
             return "changed", f"no answer any more: {exc}", None
-        check = check_answer(self.contract, self.task.base_answer, answer)
+        check = check_answer(self.contract, self.task.lifted_answer, answer)
         if check.malformed:
             raise DibenchError(f"task {self.task.task_id}: re-derived answer does not fit the contract: {check.reason}")
-        return ("unchanged", "same as without rules", answer) if check.passed else ("changed", check.reason, answer)
+        if check.passed:
+            return "unchanged", "same as without the featured rule", answer
+        return "changed", check.reason, answer
 
 
 def pairing_ablation(graph: Graph, wh: Warehouse, domain: str, *, seed: int = 42, run: str | None = None,
@@ -214,14 +222,15 @@ def pairing_ablation(graph: Graph, wh: Warehouse, domain: str, *, seed: int = 42
     reproduces = 0
     for task in tasks:
         metric = metrics[task.metric_ids[0]]
-        base_rows = None
-        if needs_base_rows(task) and task.base_sql:
-            base_rows = wh.execute_readonly(task.base_sql, task.base_params).rows
+        assert task.featured_rule is not None and task.lifted_sql is not None
+        # A counterfactual answer puts the rows without the featured rule beside the rows with it.
+        base_rows = wh.execute_readonly(task.lifted_sql, task.lifted_params).rows if needs_base_rows(task) else None
         pr = PairingRun(wh, task, metric, AnswerContract.model_validate(task.contract), base_rows)
-        own = set(task.rule_ids)
-        choice: dict[Pairing, list[str]] = {"graph": sorted(own)}
-        sim = similar_rule(metric, rules, index, own)
-        rnd = random_rule(task.task_id, rules, own, seed)
+        # Other candidates exclude the rules already in force (applying one twice proves nothing).
+        in_force = {p.split("@", 1)[0] for p in task.policy} | {task.featured_rule}
+        choice: dict[Pairing, list[str]] = {"graph": [task.featured_rule]}
+        sim = similar_rule(metric, rules, index, in_force)
+        rnd = random_rule(task.task_id, rules, in_force, seed)
         choice["similar"] = [sim] if sim else []
         choice["random"] = [rnd] if rnd else []
         for pairing in PAIRINGS:

@@ -73,6 +73,14 @@ def needs_base_rows(task: TaskRecord) -> bool:
     return task.analysis_type == "counterfactual"
 
 
+def hypothetical_statement(task: TaskRecord) -> tuple[str | None, dict[str, Any]]:
+    """The SQL of a counterfactual's hypothetical side: the policy with the featured rule lifted
+    (the base SQL for a task stored without it, e.g. the no-rule variant)."""
+    if task.lifted_sql:
+        return task.lifted_sql, task.lifted_params
+    return task.base_sql, task.base_params
+
+
 def derive_answer(task: TaskRecord, rows: Rows, base_rows: Rows | None = None) -> dict[str, Any]:
     """The answer `rows` (from the task's query shape) give; base_rows only for counterfactual tasks."""
     derive = DERIVERS.get(task.analysis_type)

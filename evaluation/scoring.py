@@ -1,8 +1,9 @@
 """The scorer: one verdict per task from its stored contract, and accuracy aggregates for a run.
 
 A wrong answer to a rule task (tier K+A+R with a stored base answer) is classified by checking
-it, under the same contract, against the base answer: if it matches, the agent computed the
-metric without the rule ("rule_ignored"); otherwise "computation_wrong".
+it, under the same contract, against the answers without rules: if it matches the answer with no
+rule, or the answer without the task's featured rule (the rest of the policy applied), the agent
+ignored a rule ("rule_ignored"); otherwise "computation_wrong".
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from evaluation.contracts import (
     AnswerContract,
     ContractError,
     check_answer,
+    shape_problems,
     validate_expected,
 )
 from evaluation.reporting_tables import TIER_ORDER, Bucket, accuracy_by, bucket, failure_counts
@@ -57,6 +59,8 @@ class ScoredTask(BaseModel):
     tier: Tier
     gold_answer: dict[str, Any]
     base_answer: dict[str, Any] | None = None
+    lifted_answer: dict[str, Any] | None = None
+    featured_rule: str | None = None
     contract: AnswerContract
     variant: Literal["standard", "oracle", "no_rule"] = "standard"
 
@@ -140,7 +144,11 @@ def score_task(task: Mapping[str, Any] | ScoredTask, answer: Any) -> Verdict:
         return Verdict(task_id=t.task_id, passed=False, reason=check.reason, failure_class="wrong_answer")
     if check_answer(t.contract, t.base_answer, answer).passed:
         return Verdict(task_id=t.task_id, passed=False, failure_class="rule_ignored",
-                       reason=f"matches the answer without the rule; {check.reason}")
+                       reason=f"matches the answer without any rule; {check.reason}")
+    if t.lifted_answer is not None and not shape_problems(t.contract, t.lifted_answer) \
+            and check_answer(t.contract, t.lifted_answer, answer).passed:
+        return Verdict(task_id=t.task_id, passed=False, failure_class="rule_ignored",
+                       reason=f"matches the answer without the rule {t.featured_rule}; {check.reason}")
     return Verdict(task_id=t.task_id, passed=False, reason=check.reason, failure_class="computation_wrong")
 
 

@@ -56,6 +56,15 @@ class TaskRecord(BaseModel):
     run_key: str | None = None
     status: Literal["admitted", "rejected"] = "admitted"
     rejections: list[str] = Field(default_factory=list)
+    dimension: str | None = Field(None, description="table.column the task slices or groups by")
+    featured_rule: str | None = Field(None, description="the rule a rule task is about")
+    decisive_rules: list[str] = Field(default_factory=list, description="rules whose removal changes the gold")
+    policy: list[str] = Field(default_factory=list, description="every rule considered, as id@version")
+    lifted_answer: dict[str, Any] | None = Field(None, description="the answer without the featured rule")
+    lifted_sql: str | None = None
+    lifted_params: dict[str, Any] = Field(default_factory=dict)
+    featured_sql: str | None = Field(None, description="the featured rule alone, shaped like gold_sql")
+    featured_params: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def rounding(self) -> int:
@@ -119,6 +128,11 @@ def task_record(props: dict[str, Any], rounding: int | None) -> TaskRecord:
         "metric_ids": [props["metric_id"]] if props.get("metric_id") else [],
         "rule_ids": list(props.get("rule_ids") or []), "facts": js("facts", {}), "run_key": props.get("run_key"),
         "status": props.get("status", "admitted"), "rejections": list(props.get("rejections") or []),
+        "dimension": props.get("dimension"),
+        "featured_rule": props.get("featured_rule"), "decisive_rules": list(props.get("decisive_rules") or []),
+        "policy": list(props.get("policy") or []), "lifted_answer": js("lifted_answer"),
+        "lifted_sql": props.get("lifted_sql"), "lifted_params": js("lifted_params", {}),
+        "featured_sql": props.get("featured_sql"), "featured_params": js("featured_params", {}),
     }
     try:
         return TaskRecord.model_validate(data)

@@ -1,10 +1,17 @@
 """Grounding: concrete windows and filter values drawn from the data; base SQL from the
-template, gold SQL with the rules' operations applied on the tree; both run read-only.
+template (no rule), gold SQL with the metric's whole policy applied on the tree, and the
+variants a task stores beside it (the policy without the featured rule, the featured rule
+alone); all run read-only.
+
+A Context may exclude rules from the policy (`excluded`): re-running an analysis with the same
+seeded draws and one rule excluded gives the answer an analyst who ignores that rule would
+compute, which is how decisive rules are found (generation/tasks.py).
 """
 from __future__ import annotations
 
 import calendar
 import datetime as dt
+import json
 import random
 import time
 from collections.abc import Callable
@@ -15,7 +22,7 @@ from sqlglot import exp
 
 from generation.skeletons import Skeleton
 from ingest.verify import as_date, metric_window
-from service.models import MetricSpec
+from service.models import LLMEffects, MetricSpec
 from service.warehouse import QueryResult, Warehouse
 from sqlops.dialect import parse, render
 from sqlops.ops import AnyEffect, Bound, apply_effects
@@ -25,21 +32,35 @@ from sqlops.tree import aliased_column, column
 Shape = Callable[[exp.Expression], exp.Expression]
 
 
+CACHE_ENTRIES = 256
+
+
 @dataclass
 class Executor:
-    """Runs SQL on the read-only path and accounts the time Postgres spent."""
+    """Runs SQL on the read-only path and accounts the time Postgres spent. Results are cached
+    by (SQL, parameters): the policy variants of one analysis re-run the same base and
+    top-value statements, and the warehouse does not change under a generation run."""
 
     wh: Warehouse
     sql_seconds: float = 0.0
     statements: int = 0
+    cache: dict[tuple[str, str], QueryResult] = field(default_factory=dict)
 
     def run(self, sql: str, params: dict[str, Any]) -> QueryResult:
+        key = (sql, json.dumps(params, sort_keys=True, default=str))
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
         started = time.perf_counter()
         try:
-            return self.wh.execute_readonly(sql, params)
+            result = self.wh.execute_readonly(sql, params)
         finally:
             self.sql_seconds += time.perf_counter() - started
             self.statements += 1
+        if len(self.cache) >= CACHE_ENTRIES:
+            self.cache.pop(next(iter(self.cache)))
+        self.cache[key] = result
+        return result
 
 
 @dataclass(frozen=True)
@@ -50,27 +71,61 @@ class Pair:
     base_sql: str
     gold_params: dict[str, Any]
     base_params: dict[str, Any]
+    lifted_rows: list[tuple[Any, ...]] | None = None  # the policy without the featured rule
+
+
+@dataclass(frozen=True)
+class Statement:
+    sql: str
+    params: dict[str, Any]
 
 
 @dataclass
 class Context:
+    """One analysis of one skeleton: the metric's SQL under its policy (minus `excluded` rules),
+    without any rule (base), and without the featured rule (lifted)."""
+
     metric: MetricSpec
     skeleton: Skeleton
-    effects: list[tuple[str, AnyEffect]]
     ex: Executor
     rng: random.Random
     data_window: tuple[dt.date, dt.date]
     rule_docs: dict[str, Any] = field(default_factory=dict)
+    excluded: frozenset[str] = frozenset()
+    fixed: dict[str, Any] = field(default_factory=dict)  # facts the primary attempt fixed (a threshold)
     base: Bound = field(init=False)
     gold: Bound = field(init=False)
+    last: tuple[Shape, dict[str, Any]] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.base = Bound(parse(self.metric.sql, where=f"metric {self.metric.id}: sql"))
-        self.gold = apply_effects(self.base, self.effects, self.metric)
+        self.gold = self.under(self.in_force)
+
+    @property
+    def in_force(self) -> frozenset[str]:
+        return frozenset(r.id for r in self.skeleton.policy) - self.excluded
+
+    @property
+    def featured(self) -> str | None:
+        return self.skeleton.featured.id if self.skeleton.featured else None
+
+    def effects(self, rule_ids: frozenset[str]) -> list[tuple[str, AnyEffect]]:
+        out = []
+        for ref in self.skeleton.policy:
+            if ref.id in rule_ids:
+                out += [(ref.id, LLMEffects.model_validate({"effects": [e]}).effects[0])
+                        for e in ref.effects_json() if e.get("metric") == self.metric.id]
+        return out
+
+    def under(self, rule_ids: frozenset[str]) -> Bound:
+        """The metric's SQL with the effects of `rule_ids` applied in the composition order."""
+        ids = {r.id for r in self.skeleton.policy if r.id in rule_ids}
+        winners = frozenset(r.id for r in self.skeleton.policy if r.id in ids and r.supersedes in ids)
+        return apply_effects(self.base, self.effects(rule_ids), self.metric, winners)
 
     @property
     def has_rules(self) -> bool:
-        return bool(self.effects)
+        return bool(self.in_force)
 
     @property
     def time_col(self) -> exp.Expression:
@@ -89,14 +144,27 @@ class Context:
     def window_params(self, window: tuple[dt.date, dt.date]) -> dict[str, Any]:
         return {"start_date": window[0], "end_date": window[1], **self.metric.params}
 
-    def pair(self, shape: Shape, window: tuple[dt.date, dt.date], extra: dict[str, Any] | None = None) -> Pair:
-        base_tree, gold_tree = shape(self.base.tree), shape(self.gold.tree)
+    def pair(self, shape: Shape, window: tuple[dt.date, dt.date], extra: dict[str, Any] | None = None, *,
+             lifted: bool = False) -> Pair:
+        """Run the shaped query under the policy and without rules (and, with `lifted`, without the
+        featured rule); remember the shape so that `statement` can render other variants."""
         base_params = {**self.window_params(window), **(extra or {})}
-        gold_params = {**base_params, **self.gold.params}
-        base_sql, gold_sql = render(base_tree), render(gold_tree)
-        gold = self.ex.run(gold_sql, gold_params)
-        base = self.ex.run(base_sql, base_params) if self.has_rules else gold
-        return Pair(gold.rows, base.rows, gold_sql, base_sql, gold_params, base_params)
+        self.last = (shape, base_params)
+        gold_st, base_st = self.statement(self.in_force), self.statement(frozenset())
+        gold = self.ex.run(gold_st.sql, gold_st.params)
+        base = self.ex.run(base_st.sql, base_st.params) if self.has_rules else gold
+        lifted_rows = None
+        if lifted:
+            st = self.statement(self.in_force - {self.featured})
+            lifted_rows = self.ex.run(st.sql, st.params).rows
+        return Pair(gold.rows, base.rows, gold_st.sql, base_st.sql, gold_st.params, base_st.params, lifted_rows)
+
+    def statement(self, rule_ids: frozenset[str]) -> Statement:
+        """The last shaped query under `rule_ids` (not run)."""
+        assert self.last is not None, "statement() needs a pair() first"
+        shape, base_params = self.last
+        bound = self.gold if rule_ids == self.in_force else self.under(rule_ids)
+        return Statement(render(shape(bound.tree)), {**base_params, **bound.params})
 
     def top_values(self, window: tuple[dt.date, dt.date], limit: int = 12, min_rows: int = 5) -> list[str]:
         """Dimension values present in the window, most frequent first, with at least min_rows rows."""

@@ -15,8 +15,9 @@ from typing import Any
 from generation import questions, validation
 from generation.analyses import registry
 from generation.selection import quality, select
-from generation.skeletons import Skeleton, enumerate_skeletons
+from generation.skeletons import Skeleton, enumerate_all
 from generation.workers import work, work_entry
+from generation.writeback import GOLD_VERSION
 from ingest.keys import dimension_key, metric_key, rule_key
 from ingest.pack import Pack
 from service.graph import Graph
@@ -36,10 +37,14 @@ class RunSummary:
     candidates: int = 0
     rules_covered: int = 0
     rules_total: int = 0
+    featured_covered: int = 0  # rules featured by an admitted task
+    multi_decisive: int = 0  # admitted tasks with more than one decisive rule
     metrics_covered: int = 0
     wall_seconds: float = 0.0
     sql_seconds: float = 0.0
     stage2: str = "skipped"
+    skipped_metrics: dict[str, str] = field(default_factory=dict)  # metric -> why its policy is incomplete
+    migrated: int = 0  # tasks of an older gold meaning retired before this run
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -64,7 +69,7 @@ def create_run(graph: Graph, pack: Pack, seed: int, target: int) -> str:
     props = {"domain": pack.name, "seed": seed, "target": target, "code_version": CODE_VERSION,
              "phraser": type(llm).__name__ if llm else "template", "judge": type(llm).__name__ if llm else "skipped",
              "phrase_prompt_version": questions.PROMPT_VERSION, "judge_prompt_version": validation.JUDGE_PROMPT_VERSION,
-             "started_at": stamp.isoformat(timespec="seconds")}
+             "started_at": stamp.isoformat(timespec="seconds"), "gold_version": GOLD_VERSION}
     graph.write("run_create", key=key, props=props)
     return key
 
@@ -105,6 +110,7 @@ def summarise(graph: Graph, run_key: str, pack: Pack, skeletons: int) -> RunSumm
     by_tier: Counter[str] = Counter()
     rej: Counter[str] = Counter()
     rules: set[str] = set()
+    featured: set[str] = set()
     metrics: set[str] = set()
     for r in rows:
         if r["variant"] != "standard":
@@ -114,11 +120,15 @@ def summarise(graph: Graph, run_key: str, pack: Pack, skeletons: int) -> RunSumm
             by_tier[r["tier"]] += 1
             rules.update(r["rule_ids"] or [])
             metrics.add(r["metric_id"])
+            if r["featured_rule"]:
+                featured.add(r["featured_rule"])
+            s.multi_decisive += int(r["decisive"] > 1)
         for reason in r["rejections"] or []:
             rej[reason.split(":", 1)[0]] += 1
     s.admitted = sum(by_type.values())
     s.by_type, s.by_tier, s.rejections_by_check = dict(sorted(by_type.items())), dict(sorted(by_tier.items())), dict(sorted(rej.items()))
     s.rules_covered, s.rules_total, s.metrics_covered = len(rules), len(pack.rules), len(metrics)
+    s.featured_covered = len(featured)
     return s
 
 
@@ -140,6 +150,20 @@ def augmentation_batch(candidates: list[Skeleton], used: set[str], compatible: C
     return out
 
 
+def migrate(graph: Graph, domain: str, run_key: str) -> int:
+    """Retire admitted tasks whose gold has an older meaning, with one changelog record."""
+    key = f"migration:{domain}/gold-v{GOLD_VERSION}@{run_key}"
+    reason = (f"gold meaning changed to v{GOLD_VERSION}: the gold answer applies the metric's whole policy, "
+              f"not only the skeleton's rule; regenerated tasks are admitted again")
+    retired = int(graph.write_returning("migrate_retire_old_gold", domain=domain, gold_version=GOLD_VERSION,
+                                        reason=reason, key=key)[0]["retired"])
+    if retired:
+        graph.write("migrate_record", domain=domain, key=key,
+                    props={"domain": domain, "gold_version": GOLD_VERSION, "retired": retired, "run": run_key,
+                           "reason": reason, "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
+    return retired
+
+
 def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, workers: int = 1,
              min_per_type: int = 3, progress: Callable[[str], None] | None = None,
              counter: Counter_ | None = None) -> RunSummary:
@@ -147,11 +171,17 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
 
     started = time.perf_counter()
     say = progress or (lambda _m: None)
-    candidates = enumerate_skeletons(graph, pack.name, seed=seed)
+    enum = enumerate_all(graph, pack.name, seed=seed)
+    candidates = enum.skeletons
     say(f"{len(candidates)} skeletons enumerated")
+    for metric, why in sorted(enum.skipped.items()):
+        say(f"skipping metric {metric}: {why}")
     sel = select(candidates, target, seed=seed)
     chosen = list(sel.picked) + list(sel.coverage_added)
     run_key = create_run(graph, pack, seed, target)
+    migrated = migrate(graph, pack.name, run_key)
+    if migrated:
+        say(f"{migrated} tasks of an older gold meaning retired (GoldMigration record)")
     graph.write("skeletons_plan", run=run_key, rows=plan_rows(list(sel.picked), "mmr", 0)
                 + plan_rows(list(sel.coverage_added), "coverage", len(sel.picked)))
     say(f"{len(sel.picked)} selected by MMR, {len(sel.coverage_added)} added for coverage; generating")
@@ -177,6 +207,7 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
             stats += process(graph, run_key, pack, seed, workers, counter)
             summary = summarise(graph, run_key, pack, len(chosen))
     summary.skeletons = len(chosen)
+    summary.skipped_metrics, summary.migrated = enum.skipped, migrated
     summary.wall_seconds = round(time.perf_counter() - started, 2)
     summary.sql_seconds = round(sum(s["sql_seconds"] for s in stats), 2)
     summary.stage2 = "skipped (no LLM configured)" if configured_model() is None else "judged"

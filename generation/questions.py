@@ -63,8 +63,10 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
                 f"Use a two-tailed Welch's t-test at the 5% level on the monthly values.")
     if analysis == "counterfactual":
         by = "month" if facts.get("by_month") else dim_label
-        return _pick(rng, [f"For each {by} {when}, what is the {name} under our current policies, and what would it be if the policy adjustments that apply to it were lifted?",
-                           f"Per {by} {when}: how much do our current policies change the {name}? Give the value under current policy and the value without those adjustments."])
+        lifted = facts.get("lifted")
+        what = f"the \"{lifted}\" policy" if lifted else "the policy adjustments that apply to it"
+        return _pick(rng, [f"For each {by} {when}, what is the {name} under all our current policies, and what would it be if {what} were lifted (every other policy still applied)?",
+                           f"Per {by} {when}: how much does {what} change the {name}? Give the value under all current policies and the value with only that policy lifted."])
     if analysis == "decomposition":
         return _pick(rng, [f"Break down the {name} by {dim_label} {when}.",
                            f"What was the {name} for each {dim_label} {when}?"])

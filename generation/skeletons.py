@@ -1,8 +1,11 @@
 """Skeleton enumeration: connected subgraphs (metric, dimension, tables, rules) from Cypher.
 
-A skeleton fixes the metric, data sources, one dimension and zero or one verified rule,
-but no concrete values. A conditional rule is only paired with its own dimension or with
-dimensions of other tables (its applicability value is then drawn into the slice).
+A skeleton fixes the metric, data sources, one dimension, the metric's whole policy (every rule
+in force on it: service/policy.py) and zero or one *featured* rule from that policy, but no
+concrete values. The gold answer applies the whole policy; the featured rule is the one a rule
+task is about (it must be decisive). A conditional featured rule draws its applicability value
+into the slice. Metrics whose policy is incomplete (a conflict, a rule without effects) yield no
+skeleton: `enumerate_skeletons` reports them instead.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.graph import Graph
+from service.policy import Policy, RuleEdge, domain_policies
 
 
 @dataclass(frozen=True)
@@ -23,10 +27,20 @@ class RuleRef:
     content_hash: str
     applies_dimension: str | None = None
     applies_value: str | None = None
+    supersedes: str | None = None
 
     def effects_json(self) -> list[dict[str, Any]]:
         data = json.loads(self.op)
         return data if isinstance(data, list) else [data]
+
+    @property
+    def tag(self) -> str:
+        return f"{self.id}@{self.version}"
+
+    @staticmethod
+    def of(edge: RuleEdge) -> "RuleRef":
+        return RuleRef(edge.rule_id, edge.op, edge.rule_type, edge.version, edge.content_hash,
+                       edge.applies_dimension, edge.applies_value, edge.supersedes)
 
 
 @dataclass(frozen=True)
@@ -38,7 +52,12 @@ class Skeleton:
     dimension_label: str
     cardinality: int
     tables: tuple[str, ...]
-    rules: tuple[RuleRef, ...] = field(default_factory=tuple)
+    rules: tuple[RuleRef, ...] = field(default_factory=tuple)  # the featured rule (zero or one)
+    policy: tuple[RuleRef, ...] = field(default_factory=tuple)  # every rule in force on the metric
+
+    @property
+    def featured(self) -> RuleRef | None:
+        return self.rules[0] if self.rules else None
 
     @property
     def key(self) -> str:
@@ -53,30 +72,51 @@ class Skeleton:
         return {"key": self.key, "domain": self.domain, "metric": self.metric, "dimension": self.dimension,
                 "dimension_type": self.dimension_type, "dimension_label": self.dimension_label,
                 "cardinality": self.cardinality, "tables": list(self.tables),
-                "rules_json": json.dumps([r.__dict__ for r in self.rules], sort_keys=True)}
+                "rules_json": json.dumps([r.__dict__ for r in self.rules], sort_keys=True),
+                "policy_json": json.dumps([r.__dict__ for r in self.policy], sort_keys=True)}
 
     @staticmethod
     def from_row(row: dict[str, Any]) -> "Skeleton":
+        # A skeleton planned before policies existed has no policy_json: read it as featured-only.
+        rules = tuple(RuleRef(**r) for r in json.loads(row["rules_json"]))
+        stored = json.loads(row.get("policy_json") or "null")
+        policy = tuple(RuleRef(**r) for r in stored) if stored is not None else rules
         return Skeleton(row["domain"], row["metric"], row["dimension"], row["dimension_type"],
-                        row["dimension_label"], int(row["cardinality"]), tuple(row["tables"]),
-                        tuple(RuleRef(**r) for r in json.loads(row["rules_json"])))
+                        row["dimension_label"], int(row["cardinality"]), tuple(row["tables"]), rules, policy)
 
 
-def enumerate_skeletons(graph: Graph, domain: str, *, limit: int = 5000, seed: int = 42) -> list[Skeleton]:
+@dataclass
+class Enumeration:
+    skeletons: list[Skeleton]
+    skipped: dict[str, str] = field(default_factory=dict)  # metric id -> why its policy is incomplete
+
+
+def enumerate_all(graph: Graph, domain: str, *, limit: int = 5000, seed: int = 42,
+                  policies: dict[str, Policy] | None = None) -> Enumeration:
+    """Skeletons of every metric whose policy is complete; the other metrics with the reason."""
+    policies = domain_policies(graph, domain) if policies is None else policies
     out: list[Skeleton] = []
+    skipped: dict[str, str] = {}
     for r in graph.read("skeleton_candidates", domain=domain):
+        pol = policies.get(r["metric"])
+        if pol is not None and not pol.complete:
+            skipped[r["metric"]] = pol.problem() or "policy incomplete"
+            continue
+        in_force = tuple(RuleRef.of(e) for e in pol.edges) if pol is not None else ()
         rule = r["rule"]
         rules: tuple[RuleRef, ...] = ()
         if rule is not None:
-            ref = RuleRef(rule["id"], rule["op"], rule["rule_type"], rule["version"], rule["hash"],
-                          rule["applies_dimension"], None if rule["applies_value"] is None else str(rule["applies_value"]))
-            # A rule that applies only to one value of dimension X cannot show its effect on a
-            # breakdown where every group is a single value of X other than its own... it can,
-            # so keep it; but a conditional rule on a temporal breakdown is kept too (trend).
-            rules = (ref,)
+            featured = next((ref for ref in in_force if ref.id == rule["id"]), None)
+            if featured is None:
+                continue  # superseded on this metric: not part of its policy, so not featured
+            rules = (featured,)
         out.append(Skeleton(domain, r["metric"], r["dimension"], r["dimension_type"], r["dimension_label"],
-                            int(r["cardinality"] or 0), tuple(sorted(r["tables"])), rules))
+                            int(r["cardinality"] or 0), tuple(sorted(r["tables"])), rules, in_force))
     if len(out) > limit:
         rng = random.Random(seed)
         out = sorted(rng.sample(out, limit), key=lambda s: s.key)
-    return out
+    return Enumeration(out, skipped)
+
+
+def enumerate_skeletons(graph: Graph, domain: str, *, limit: int = 5000, seed: int = 42) -> list[Skeleton]:
+    return enumerate_all(graph, domain, limit=limit, seed=seed).skeletons

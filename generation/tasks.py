@@ -5,18 +5,20 @@ import hashlib
 import json
 import random
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from generation.analyses import Outcome, registry
-from generation.grounding import Context, Executor, data_window
+from generation.analyses import Analysis, Outcome, registry
+from generation.grounding import Context, Executor, Statement, data_window
 from generation.questions import answer_format, llm_question, template_question
 from generation.skeletons import Skeleton
-from generation.validation import PHRASING_DIMENSIONS, Candidate, Vocabulary, judge, rule_changes_answer, stage1
+from generation.validation import (NOT_DISCRIMINATIVE, PHRASING_DIMENSIONS, Candidate, Vocabulary, judge,
+                                   rule_changes_answer, stage1)
 from ingest.pack import Pack
 from service.errors import DibenchError
-from service.models import LLMEffects
+from service.models import MetricSpec
 
 MAX_WINDOW_TRIES = 3
 
@@ -33,10 +35,14 @@ def vocabulary(pack: Pack, columns: dict[str, list[str]]) -> Vocabulary:
     return Vocabulary(frozenset(ids))
 
 
-def tier_of(analysis: str, sk: Skeleton) -> str:
-    if analysis == "knowledge_retrieval":
+KNOWLEDGE = "knowledge_retrieval"
+
+
+def tier_of(analysis: str, policy_changes: bool) -> str:
+    """K: retrieval alone; K+A+R: the metric's policy changes the answer; K+A otherwise."""
+    if analysis == KNOWLEDGE:
         return "K"
-    return "K+A+R" if sk.rules else "K+A"
+    return "K+A+R" if policy_changes else "K+A"
 
 
 def candidate_key(sk: Skeleton, analysis: str, variant: str = "standard") -> str:
@@ -44,13 +50,72 @@ def candidate_key(sk: Skeleton, analysis: str, variant: str = "standard") -> str
     return f"task:{sk.domain}/{digest}"
 
 
-def effects_for(sk: Skeleton, metric_id: str) -> list[tuple[str, Any]]:
-    out = []
-    for r in sk.rules:
-        for e in r.effects_json():
-            if e.get("metric") == metric_id:
-                out.append((r.id, LLMEffects.model_validate({"effects": [e]}).effects[0]))
-    return out
+@dataclass
+class Grounded:
+    """An analysis grounded under the metric's policy, with the answers of its variants."""
+
+    result: Outcome
+    policy_changes: bool = False  # the policy's answer differs from the no-rule answer
+    decisive: list[str] = field(default_factory=list)  # rules whose removal changes the answer
+    lifted_answer: dict[str, Any] | None = None  # without the featured rule
+    lifted: Statement | None = None
+    featured_only: Statement | None = None
+
+
+Accept = Callable[[Outcome], bool]
+
+
+def ground(analysis: Analysis, sk: Skeleton, metric: MetricSpec, ex: Executor, rng: random.Random,
+           window: tuple[Any, Any], docs: dict[str, Any], *, accept: Accept | None = None,
+           tries: int | None = None) -> Grounded | None:
+    """Ground `analysis` under the skeleton's policy. Attempts draw windows and groups from `rng`;
+    the first attempt that `accept`s (default: a rule skeleton's featured rule is decisive) is kept.
+    Each variant re-runs the kept attempt's draws with rules excluded, so it answers the same
+    question; that is how the decisive rules and the answer without the featured rule are found."""
+    featured = sk.featured.id if sk.featured else None
+    tries = tries or int(getattr(analysis, "WINDOW_TRIES", MAX_WINDOW_TRIES))
+    result: Outcome | None = None
+    for attempt in range(tries):
+        state = rng.getstate()
+        ctx = Context(metric, sk, ex, rng, window, docs)
+        result = analysis.build(ctx)
+        if result is None:
+            return None
+        if analysis.NAME == KNOWLEDGE:
+            return Grounded(result)
+        after = rng.getstate()
+
+        def variant(excluded: frozenset[str], primary: Outcome = result, state: Any = state) -> dict[str, Any] | None:
+            rng.setstate(state)
+            vctx = Context(metric, sk, ex, rng, window, docs, excluded=excluded, fixed=primary.facts)
+            out = analysis.build(vctx)
+            return out.gold_answer if out is not None else None
+
+        def changes(other: dict[str, Any] | None, gold: dict[str, Any] = result.gold_answer) -> bool:
+            return other is None or rule_changes_answer(analysis.NAME, gold, other, metric.rounding)
+
+        last = attempt == tries - 1
+        answers: dict[str, dict[str, Any] | None] = {}
+        if accept is not None:
+            if not accept(result) and not last:
+                continue
+        elif featured is not None:
+            answers[featured] = variant(frozenset({featured}))
+            # A rule task tries other windows until its featured rule is decisive (the cheap check first).
+            if not changes(answers[featured]) and not last:
+                rng.setstate(after)
+                continue
+        for r in sorted(ctx.in_force - set(answers)):
+            answers[r] = variant(frozenset({r}))
+        rng.setstate(after)
+        g = Grounded(result, policy_changes=bool(ctx.in_force) and changes(result.base_answer),
+                     decisive=sorted(r for r, a in answers.items() if changes(a)))
+        if featured is not None:
+            g.lifted_answer = answers[featured]
+            g.lifted = ctx.statement(ctx.in_force - {featured})
+            g.featured_only = ctx.statement(frozenset({featured}))
+        return g
+    return None
 
 
 def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, *, seed: int,
@@ -65,47 +130,62 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
         if not analysis.compatible(sk):
             continue
         rng = random.Random(f"{seed}|{sk.key}|{analysis.NAME}")
-        ctx = Context(metric, sk, effects_for(sk, metric.id), ex, rng, windows[metric.id], docs)
-        result: Outcome | None = None
         try:
-            for _ in range(getattr(analysis, "WINDOW_TRIES", MAX_WINDOW_TRIES)):
-                result = analysis.build(ctx)
-                # A rule task retries other windows until the rule changes the answer.
-                if result is None or not sk.rules or analysis.NAME == "knowledge_retrieval" \
-                        or rule_changes_answer(analysis.NAME, result.gold_answer, result.base_answer, metric.rounding):
-                    break
+            g = ground(analysis, sk, metric, ex, rng, windows[metric.id], docs)
         except DibenchError as exc:
-            result = Outcome({"error": str(exc)}, {}, None, None, {}, {}, {})
-        if result is None:
+            g = Grounded(Outcome({"error": str(exc)}, {}, None, None, {}, {}, {}))
+        if g is None:
             continue
-        tier = tier_of(analysis.NAME, sk)
-        rule_texts = [docs[r.id].body for r in sk.rules if r.id in docs]
+        out.append(candidate(sk, pack, analysis.NAME, g, rng, vocab, llm, key=candidate_key(sk, analysis.NAME)))
+    return out
+
+
+def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.Random, vocab: Vocabulary,
+              llm: BaseChatModel | None, *, key: str, question: str | None = None) -> Candidate:
+    """A validated candidate task from a grounded analysis (`question` keeps a stored wording)."""
+    metric = pack.metric_by_id[sk.metric]
+    docs = {r.id: r for r in pack.rules}
+    result = g.result
+    featured = sk.featured
+    tier = tier_of(analysis, g.policy_changes)
+    # USES_RULE goes to the decisive rules; a knowledge task is about its featured document.
+    used = [featured.id] if analysis == KNOWLEDGE and featured else g.decisive
+    refs = {r.id: r for r in sk.policy}
+    rule_texts = [docs[r].body for r in used if r in docs]
+    if question is None:
         if llm is not None:
-            question = llm_question(llm, analysis.NAME, metric.name, result.gold_answer, result.facts, rule_texts,
+            question = llm_question(llm, analysis, metric.name, result.gold_answer, result.facts, rule_texts,
                                     where=sk.key)
         else:
-            question = template_question(analysis.NAME, metric.name, sk.dimension_label, result.facts, rng,
-                                         metric.unit)
-        c = Candidate(
-            key=candidate_key(sk, analysis.NAME), skeleton_key=sk.key, domain=sk.domain,
-            analysis_type=analysis.NAME, tier=tier, metric_id=metric.id, rule_ids=[r.id for r in sk.rules],
-            rule_versions=[f"{r.id}@{r.version}#{r.content_hash[:12]}" for r in sk.rules], dimension=sk.dimension,
-            dimension_type=sk.dimension_type, question=question, answer_format=answer_format(analysis.NAME),
-            gold_answer=result.gold_answer, base_answer=result.base_answer if tier == "K+A+R" else None,
-            gold_sql=result.gold_sql, base_sql=result.base_sql, gold_params=result.gold_params,
-            base_params=result.base_params, tables=list(sk.tables), facts=result.facts, rounding=metric.rounding,
-        )
-        c.rejections = stage1(c, vocab)
-        if not c.rejections:
-            def rephrase(previous: str, objections: list[str], result: Outcome = result,
-                         name: str = analysis.NAME) -> str:
-                assert llm is not None
-                return llm_question(llm, name, metric.name, result.gold_answer, result.facts, rule_texts,
-                                    where=f"{sk.key} (rewrite)", rewrite=(previous, objections))
+            question = template_question(analysis, metric.name, sk.dimension_label, result.facts, rng, metric.unit)
+    c = Candidate(
+        key=key, skeleton_key=sk.key, domain=sk.domain,
+        analysis_type=analysis, tier=tier, metric_id=metric.id, rule_ids=used,
+        rule_versions=[f"{r}@{refs[r].version}#{refs[r].content_hash[:12]}" for r in used if r in refs],
+        dimension=sk.dimension, dimension_type=sk.dimension_type, question=question,
+        answer_format=answer_format(analysis), gold_answer=result.gold_answer,
+        base_answer=result.base_answer if tier == "K+A+R" else None,
+        gold_sql=result.gold_sql, base_sql=result.base_sql, gold_params=result.gold_params,
+        base_params=result.base_params, tables=list(sk.tables), facts=result.facts, rounding=metric.rounding,
+        featured_rule=featured.id if featured else None, decisive_rules=list(g.decisive),
+        policy=[r.tag for r in sk.policy], lifted_answer=g.lifted_answer,
+        lifted_sql=g.lifted.sql if g.lifted else None, lifted_params=g.lifted.params if g.lifted else {},
+        featured_sql=g.featured_only.sql if g.featured_only else None,
+        featured_params=g.featured_only.params if g.featured_only else {},
+    )
+    if featured is not None and analysis != KNOWLEDGE and "error" not in result.gold_answer \
+            and featured.id not in g.decisive:
+        c.rejections.append(f"{NOT_DISCRIMINATIVE}: the featured rule {featured.id} does not change the answer "
+                            f"under the metric's policy (counterfactual filter)")
+    c.rejections += stage1(c, vocab)
+    if not c.rejections:
+        def rephrase(previous: str, objections: list[str]) -> str:
+            assert llm is not None
+            return llm_question(llm, analysis, metric.name, result.gold_answer, result.facts, rule_texts,
+                                where=f"{sk.key} (rewrite)", rewrite=(previous, objections))
 
-            c.judge = run_judge(llm, c, vocab, rephrase)
-        out.append(c)
-    return out
+        c.judge = run_judge(llm, c, vocab, rephrase)
+    return c
 
 
 Rephrase = Callable[[str, list[str]], str]

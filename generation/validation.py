@@ -42,6 +42,14 @@ class Candidate:
     rejections: list[str] = field(default_factory=list)
     judge: dict[str, Any] = field(default_factory=dict)
     rounding: int = 2  # the metric's rounding: the answer contract's tolerance
+    featured_rule: str | None = None  # the skeleton's rule: a rule task is about it
+    decisive_rules: list[str] = field(default_factory=list)  # rules whose removal changes the gold answer
+    policy: list[str] = field(default_factory=list)  # every rule considered, as id@version
+    lifted_answer: dict[str, Any] | None = None  # the answer under the policy without the featured rule
+    lifted_sql: str | None = None
+    lifted_params: dict[str, Any] = field(default_factory=dict)
+    featured_sql: str | None = None  # the featured rule alone (what a one-rule analyst computes)
+    featured_params: dict[str, Any] = field(default_factory=dict)
 
 
 def task_contract(analysis_type: str, rounding: int) -> AnswerContract:
@@ -125,15 +133,12 @@ def not_naturalised(c: Candidate, v: Vocabulary) -> str | None:
     return "question contains a raw column-style name (underscore)" if "_" in c.question else None
 
 
-def rule_not_discriminative(c: Candidate, v: Vocabulary) -> str | None:
-    """Counterfactual filter: a rule task must have a gold answer different from its base answer."""
-    if c.tier == "K+A+R" and c.base_answer is not None \
-            and not rule_changes_answer(c.analysis_type, c.gold_answer, c.base_answer, c.rounding):
-        return "rule does not change the answer (counterfactual filter)"
-    return None
+# The counterfactual filter (generation/tasks.py `candidate`): a rule task is admitted only if its
+# featured rule is decisive under the metric's whole policy. Its rejections start with this name.
+NOT_DISCRIMINATIVE = "rule_not_discriminative"
 
 
-STAGE1: tuple[Check, ...] = (missing_gold, unscorable, rule_not_discriminative, too_short, leaked_identifiers,
+STAGE1: tuple[Check, ...] = (missing_gold, unscorable, too_short, leaked_identifiers,
                              datetime_as_category, short_knowledge, not_naturalised)
 
 

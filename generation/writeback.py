@@ -1,5 +1,7 @@
 """Write-back: admitted tasks (and rejected candidates, with reasons) as Task nodes linked to
-their skeleton, metric, rules (with the version used), tables, dimension and Run."""
+their skeleton, metric, decisive rules (USES_RULE, with the version used), tables, dimension and
+Run. Each task records the policy it considered (rule id @ version), its featured rule, its
+decisive rules, and the answers without any rule and without the featured rule."""
 from __future__ import annotations
 
 import json
@@ -9,9 +11,17 @@ from generation.validation import Candidate
 from ingest.keys import dimension_key, metric_key, rule_key, rule_version_key, table_key
 from ingest.pack import Pack
 
+# What a task's gold means: 2 = the metric's whole policy (1 = the skeleton's one rule). A domain
+# generated with an older meaning is retired, with a changelog entry, when it is generated again.
+GOLD_VERSION = 2
+
 
 def _params_json(p: dict[str, Any]) -> str:
     return json.dumps(p, sort_keys=True, default=str)
+
+
+def _json_or_none(v: Any) -> str | None:
+    return json.dumps(v, sort_keys=True) if v is not None else None
 
 
 def task_rows(cands: list[Candidate], pack: Pack, run_key: str) -> list[dict[str, Any]]:
@@ -35,15 +45,22 @@ def task_rows(cands: list[Candidate], pack: Pack, run_key: str) -> list[dict[str
                 "domain": cand.domain, "analysis_type": cand.analysis_type, "tier": cand.tier, "variant": variant,
                 "question": question, "answer_format": cand.answer_format,
                 "gold_answer": json.dumps(gold, sort_keys=True),
-                "base_answer": json.dumps(cand.base_answer, sort_keys=True) if cand.base_answer is not None else None,
+                "base_answer": _json_or_none(cand.base_answer),
                 "gold_sql": cand.gold_sql if variant != "no_rule" else cand.base_sql, "base_sql": cand.base_sql,
                 "gold_params": _params_json(cand.gold_params if variant != "no_rule" else cand.base_params),
                 "base_params": _params_json(cand.base_params),
                 "metric_id": cand.metric_id, "rule_ids": cand.rule_ids, "rule_versions": cand.rule_versions,
                 "dimension": cand.dimension, "status": status, "rejections": cand.rejections,
+                "featured_rule": cand.featured_rule, "decisive_rules": cand.decisive_rules, "policy": cand.policy,
+                "gold_version": GOLD_VERSION,
                 "judge": json.dumps(cand.judge, sort_keys=True), "facts": json.dumps(cand.facts, sort_keys=True, default=str),
                 "run_key": run_key, "skeleton_key": cand.skeleton_key, "version": 1,
             }
+            if variant != "no_rule":  # the no-rule variant has no rule to lift or feature
+                props.update({
+                    "lifted_answer": _json_or_none(cand.lifted_answer), "lifted_sql": cand.lifted_sql,
+                    "lifted_params": _params_json(cand.lifted_params), "featured_sql": cand.featured_sql,
+                    "featured_params": _params_json(cand.featured_params)})
             rows.append({
                 "key": key, "props": props, "metric_key": metric_key(cand.domain, cand.metric_id),
                 "dimension_key": dimension_key(cand.domain, cand.dimension),

@@ -25,7 +25,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from generation.grounding import Executor
 from generation.pipeline import CODE_VERSION, plan_rows
-from generation.skeletons import RuleRef, Skeleton, enumerate_skeletons
+from generation.skeletons import RuleRef, Skeleton, enumerate_all
 from generation.tasks import build_candidates, vocabulary
 from generation.validation import Candidate, Vocabulary
 from generation.writeback import task_rows
@@ -37,6 +37,7 @@ from ingest.rules import RulePlan, plan_rules
 from service.config import get_settings
 from service.errors import DibenchError, PackError, PackErrors
 from service.graph import Graph
+from service.policy import Policy, RuleEdge, policy_inputs
 from service.queries import resolve_one
 from service.warehouse import Warehouse
 
@@ -154,27 +155,14 @@ def _applies(rows: list[dict[str, Any]]) -> tuple[str | None, str | None]:
     return first[0] if first else (None, None)
 
 
-def plan_refs(plan: RulePlan, doc: RuleDoc, rule_type: str) -> dict[str, RuleRef]:
-    """{metric id: RuleRef} for the verified edges of the rule's new version."""
+def plan_edges(plan: RulePlan, doc: RuleDoc, rule_type: str) -> list[RuleEdge]:
+    """The verified rule -> metric edges of the rule's new version, as the graph will hold them."""
     dims = [{"dimension": a["dimension"].split("/", 1)[1], "value": a["value"]} for a in plan.applies]
-    dim, value = _applies(dims)
-    out = {}
-    for m in plan.modifies:
-        if m["props"]["verified"]:
-            out[m["metric"].split("/", 1)[1]] = RuleRef(doc.id, m["props"]["op"], rule_type, doc.front.version,
-                                                       doc.content_hash, dim, value)
-    return out
-
-
-def graph_refs(graph: Graph, domain: str, metrics: list[str]) -> dict[tuple[str, str], RuleRef]:
-    """Current verified edges of every rule on `metrics`: {(rule id, metric id): RuleRef}."""
-    out = {}
-    for r in graph.read("update_rule_refs", domain=domain, metrics=metrics):
-        if r["verified"]:
-            dim, value = _applies(r["applies"])
-            out[(r["rule_id"], r["metric_id"])] = RuleRef(r["rule_id"], r["op"], r["rule_type"], r["version"],
-                                                          r["hash"], dim, value)
-    return out
+    first = sorted((str(a["dimension"]), str(a["value"])) for a in dims)
+    dim, value = first[0] if first else (None, None)
+    return [RuleEdge(doc.id, m["metric"].split("/", 1)[1], m["props"]["op"], rule_type, doc.front.version,
+                     doc.content_hash, dim, value, doc.front.supersedes)
+            for m in plan.modifies if m["props"]["verified"]]
 
 
 def effects_diff(before: list[dict[str, Any]], plan: RulePlan | None) -> list[dict[str, Any]]:
@@ -241,8 +229,9 @@ def classify(task: dict[str, Any], why: str, c: Candidate | None, ctx: _Ctx, pla
     if same and not retired:
         rows = _rows_for(c, task, ctx, v, stamp=False)
         std = rows[0]["props"]
-        if any(canonical(std[k]) != canonical(task.get(k)) for k in ("rule_versions", "gold_sql", "gold_params")):
-            ch.reason = "same answer; provenance moved to the new rule version"
+        if any(canonical(std[k]) != canonical(task.get(k)) for k in ("rule_versions", "gold_sql", "gold_params",
+                                                                             "policy", "decisive_rules")):
+            ch.reason = "same answer; provenance moved to the metric's current policy"
             plan.writes.extend(rows)
         return ch
     ch.action, ch.version_after, ch.gold_after = "updated", v + 1, c.gold_answer
@@ -255,61 +244,52 @@ def classify(task: dict[str, Any], why: str, c: Candidate | None, ctx: _Ctx, pla
     return ch
 
 
-def _effective_rules(task: dict[str, Any], sk: Skeleton, why: str, rule_id: str, new_refs: dict[str, RuleRef],
-                     current: dict[tuple[str, str], RuleRef]) -> tuple[RuleRef, ...] | None:
-    """The task's rules with today's operations; None when the updated rule no longer verifiably
-    modifies the task's metric."""
-    own = {r.id: r for r in sk.rules}
-    out = []
-    for rid in task.get("rule_ids") or []:
-        if rid == rule_id:
-            if task["metric_id"] not in new_refs:
-                return None
-            out.append(new_refs[task["metric_id"]])
-        else:
-            ref = current.get((rid, task["metric_id"])) or own.get(rid)
-            if ref is not None:
-                out.append(ref)
-    if why == "new_metric":
-        out.append(new_refs[task["metric_id"]])
-    return tuple(out)
+def policy_skeleton(sk: Skeleton, policy: Policy | None) -> tuple[Skeleton | None, str]:
+    """The task's skeleton under its metric's policy as of the update: None (with the reason) when
+    the policy is incomplete or no longer holds the task's featured rule."""
+    if policy is not None and not policy.complete:
+        return None, policy.problem() or "the metric's policy is incomplete"
+    refs = tuple(RuleRef.of(e) for e in policy.edges) if policy is not None else ()
+    featured = sk.featured
+    if featured is not None:
+        now = next((r for r in refs if r.id == featured.id), None)
+        if now is None:
+            return None, f"the featured rule {featured.id} no longer (verifiably) modifies this metric"
+        return replace(sk, rules=(now,), policy=refs), ""
+    return replace(sk, policy=refs), ""
 
 
-def plan_tasks(plan: UpdatePlan, graph: Graph, ctx: _Ctx, new_refs: dict[str, RuleRef], new_metrics: list[str]) -> None:
-    affected = graph.read("update_affected_tasks", rule=plan.rule_key,
-                          metrics=[metric_key(plan.domain, m) for m in new_metrics])
-    metrics = sorted({a["task"]["metric_id"] for a in affected})
-    current = graph_refs(graph, plan.domain, metrics)
+def plan_tasks(plan: UpdatePlan, graph: Graph, ctx: _Ctx, policies: dict[str, Policy], metrics: list[str]) -> None:
+    """Re-derive every task on a metric whose policy the update may change."""
+    affected = graph.read("update_affected_tasks", metrics=[metric_key(plan.domain, m) for m in metrics])
     default_seed = get_settings().seed
     for a in sorted(affected, key=lambda a: a["task"]["key"]):
-        task, why = a["task"], a["why"]
-        sk = Skeleton.from_row(a["skeleton"])
-        rules = _effective_rules(task, sk, why, plan.rule_id, new_refs, current)
-        if rules is None:
-            c = None
-        else:
+        task = a["task"]
+        sk, why_not = policy_skeleton(Skeleton.from_row(a["skeleton"]), policies.get(task["metric_id"]))
+        c = None
+        if sk is not None:
             seed = int(a["seed"]) if a["seed"] is not None else default_seed
-            c = rederive(task, sk, rules, ctx.pack, ctx.ex, ctx.vocab, seed=seed, windows=ctx.windows, llm=ctx.llm)
-        change = classify(task, why, c, ctx, plan)
-        if rules is None and change.action == "retired":
-            change.reason = "the rule no longer (verifiably) modifies this metric"
+            c = rederive(task, sk, ctx.pack, ctx.ex, ctx.vocab, seed=seed, windows=ctx.windows, llm=ctx.llm)
+        change = classify(task, a["why"], c, ctx, plan)
+        if sk is None and change.action == "retired":
+            change.reason = why_not
             plan.retire[-1]["reason"] = change.reason
         plan.changes.append(change)
 
 
 # ------------------------------------------------------------------------------ regeneration
-def plan_regeneration(plan: UpdatePlan, graph: Graph, ctx: _Ctx, new_refs: dict[str, RuleRef],
+def plan_regeneration(plan: UpdatePlan, graph: Graph, ctx: _Ctx, policies: dict[str, Policy],
                       new_metrics: list[str], seed: int) -> None:
-    """Tasks for skeletons (metric, dimension, rule) on metrics the rule newly modifies."""
+    """Tasks for skeletons (metric, dimension, featured rule) on metrics the rule newly modifies."""
     if not new_metrics:
         return
     from generation import questions, validation
 
-    bases = [s for s in enumerate_skeletons(graph, plan.domain, limit=10**9, seed=seed)
+    bases = [s for s in enumerate_all(graph, plan.domain, limit=10**9, seed=seed, policies=policies).skeletons
              if not s.rules and s.metric in new_metrics]
-    wanted = [replace(s, rules=(new_refs[s.metric],)) for s in bases]
+    wanted = [replace(s, rules=tuple(r for r in s.policy if r.id == plan.rule_id)) for s in bases]
     existing = {r["key"] for r in graph.read("update_existing_skeletons", keys=[s.key for s in wanted])}
-    wanted = sorted((s for s in wanted if s.key not in existing), key=lambda s: s.key)
+    wanted = sorted((s for s in wanted if s.rules and s.key not in existing), key=lambda s: s.key)
     run_key = f"run:{plan.domain}/update-{plan.rule_id}@{str(plan.after['hash'])[:12]}"
     props = {"domain": plan.domain, "seed": seed, "target": len(wanted), "code_version": CODE_VERSION,
              "phraser": type(ctx.llm).__name__ if ctx.llm else "template",
@@ -352,13 +332,19 @@ def plan_update(pack: Pack, doc: RuleDoc, graph: Graph, wh: Warehouse, llm: Base
     old_applies = {f"{a['dimension']}={a['value']}" for a in (st["applies"] if st else []) if a}
     new_applies = {f"{a['dimension'].split('/', 1)[1]}={a['value']}" for a in rules.applies}
     plan.applies = {"added": sorted(new_applies - old_applies), "removed": sorted(old_applies - new_applies)}
-    new_refs = plan_refs(rules, doc, doc.front.rule_type.value)
+    edges = plan_edges(rules, doc, doc.front.rule_type.value)
+    was = {e["metric"] for e in (st["edges"] if st else [])}
     was_verified = {e["metric"] for e in (st["edges"] if st else []) if e["verified"]}
-    new_metrics = sorted(set(new_refs) - was_verified)
+    mentions = [m["metric"].split("/", 1)[1] for m in rules.mentions]
+    new_metrics = sorted({e.metric_id for e in edges} - was_verified)
+    # Every metric whose policy the update may change: modified (or mentioned) before or after.
+    metrics = sorted(was | {m["metric"].split("/", 1)[1] for m in rules.modifies} | set(mentions)
+                     | set(st["mentions"] if st else []))
+    policies = policy_inputs(graph, d).replacing(doc.id, edges, mentions, doc.front.supersedes).build()
     ctx = _context(pack, wh, llm, plan.update_key)
-    plan_tasks(plan, graph, ctx, new_refs, new_metrics)
+    plan_tasks(plan, graph, ctx, policies, metrics)
     if regenerate:
-        plan_regeneration(plan, graph, ctx, new_refs, new_metrics, seed if seed is not None else get_settings().seed)
+        plan_regeneration(plan, graph, ctx, policies, new_metrics, seed if seed is not None else get_settings().seed)
     return plan
 
 
@@ -367,8 +353,11 @@ def resolve_rule(graph: Graph, rule_id: str, domain: str | None) -> str:
                            hint="`dibench graph stats` shows what is loaded")["domain"])
 
 
-def plan_remove(graph: Graph, rule_id: str, domain: str | None = None) -> UpdatePlan:
-    """Plan the removal of a deleted rule document: its tasks retired, its edges removed."""
+def plan_remove(graph: Graph, rule_id: str, domain: str | None = None, pack: Pack | None = None,
+                wh: Warehouse | None = None, llm: BaseChatModel | None = None) -> UpdatePlan:
+    """Plan the removal of a deleted rule document: its edges removed, its versions kept; every task
+    on a metric it modified is re-derived under the policy without it (tasks featuring it retire).
+    Without the pack and warehouse to re-derive with, those tasks are retired instead."""
     d = resolve_rule(graph, rule_id, domain)
     st = graph.read("update_rule_state", rule=rule_key(d, rule_id))[0]
     before = {"version": st["version"], "hash": st["hash"], "removed": bool(st["removed"])}
@@ -376,7 +365,20 @@ def plan_remove(graph: Graph, rule_id: str, domain: str | None = None) -> Update
                       removed=True)
     plan.effects = effects_diff(st["edges"], None)
     plan.applies = {"added": [], "removed": sorted(f"{a['dimension']}={a['value']}" for a in st["applies"] if a)}
-    for a in sorted(graph.read("update_affected_tasks", rule=plan.rule_key, metrics=[]), key=lambda a: a["task"]["key"]):
+    metrics = sorted({e["metric"] for e in st["edges"]} | set(st["mentions"]))
+    if pack is not None and wh is not None:
+        kept = replace(pack, rules=tuple(r for r in pack.rules if r.id != rule_id))
+        policies = policy_inputs(graph, d).replacing(rule_id, [], [], None).build()
+        plan_tasks(plan, graph, _context(kept, wh, llm, plan.update_key), policies, metrics)
+        for ch in plan.changes:
+            if ch.action == "retired" and rule_id in ch.reason:
+                ch.reason = "the rule document was removed"
+        for r in plan.retire:
+            if rule_id in r["reason"]:
+                r["reason"] = "the rule document was removed"
+        return plan
+    for a in sorted(graph.read("update_affected_tasks", metrics=[metric_key(d, m) for m in metrics]),
+                    key=lambda a: a["task"]["key"]):
         task = a["task"]
         v = int(task.get("version") or 1)
         ch = TaskChange(task["key"], task["analysis_type"], task["metric_id"], a["why"], "unchanged",

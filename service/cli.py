@@ -262,7 +262,8 @@ def graph_stats_cmd(domain: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
 def rules_for_cmd(metric_id: str, domain: str | None, with_tasks: bool, as_json: bool) -> None:
-    """Which rules affect METRIC_ID: direct edges, composite paths, applicability, verification, version."""
+    """Which rules affect METRIC_ID: direct edges, composite paths, applicability, verification, version,
+    and each rule's place in the metric's policy (the rules its gold answers apply)."""
     from service.graph import get_graph
     from service.queries import rules_for
 
@@ -276,12 +277,21 @@ def rules_for_cmd(metric_id: str, domain: str | None, with_tasks: bool, as_json:
     if as_json:
         print_json(rows)
         return
-    print_table(f"rules affecting {metric_id}", ["rule", "type", "version", "verified", "via", "applies when", "op"]
-                + (["tasks"] if with_tasks else []),
-                [[r["rule_id"], r["rule_type"], r["version"], r["verified"], " -> ".join(r["path"]),
+    print_table(f"rules affecting {metric_id}", ["rule", "type", "version", "verified", "via", "in policy",
+                                                 "applies when", "op"] + (["tasks"] if with_tasks else []),
+                [[r["rule_id"], r["rule_type"], r["version"], r["verified"], " -> ".join(r["path"]), r["policy"],
                   ", ".join(f"{a['dimension']}={a['value']}" for a in r["applies_when"]) or "-",
                   (r["operation"] or {}).get("op", "multi") if isinstance(r["operation"], dict) else "multi"]
                  + ([len(r.get("tasks", []))] if with_tasks else []) for r in rows])
+    from service.queries import policy_summary
+
+    pol = policy_summary(get_graph(), metric_id, domain)
+    click.echo(f"policy of {metric_id} (what gold answers apply): {', '.join(pol['rules']) or 'no rule'}"
+               + ("" if pol["complete"] else "; INCOMPLETE: generation skips this metric"))
+    for line in pol["conflicts"]:
+        err_console.print(f"[red]conflict[/red] {line}", highlight=False, soft_wrap=True)
+    if pol["unknown"]:
+        click.echo(f"rules without effects that mention it: {', '.join(pol['unknown'])}")
 
 # ------------------------------------------------------------------------------ generation
 def _print_summary(summary: Any) -> None:
@@ -292,9 +302,14 @@ def _print_summary(summary: Any) -> None:
     print_table("rejections by validation check", ["check", "rejected", "share of candidates"],
                 [[k, v, f"{100 * v / cands:.1f}%"] for k, v in d["rejections_by_check"].items()] or [["-", 0, "0%"]])
     click.echo(f"run {d['run_key']}: {d['admitted']} admitted of {d['candidates']} candidates from "
-               f"{d['skeletons']} skeletons; rules covered {d['rules_covered']}/{d['rules_total']}, "
-               f"metrics covered {d['metrics_covered']}; validation stage 2: {d['stage2']}; "
+               f"{d['skeletons']} skeletons; rules decisive in a task {d['rules_covered']}/{d['rules_total']}, "
+               f"featured {d['featured_covered']}/{d['rules_total']}; {d['multi_decisive']} tasks with more than "
+               f"one decisive rule; metrics covered {d['metrics_covered']}; validation stage 2: {d['stage2']}; "
                f"wall {d['wall_seconds']}s, SQL {d['sql_seconds']}s")
+    for metric, why in d.get("skipped_metrics", {}).items():
+        err_console.print(f"[yellow]skipped[/yellow] {metric}: {why}", highlight=False, soft_wrap=True)
+    if d.get("migrated"):
+        click.echo(f"{d['migrated']} tasks generated under an older gold meaning were retired (GoldMigration record)")
 
 
 def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type: int, as_json: bool) -> None:
@@ -433,16 +448,30 @@ def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run:
 @main.command("remove-rule")
 @click.argument("rule_id")
 @click.option("--domain", default=None, help="Domain of the rule (needed when the id exists in several).")
+@click.option("--pack", "pack_path", default=None,
+              help="The domain's pack, to re-derive the tasks whose metric's policy loses the rule "
+                   "(default: the built-in pack of that name, if any; without a pack they are retired).")
 @click.option("--json", "as_json", is_flag=True, help="Print the changelog as JSON.")
 @handle_errors
-def remove_rule_cmd(rule_id: str, domain: str | None, as_json: bool) -> None:
-    """Handle a deleted rule document: retire its tasks, remove its edges, keep its versions."""
-    from ingest.update import plan_remove
+def remove_rule_cmd(rule_id: str, domain: str | None, pack_path: str | None, as_json: bool) -> None:
+    """Handle a deleted rule document: remove its edges, keep its versions, re-derive every task on
+    a metric it modified under the policy without it (tasks featuring it are retired)."""
+    from ingest.pack import DOMAINS_DIR, load_pack
+    from ingest.update import plan_remove, resolve_rule
     from ingest.update_write import run_update
     from service.graph import get_graph
+    from service.llm import configured_model
+    from service.warehouse import get_warehouse
 
     graph = get_graph()
-    plan, _ = run_update(lambda: plan_remove(graph, rule_id, domain), graph)
+    dom = resolve_rule(graph, rule_id, domain)
+    root = pack_path or (str(DOMAINS_DIR / dom) if (DOMAINS_DIR / dom / "pack.yaml").is_file() else None)
+    pk = load_pack(root) if root else None
+    if pk is None:
+        err_console.print(f"[yellow]warning[/yellow] no pack for domain {dom!r}: tasks on its metrics are retired, "
+                          f"not re-derived (pass --pack)", highlight=False, soft_wrap=True)
+    plan, _ = run_update(lambda: plan_remove(graph, rule_id, dom, pk, get_warehouse() if pk else None,
+                                             configured_model()), graph)
     log = plan.changelog()
     if as_json:
         print_json(log)

@@ -6,6 +6,7 @@ from typing import Any
 
 from service.errors import NotFound
 from service.graph import Graph
+from service.policy import policy_of
 
 
 def resolve_one(graph: Graph, statement: str, kind: str, ident: str, domain: str | None,
@@ -27,19 +28,38 @@ def resolve_metric(graph: Graph, metric_id: str, domain: str | None) -> str:
 
 
 def rules_for(graph: Graph, metric_id: str, domain: str | None = None) -> list[dict[str, Any]]:
-    """Direct rule -> metric edges and rules reaching the metric through composite paths."""
+    """Direct rule -> metric edges and rules reaching the metric through composite paths, each
+    with its place in the metric's policy (service/policy.py, the definition gold answers use):
+    `applied` (in force on this metric: its gold applies it), `superseded` (another document takes
+    precedence where both apply), `unverified` (never changes an answer on the data), or
+    `informative` (a component's rule: a composite written as its own SQL does not apply it)."""
     key = resolve_metric(graph, metric_id, domain)
+    dom, mid = key.split(":", 1)[1].split("/", 1)
+    policy = policy_of(graph, dom, mid)
+    applied = {e.rule_id for e in policy.edges}
     out = []
     for r in graph.read("rules_for_metric", metric=key):
         op = json.loads(r["op"]) if r["op"] else None
+        direct = len(r["path"]) == 1
+        status = ("informative" if not direct else "unverified" if not r["verified"] else
+                  "applied" if r["rule_id"] in applied else "superseded")
+        if direct and r["rule_id"] in policy.state.superseded and r["rule_id"] in applied:
+            status = "applied (partly superseded)"
         out.append({
             "rule_id": r["rule_id"], "title": r["title"], "rule_type": r["rule_type"], "version": r["version"],
             "content_hash": (r["content_hash"] or "")[:12], "verified": bool(r["verified"]),
-            "via": "direct" if len(r["path"]) == 1 else "composite", "path": r["path"],
+            "via": "direct" if direct else "composite", "path": r["path"], "policy": status,
             "applies_when": [a for a in r["applies_when"] if a], "operation": op,
             "changed_slices": r["changed_slices"] or [],
         })
     return out
+
+
+def policy_summary(graph: Graph, metric_id: str, domain: str | None = None) -> dict[str, Any]:
+    """The metric's policy in one record: rules in force (id@version), completeness, conflicts."""
+    key = resolve_metric(graph, metric_id, domain)
+    dom, mid = key.split(":", 1)[1].split("/", 1)
+    return policy_of(graph, dom, mid).as_dict()
 
 
 def graph_stats(graph: Graph, domain: str | None = None) -> dict[str, dict[str, int]]:

@@ -12,7 +12,7 @@ from evaluation.agents.reference import NoRuleAgent, OracleAgent, RetrievalOnlyA
 from evaluation.agents.tools import Toolbox, schema_description
 from evaluation.harness import EvalResult, evaluate
 from evaluation.kb import KnowledgeBase
-from evaluation.rederive import DerivationError, derive_answer, needs_base_rows
+from evaluation.rederive import DerivationError, derive_answer, hypothetical_statement, needs_base_rows
 from evaluation.reporting_tables import Bucket, bucket
 from evaluation.tasks import TaskRecord, public_view
 from service.graph import Graph
@@ -88,7 +88,8 @@ def test_rederived_answers_equal_the_stored_gold_exactly(tasks: list[TaskRecord]
         if task.analysis_type == "knowledge_retrieval" or task.gold_sql is None:
             continue
         rows = tools.sql(task.gold_sql, task.params).rows
-        base = tools.sql(task.base_sql, task.base_params).rows if needs_base_rows(task) and task.base_sql else None
+        other, other_params = hypothetical_statement(task)
+        base = tools.sql(other, other_params).rows if needs_base_rows(task) and other else None
         assert derive_answer(task, rows, base) == task.gold_answer, task.task_id
         checked += 1
     assert checked > 50

@@ -20,11 +20,10 @@ from generation.analyses import (
 )
 from generation.grounding import Context, Executor, data_window
 from generation.skeletons import Skeleton
-from generation.tasks import effects_for
 from ingest.pack import Pack, load_pack
 from service.warehouse import Warehouse
 from tests.fixtures.packs import MINIPACK, ensure_mini_loaded
-from tests.fixtures.skeletons import skeleton
+from tests.fixtures.skeletons import policy_rules, skeleton
 
 SEEDS = range(4)
 Row = dict[str, Any]
@@ -50,8 +49,8 @@ def rows(warehouse: Warehouse) -> list[Row]:
 
 def context(pack: Pack, wh: Warehouse, sk: Skeleton, seed: int) -> Context:
     metric = pack.metric_by_id[sk.metric]
-    return Context(metric, sk, effects_for(sk, metric.id), Executor(wh), random.Random(seed),
-                   data_window(wh, metric), {r.id: r for r in pack.rules})
+    return Context(metric, sk, Executor(wh), random.Random(seed), data_window(wh, metric),
+                   {r.id: r for r in pack.rules})
 
 
 def run(analysis: Any, pack: Pack, wh: Warehouse, sk: Skeleton, seed: int) -> tuple[Outcome, Context]:
@@ -109,8 +108,12 @@ def dim_key(dimension: str) -> Callable[[Row], str]:
     return lambda r: str(r[col])
 
 
+def in_force(sk: Skeleton) -> set[str]:
+    return {r.id for r in sk.policy}
+
+
 def expect_both(out: Outcome, rules: set[str], expected: Callable[[set[str]], Any]) -> None:
-    """Gold = the computation with the skeleton's rules; base = without them."""
+    """Gold = the computation under the metric's whole policy; base = without any rule."""
     assert out.gold_answer == expected(rules)
     assert out.base_answer == expected(set())
 
@@ -129,7 +132,7 @@ def test_point_query(seed: int, pack: Pack, warehouse: Warehouse, rows: list[Row
     g = out.facts["group"]
     assert g == "basic", "a conditional rule's own value is the slice (else the rule cannot matter)"
     sliced = [r for r in in_window(rows, out.facts) if r["plan"] == g]
-    expect_both(out, {"MINI-R-PHONE"}, lambda rules: {"value": rounded(metric_value(sk.metric, sliced, rules))})
+    expect_both(out, in_force(sk), lambda rules: {"value": rounded(metric_value(sk.metric, sliced, rules))})
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -139,7 +142,7 @@ def test_point_query_without_a_dimension_value(seed: int, pack: Pack, warehouse:
     out, _ = run(point_query, pack, warehouse, sk, seed)
     assert "group" not in out.facts
     win = in_window(rows, out.facts)
-    expect_both(out, {"MINI-R-OUTLIER"}, lambda rules: {"value": rounded(metric_value(sk.metric, win, rules))})
+    expect_both(out, in_force(sk), lambda rules: {"value": rounded(metric_value(sk.metric, win, rules))})
 
 
 def expected_trend(values: dict[str, Fraction]) -> dict[str, Any]:
@@ -164,14 +167,14 @@ def test_trend_is_one_group_by_over_the_months(seed: int, pack: Pack, warehouse:
         vals = {m: metric_value(sk.metric, rs, rules) for m, rs in months.items()}
         return expected_trend({m: v for m, v in vals.items() if v is not None})
 
-    expect_both(out, {"MINI-R-STRICT"}, expected)
+    expect_both(out, in_force(sk), expected)
     # one statement with the rule and one without: a GROUP BY over the periods, not one per month
     assert ctx.ex.statements == 2
     assert out.gold_sql is not None and "GROUP BY" in out.gold_sql.upper()
 
 
 def test_trend_without_rule_runs_exactly_one_statement(pack: Pack, warehouse: Warehouse, rows: list[Row]) -> None:
-    sk = skeleton(pack, "MINI-AOV-001", "orders.ordered_at")
+    sk = skeleton(pack, "MINI-AOV-001", "orders.ordered_at", policy=())
     out, ctx = run(trend, pack, warehouse, sk, 3)
     assert ctx.ex.statements == 1
     months = by_group(in_window(rows, out.facts), month)
@@ -194,7 +197,7 @@ def test_comparison(seed: int, pack: Pack, warehouse: Warehouse, rows: list[Row]
         higher = "equal" if va == vb else (a if va > vb else b)
         return {"group_a": a, "group_b": b, "value_a": va, "value_b": vb, "higher": higher}
 
-    expect_both(out, {"MINI-R-OUTLIER"}, expected)
+    expect_both(out, in_force(sk), expected)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -210,14 +213,15 @@ def test_ranking(seed: int, pack: Pack, warehouse: Warehouse, rows: list[Row]) -
         ordered = sorted(((g, v) for g, v in vals if v is not None), key=lambda p: (-p[1], p[0]))
         return {"k": k, "rows": [{"group": g, "value": v} for g, v in ordered[:k]]}
 
-    expect_both(out, {"MINI-R-OUTLIER"}, expected)
+    expect_both(out, in_force(sk), expected)
     assert 1 <= k < len(groups)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_significance_is_welch_on_the_monthly_values(seed: int, pack: Pack, warehouse: Warehouse,
                                                     rows: list[Row]) -> None:
-    sk = skeleton(pack, "MINI-SAT-001", "customers.plan", ["MINI-R-PHONE"])
+    # The privacy rule would suppress most monthly groups: the test keeps a policy that leaves them.
+    sk = skeleton(pack, "MINI-SAT-001", "customers.plan", ["MINI-R-PHONE"], policy=["MINI-R-PHONE", "MINI-R-STRICT"])
     out, ctx = run(significance, pack, warehouse, sk, seed)
     a, b = out.facts["group_a"], out.facts["group_b"]
     win = in_window(rows, out.facts)
@@ -231,7 +235,7 @@ def test_significance_is_welch_on_the_monthly_values(seed: int, pack: Pack, ware
         return {"significant": p < 0.05, "p_value": round(p, 4), "test_name": "Welch's t-test (two-tailed)",
                 "alpha": 0.05}
 
-    expect_both(out, {"MINI-R-PHONE"}, expected)
+    expect_both(out, in_force(sk), expected)
     # the monthly values come from one GROUP BY (group, month) per variant, after the value lookup
     assert ctx.ex.statements == 3
 
@@ -247,7 +251,7 @@ def test_threshold_crossing(seed: int, pack: Pack, warehouse: Warehouse, rows: l
         v = rounded(metric_value(sk.metric, sliced, rules))
         return {"value": v, "threshold": 50000.0, "result": "PASS" if v is not None and v >= 50000 else "FAIL"}
 
-    expect_both(out, {"MINI-R-OUTLIER"}, expected)
+    expect_both(out, in_force(sk), expected)
 
 
 def test_threshold_without_target_lies_between_the_answers(pack: Pack, warehouse: Warehouse,
@@ -257,7 +261,7 @@ def test_threshold_without_target_lies_between_the_answers(pack: Pack, warehouse
     g, b = out.gold_answer["value"], out.base_answer["value"]
     assert out.facts["threshold"] == float(round((g + b) / 2, 0))
     sliced = [r for r in in_window(rows, out.facts) if r["region"] == out.facts["group"]]
-    assert g == rounded(metric_value(sk.metric, sliced, {"MINI-R-OUTLIER"}))
+    assert g == rounded(metric_value(sk.metric, sliced, in_force(sk)))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -265,10 +269,17 @@ def test_counterfactual_by_group(seed: int, pack: Pack, warehouse: Warehouse, ro
     sk = skeleton(pack, "MINI-SAT-001", "customers.plan", ["MINI-R-PHONE"])
     out, _ = run(counterfactual, pack, warehouse, sk, seed)
     groups = by_group(in_window(rows, out.facts), dim_key(sk.dimension))
-    cur = {g: rounded(metric_value(sk.metric, rs, {"MINI-R-PHONE"})) for g, rs in groups.items()}
-    hyp = {g: rounded(metric_value(sk.metric, rs, set())) for g, rs in groups.items()}
-    assert out.gold_answer == {"rows": [{"group": g, "current": cur[g], "hypothetical": hyp[g]} for g in sorted(groups)]}
-    assert out.base_answer == {"rows": [{"group": g, "current": hyp[g], "hypothetical": hyp[g]} for g in sorted(groups)]}
+    # current: the whole policy; hypothetical: the policy with only the featured rule lifted
+    cur = {g: rounded(metric_value(sk.metric, rs, in_force(sk))) for g, rs in groups.items()}
+    hyp = {g: rounded(metric_value(sk.metric, rs, in_force(sk) - {"MINI-R-PHONE"})) for g, rs in groups.items()}
+    none = {g: rounded(metric_value(sk.metric, rs, set())) for g, rs in groups.items()}
+
+    def rows_of(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"group": g, "current": a[g], "hypothetical": b[g]} for g in sorted(groups)
+                if a[g] is not None or b[g] is not None]
+
+    assert out.gold_answer == {"rows": rows_of(cur, hyp)}
+    assert out.base_answer == {"rows": rows_of(none, none)}
     assert out.facts["rules"] == ["MINI-R-PHONE"]
 
 
@@ -279,8 +290,9 @@ def test_counterfactual_by_month(seed: int, pack: Pack, warehouse: Warehouse, ro
     assert out.facts["by_month"] is True
     months = by_group(in_window(rows, out.facts), month)
     assert len(months) == 6
-    want = [{"group": m, "current": rounded(metric_value(sk.metric, rs, {"MINI-R-STRICT"})),
-             "hypothetical": rounded(metric_value(sk.metric, rs, set()))} for m, rs in sorted(months.items())]
+    want = [{"group": m, "current": rounded(metric_value(sk.metric, rs, in_force(sk))),
+             "hypothetical": rounded(metric_value(sk.metric, rs, in_force(sk) - {"MINI-R-STRICT"}))}
+            for m, rs in sorted(months.items())]
     assert out.gold_answer == {"rows": want}
 
 
@@ -295,7 +307,7 @@ def test_decomposition_with_a_privacy_rule(seed: int, pack: Pack, warehouse: War
         vals = {g: rounded(metric_value(sk.metric, rs, rules)) for g, rs in groups.items()}
         return {"rows": [{"group": g, "value": v} for g, v in sorted(vals.items()) if v is not None]}
 
-    expect_both(out, {"MINI-R-PRIVACY"}, expected)
+    expect_both(out, in_force(sk), expected)
     assert len(out.base_answer["rows"]) == len(groups)
 
 

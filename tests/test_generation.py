@@ -22,7 +22,7 @@ from generation.analyses import (
     comparison, counterfactual, decomposition, point_query, ranking, registry, significance, threshold, trend,
 )
 from generation.pipeline import RunSummary, generate
-from generation.validation import STAGE1, rule_changes_answer
+from generation.validation import NOT_DISCRIMINATIVE, STAGE1, rule_changes_answer
 from ingest.keys import dimension_key, metric_key, rule_key, table_key
 from ingest.pack import Pack, load_pack
 from ingest.pipeline import ingest_pack
@@ -70,7 +70,8 @@ def gen(tmp_path_factory: pytest.TempPathFactory, graph: Graph, warehouse: Wareh
 def props(t: dict[str, Any], name: str) -> Any:
     raw = t["props"].get(name)
     return json.loads(raw) if isinstance(raw, str) and name in {"gold_answer", "base_answer", "gold_params",
-                                                                 "base_params", "facts", "judge"} else raw
+                                                                 "base_params", "facts", "judge", "lifted_params",
+                                                                 "lifted_answer", "featured_params"} else raw
 
 
 def admitted(tasks: list[dict[str, Any]], variant: str | None = "standard") -> list[dict[str, Any]]:
@@ -134,7 +135,11 @@ def test_stored_gold_sql_reexecutes_to_the_stored_answer(gen: Generated, warehou
             continue
         # the params as stored (JSON), not as generated: dates come back as strings
         rows = warehouse.execute_readonly(p["gold_sql"], props(t, "gold_params")).rows
-        base_rows = warehouse.execute_readonly(p["base_sql"], props(t, "base_params")).rows
+        # The counterfactual's hypothetical side: the policy without the featured rule (the no-rule
+        # variant's answer has no rule on either side).
+        lifted = p.get("lifted_sql") and p["variant"] != "no_rule"
+        base_rows = warehouse.execute_readonly(p["lifted_sql"], props(t, "lifted_params")).rows if lifted else \
+            warehouse.execute_readonly(p["base_sql"], props(t, "base_params")).rows
         digits = gen.pack.metric_by_id[p["metric_id"]].rounding
         got = derive(p["analysis_type"], props(t, "facts"), rows, base_rows, digits)
         assert got == props(t, "gold_answer"), t["key"]
@@ -212,7 +217,7 @@ def test_every_planned_skeleton_is_done_and_linked(gen: Generated, graph: Graph)
 def test_rejected_candidates_are_kept_with_their_reasons(gen: Generated) -> None:
     rejected = [t for t in gen.first_tasks if t["props"]["status"] == "rejected"]
     assert rejected, "the mini pack always yields some non-discriminative rule candidates"
-    checks = {c.__name__ for c in STAGE1} | {"judge"}
+    checks = {c.__name__ for c in STAGE1} | {"judge", NOT_DISCRIMINATIVE}
     counted: Counter[str] = Counter()
     for t in rejected:
         reasons = t["props"]["rejections"]

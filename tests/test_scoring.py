@@ -42,7 +42,7 @@ RULE_TASK = task("t-rule", "point_query", {"value": 71.43}, tier="K+A+R", base={
 # ------------------------------------------------------------------------------ verdicts
 @pytest.mark.parametrize(("answer", "passed", "failure_class", "reason"), [
     ({"value": 71.434}, True, None, "match"),
-    ({"value": 62.5}, False, "rule_ignored", "matches the answer without the rule; value: expected 71.43, got 62.5"),
+    ({"value": 62.5}, False, "rule_ignored", "matches the answer without any rule; value: expected 71.43, got 62.5"),
     ({"value": 50.0}, False, "computation_wrong", "value: expected 71.43, got 50.0 (tolerance 0.005)"),
     (None, False, "no_answer", "no answer"),
     ({"val": 71.43}, False, "malformed", "malformed: missing field 'value'"),

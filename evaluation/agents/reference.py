@@ -1,11 +1,14 @@
 """Reference agents that need no LLM. They read the private task record on purpose: they exist to
 check the scorer and to show the structure of the knowledge-to-computation gap.
 
-- `oracle`: runs the gold SQL with its parameters (and the base SQL beside it for counterfactual
-  tasks) and derives the answer with generation's analysis code; knowledge tasks get the gold
-  text with its facts. Must score 100%.
+- `oracle`: runs the gold SQL (the metric's whole policy) with its parameters (and, for a
+  counterfactual task, the SQL without the featured rule beside it) and derives the answer with
+  generation's analysis code; knowledge tasks get the gold text with its facts. Must score 100%.
 - `no-rule`: runs the base SQL (the metric without any rule) the same way; no answer to
   knowledge tasks. Scores 0% on standard K+A+R tasks, 100% on K+A tasks.
+- `featured-rule-only`: what a benchmark that applies one rule at a time would call right: runs
+  the task's SQL with its featured rule alone (the base SQL when it has none). It is wrong
+  wherever another rule of the policy is decisive; the report says how often.
 - `retrieval-only`: answers knowledge tasks with the top policy document of a knowledge-base
   search on the question; computes nothing, so gives no answer to the other tasks.
 """
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 
 from evaluation.agents.base import Agent, AgentRun
 from evaluation.agents.tools import Toolbox
-from evaluation.rederive import derive_answer, needs_base_rows
+from evaluation.rederive import derive_answer, hypothetical_statement, needs_base_rows
 from evaluation.tasks import TaskRecord
 
 KNOWLEDGE = "knowledge_retrieval"
@@ -43,7 +46,10 @@ class OracleAgent:
         if task.gold_sql is None:
             return _no_answer(tools, "task has no gold SQL")
         rows = tools.sql(task.gold_sql, task.params).rows
-        base = tools.sql(task.base_sql, task.base_params).rows if needs_base_rows(task) and task.base_sql else None
+        base = None
+        if needs_base_rows(task):
+            sql, params = hypothetical_statement(task)
+            base = tools.sql(sql, params).rows if sql else None
         return _answered(derive_answer(task, rows, base), tools, "gold SQL executed")
 
 
@@ -61,6 +67,23 @@ class NoRuleAgent:
 
 
 @dataclass(frozen=True)
+class FeaturedRuleOnlyAgent:
+    name: str = "featured-rule-only"
+    model: str = "reference:featured-rule-only"
+
+    def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
+        if task.analysis_type == KNOWLEDGE:
+            return OracleAgent().run(task, tools)  # a knowledge task is about its featured document
+        sql, params = (task.featured_sql, task.featured_params) if task.featured_sql else (task.base_sql,
+                                                                                           task.base_params)
+        if sql is None:
+            return _no_answer(tools, "task has no SQL")
+        rows = tools.sql(sql, params).rows
+        base = tools.sql(task.base_sql, task.base_params).rows if needs_base_rows(task) and task.base_sql else None
+        return _answered(derive_answer(task, rows, base), tools, "featured rule alone executed")
+
+
+@dataclass(frozen=True)
 class RetrievalOnlyAgent:
     name: str = "retrieval-only"
     model: str = "reference:retrieval-only"
@@ -74,4 +97,6 @@ class RetrievalOnlyAgent:
         return _answered({"text": hits[0].text}, tools, f"top policy document {hits[0].doc_id}")
 
 
-REFERENCE_AGENTS: dict[str, Callable[[], Agent]] = {"oracle": OracleAgent, "no-rule": NoRuleAgent, "retrieval-only": RetrievalOnlyAgent}
+REFERENCE_AGENTS: dict[str, Callable[[], Agent]] = {
+    "oracle": OracleAgent, "no-rule": NoRuleAgent, "featured-rule-only": FeaturedRuleOnlyAgent,
+    "retrieval-only": RetrievalOnlyAgent}

@@ -1,5 +1,6 @@
-"""Counterfactual: the metric per group under the live rule and with the rule lifted.
-{"rows": [{group, current, hypothetical}]}; the no-rule answer has current = hypothetical."""
+"""Counterfactual: the metric per group under the policy in force and with the featured rule
+lifted (every other rule still applied). {"rows": [{group, current, hypothetical}]}; the no-rule
+answer has current = hypothetical."""
 from __future__ import annotations
 
 from typing import Any
@@ -32,11 +33,15 @@ def build(ctx: Context) -> Outcome | None:
     temporal = ctx.skeleton.dimension_type == "temporal"
     window = choose_window(*ctx.data_window, ctx.rng, months=6 if temporal else None)
     key = month_bucket(ctx.time_col) if temporal else ctx.dim_col
-    pair = ctx.pair(lambda t: group_by(t, key, alias=PERIOD_ALIAS if temporal else "grp"), window)
+    pair = ctx.pair(lambda t: group_by(t, key, alias=PERIOD_ALIAS if temporal else "grp"), window, lifted=True)
     digits = ctx.metric.rounding
     if len(grouped_rows(pair.base_rows, digits)) < 2:
         return None
-    gold = answer(pair.gold_rows, pair.base_rows, digits)
+    assert pair.lifted_rows is not None
+    gold = answer(pair.gold_rows, pair.lifted_rows, digits)
     base = answer(pair.base_rows, pair.base_rows, digits)
-    rule_ids = [r.id for r in ctx.skeleton.rules]
-    return outcome(gold, base, pair, {**window_facts(window), "rules": rule_ids, "by_month": temporal})
+    featured = ctx.skeleton.rules[0]
+    doc = ctx.rule_docs.get(featured.id)
+    facts = {**window_facts(window), "rules": [featured.id], "by_month": temporal,
+             "lifted": doc.front.title if doc is not None else featured.id}
+    return outcome(gold, base, pair, facts)

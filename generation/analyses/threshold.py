@@ -25,7 +25,9 @@ def build(ctx: Context) -> Outcome | None:
     if point is None or point.gold_answer["value"] is None:
         return None
     m = ctx.metric
-    if m.target is not None:
+    if "threshold" in ctx.fixed:
+        threshold = float(ctx.fixed["threshold"])  # a policy variant answers the same question
+    elif m.target is not None:
         threshold = float(m.target)
     else:
         # No business target: a round number between the answers with and without rules,
