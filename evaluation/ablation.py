@@ -103,8 +103,10 @@ class PairingReport(BaseModel):
 # ------------------------------------------------------------------------------ inputs from the graph
 def metric_spec(props: dict[str, Any]) -> MetricSpec:
     """A Metric node back into the catalog model that sqlops.ops applies effects with."""
-    data = {k: props[k] for k in MetricSpec.model_fields if k in props and k != "params"}
+    data = {k: props[k] for k in MetricSpec.model_fields if k in props and k not in ("params", "derived")}
     data["params"] = json.loads(props.get("params_json") or "{}")
+    if props.get("derived_json"):
+        data["derived"] = json.loads(props["derived_json"])
     return MetricSpec.model_validate(data)
 
 

@@ -22,11 +22,12 @@ from sqlglot import exp
 
 from generation.skeletons import Skeleton
 from ingest.verify import as_date, metric_window
+from service.errors import RewriteError
 from service.models import LLMEffects, MetricSpec
 from service.warehouse import QueryResult, Warehouse
-from sqlops.dialect import parse, render
+from sqlops.dialect import parse, parse_expression, render
 from sqlops.ops import AnyEffect, Bound, apply_effects
-from sqlops.shape import distinct_values
+from sqlops.shape import combine, distinct_values, rename_placeholders
 from sqlops.tree import aliased_column, column
 
 Shape = Callable[[exp.Expression], exp.Expression]
@@ -80,10 +81,28 @@ class Statement:
     params: dict[str, Any]
 
 
+WINDOW = frozenset({"start_date", "end_date"})
+
+
+@dataclass(frozen=True)
+class Part:
+    """One SELECT of a metric under some of its rules: the metric itself, or one input of a derived
+    metric (its placeholders, but the window's, renamed `<input>__name`)."""
+
+    name: str
+    metric: MetricSpec
+    bound: Bound
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.name}__" if self.name else ""
+
+
 @dataclass
 class Context:
     """One analysis of one skeleton: the metric's SQL under its policy (minus `excluded` rules),
-    without any rule (base), and without the featured rule (lifted)."""
+    without any rule (base), and without the featured rule (lifted). A derived metric is compiled
+    into one statement: each input under its own rules, shaped alike, joined (sqlops.shape.combine)."""
 
     metric: MetricSpec
     skeleton: Skeleton
@@ -93,13 +112,14 @@ class Context:
     rule_docs: dict[str, Any] = field(default_factory=dict)
     excluded: frozenset[str] = frozenset()
     fixed: dict[str, Any] = field(default_factory=dict)  # facts the primary attempt fixed (a threshold)
-    base: Bound = field(init=False)
-    gold: Bound = field(init=False)
+    metrics: dict[str, MetricSpec] = field(default_factory=dict)  # the pack's: inputs of a derived metric
     last: tuple[Shape, dict[str, Any]] | None = field(default=None, init=False)
+    _parts: dict[frozenset[str], tuple[Part, ...]] = field(default_factory=dict, init=False)
 
-    def __post_init__(self) -> None:
-        self.base = Bound(parse(self.metric.sql, where=f"metric {self.metric.id}: sql"))
-        self.gold = self.under(self.in_force)
+    @property
+    def base(self) -> Bound:
+        """The first part without rules: what dimension values and time bounds are read from."""
+        return self.under(frozenset())[0].bound
 
     @property
     def in_force(self) -> frozenset[str]:
@@ -109,31 +129,55 @@ class Context:
     def featured(self) -> str | None:
         return self.skeleton.featured.id if self.skeleton.featured else None
 
-    def effects(self, rule_ids: frozenset[str]) -> list[tuple[str, AnyEffect]]:
+    def inputs(self) -> list[tuple[str, MetricSpec]]:
+        if self.metric.derived is None:
+            return [("", self.metric)]
+        try:
+            return [(name, self.metrics[mid]) for name, mid in self.metric.derived.inputs.items()]
+        except KeyError as exc:
+            raise RewriteError(f"metric {self.metric.id}: input metric {exc} is not in the pack") from exc
+
+    def effects(self, rule_ids: frozenset[str], metric: MetricSpec) -> list[tuple[str, AnyEffect]]:
         out = []
         for ref in self.skeleton.policy:
             if ref.id in rule_ids:
                 out += [(ref.id, LLMEffects.model_validate({"effects": [e]}).effects[0])
-                        for e in ref.effects_json() if e.get("metric") == self.metric.id]
+                        for e in ref.effects_json() if e.get("metric") == metric.id]
         return out
 
-    def under(self, rule_ids: frozenset[str]) -> Bound:
-        """The metric's SQL with the effects of `rule_ids` applied in the composition order."""
-        ids = {r.id for r in self.skeleton.policy if r.id in rule_ids}
-        winners = frozenset(r.id for r in self.skeleton.policy if r.id in ids and r.supersedes in ids)
-        return apply_effects(self.base, self.effects(rule_ids), self.metric, winners)
+    def under(self, rule_ids: frozenset[str]) -> tuple[Part, ...]:
+        """The metric's part(s) with the effects of `rule_ids` applied in the composition order."""
+        key = frozenset(rule_ids)
+        if key not in self._parts:
+            ids = {r.id for r in self.skeleton.policy if r.id in key}
+            winners = frozenset(r.id for r in self.skeleton.policy if r.id in ids and r.supersedes in ids)
+            parts = []
+            for name, m in self.inputs():
+                tree = parse(m.template, where=f"metric {m.id}: sql")
+                tree.meta["time_column"] = m.time_ref
+                bound = apply_effects(Bound(tree), self.effects(key, m), m, winners)
+                if name:
+                    bound = Bound(rename_placeholders(bound.tree, f"{name}__", WINDOW),
+                                  {f"{name}__{k}": v for k, v in bound.params.items()})
+                parts.append(Part(name, m, bound))
+            self._parts[key] = tuple(parts)
+        return self._parts[key]
 
     @property
     def has_rules(self) -> bool:
         return bool(self.in_force)
 
-    @property
-    def time_col(self) -> exp.Expression:
-        return aliased_column(self.metric.time_column)
+    def time(self, tree: exp.Expression) -> exp.Expression:
+        """The time column of the (part's) query `tree`."""
+        return aliased_column(str(tree.meta.get("time_column") or self.metric.time_ref))
+
+    def dim(self, tree: exp.Expression) -> exp.Expression:
+        """The skeleton's dimension column as the (part's) query `tree` reads it."""
+        return column(tree, self.skeleton.dimension)
 
     @property
     def dim_col(self) -> exp.Expression:
-        return column(self.base.tree, self.skeleton.dimension)
+        return self.dim(self.base.tree)
 
     def conditional_value(self) -> str | None:
         for r in self.skeleton.rules:
@@ -142,7 +186,10 @@ class Context:
         return None
 
     def window_params(self, window: tuple[dt.date, dt.date]) -> dict[str, Any]:
-        return {"start_date": window[0], "end_date": window[1], **self.metric.params}
+        out: dict[str, Any] = {"start_date": window[0], "end_date": window[1]}
+        for part in self.under(frozenset()):
+            out.update({part.prefix + k: v for k, v in part.metric.params.items()})
+        return out
 
     def pair(self, shape: Shape, window: tuple[dt.date, dt.date], extra: dict[str, Any] | None = None, *,
              lifted: bool = False) -> Pair:
@@ -163,8 +210,14 @@ class Context:
         """The last shaped query under `rule_ids` (not run)."""
         assert self.last is not None, "statement() needs a pair() first"
         shape, base_params = self.last
-        bound = self.gold if rule_ids == self.in_force else self.under(rule_ids)
-        return Statement(render(shape(bound.tree)), {**base_params, **bound.params})
+        parts = self.under(rule_ids)
+        params = dict(base_params)
+        for part in parts:
+            params.update(part.bound.params)
+        if self.metric.derived is None:
+            return Statement(render(shape(parts[0].bound.tree)), params)
+        expression = parse_expression(self.metric.derived.expression, where=f"metric {self.metric.id}: derived")
+        return Statement(render(combine(expression, [(p.name, shape(p.bound.tree)) for p in parts])), params)
 
     def top_values(self, window: tuple[dt.date, dt.date], limit: int = 12, min_rows: int = 5) -> list[str]:
         """Dimension values present in the window, most frequent first, with at least min_rows rows."""
@@ -192,6 +245,14 @@ def choose_window(lo: dt.date, hi: dt.date, rng: random.Random, months: int | No
     return start, month_add(start, length)
 
 
-def data_window(wh: Warehouse, metric: MetricSpec) -> tuple[dt.date, dt.date]:
-    lo, hi = metric_window(wh, metric)
-    return as_date(lo), as_date(hi)
+def data_window(wh: Warehouse, metric: MetricSpec,
+                metrics: dict[str, MetricSpec] | None = None) -> tuple[dt.date, dt.date]:
+    """[first day, day after last) of the metric's data; a derived metric's: where all inputs have data."""
+    if metric.derived is None:
+        lo, hi = metric_window(wh, metric)
+        return as_date(lo), as_date(hi)
+    spans = [data_window(wh, (metrics or {})[mid]) for mid in metric.derived.inputs.values()]
+    lo, hi = max(s[0] for s in spans), min(s[1] for s in spans)
+    if lo >= hi:
+        raise RewriteError(f"metric {metric.id}: its inputs have no period of data in common")
+    return lo, hi

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from service.graph import Graph
@@ -110,8 +110,13 @@ def enumerate_all(graph: Graph, domain: str, *, limit: int = 5000, seed: int = 4
             if featured is None:
                 continue  # superseded on this metric: not part of its policy, so not featured
             rules = (featured,)
-        out.append(Skeleton(domain, r["metric"], r["dimension"], r["dimension_type"], r["dimension_label"],
-                            int(r["cardinality"] or 0), tuple(sorted(r["tables"])), rules, in_force))
+        sk = Skeleton(domain, r["metric"], r["dimension"], r["dimension_type"], r["dimension_label"],
+                      int(r["cardinality"] or 0), tuple(sorted(r["tables"])), rules, in_force)
+        out.append(sk)
+        if rule is None and pol is not None and pol.inputs:
+            # A derived metric has no rule edge of its own: each rule of its inputs' policies can be featured.
+            firsts = {ref.id: ref for ref in reversed(in_force)}
+            out += [replace(sk, rules=(ref,)) for _, ref in sorted(firsts.items())]
     if len(out) > limit:
         rng = random.Random(seed)
         out = sorted(rng.sample(out, limit), key=lambda s: s.key)

@@ -67,7 +67,7 @@ Accept = Callable[[Outcome], bool]
 
 def ground(analysis: Analysis, sk: Skeleton, metric: MetricSpec, ex: Executor, rng: random.Random,
            window: tuple[Any, Any], docs: dict[str, Any], *, accept: Accept | None = None,
-           tries: int | None = None) -> Grounded | None:
+           tries: int | None = None, metrics: dict[str, MetricSpec] | None = None) -> Grounded | None:
     """Ground `analysis` under the skeleton's policy. Attempts draw windows and groups from `rng`;
     the first attempt that `accept`s (default: a rule skeleton's featured rule is decisive) is kept.
     Each variant re-runs the kept attempt's draws with rules excluded, so it answers the same
@@ -77,7 +77,7 @@ def ground(analysis: Analysis, sk: Skeleton, metric: MetricSpec, ex: Executor, r
     result: Outcome | None = None
     for attempt in range(tries):
         state = rng.getstate()
-        ctx = Context(metric, sk, ex, rng, window, docs)
+        ctx = Context(metric, sk, ex, rng, window, docs, metrics=metrics or {})
         result = analysis.build(ctx)
         if result is None:
             return None
@@ -87,7 +87,8 @@ def ground(analysis: Analysis, sk: Skeleton, metric: MetricSpec, ex: Executor, r
 
         def variant(excluded: frozenset[str], primary: Outcome = result, state: Any = state) -> dict[str, Any] | None:
             rng.setstate(state)
-            vctx = Context(metric, sk, ex, rng, window, docs, excluded=excluded, fixed=primary.facts)
+            vctx = Context(metric, sk, ex, rng, window, docs, excluded=excluded, fixed=primary.facts,
+                           metrics=metrics or {})
             out = analysis.build(vctx)
             return out.gold_answer if out is not None else None
 
@@ -123,7 +124,7 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
     metric = pack.metric_by_id[sk.metric]
     windows = windows if windows is not None else {}
     if metric.id not in windows:
-        windows[metric.id] = data_window(ex.wh, metric)
+        windows[metric.id] = data_window(ex.wh, metric, pack.metric_by_id)
     docs = {r.id: r for r in pack.rules}
     out: list[Candidate] = []
     for analysis in registry():
@@ -131,7 +132,7 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
             continue
         rng = random.Random(f"{seed}|{sk.key}|{analysis.NAME}")
         try:
-            g = ground(analysis, sk, metric, ex, rng, windows[metric.id], docs)
+            g = ground(analysis, sk, metric, ex, rng, windows[metric.id], docs, metrics=pack.metric_by_id)
         except DibenchError as exc:
             g = Grounded(Outcome({"error": str(exc)}, {}, None, None, {}, {}, {}))
         if g is None:
@@ -168,7 +169,7 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
         gold_sql=result.gold_sql, base_sql=result.base_sql, gold_params=result.gold_params,
         base_params=result.base_params, tables=list(sk.tables), facts=result.facts, rounding=metric.rounding,
         featured_rule=featured.id if featured else None, decisive_rules=list(g.decisive),
-        policy=[r.tag for r in sk.policy], lifted_answer=g.lifted_answer,
+        policy=list(dict.fromkeys(r.tag for r in sk.policy)), lifted_answer=g.lifted_answer,
         lifted_sql=g.lifted.sql if g.lifted else None, lifted_params=g.lifted.params if g.lifted else {},
         featured_sql=g.featured_only.sql if g.featured_only else None,
         featured_params=g.featured_only.params if g.featured_only else {},

@@ -1,5 +1,6 @@
-"""Catalog step: metric nodes, metric -> table (parsed from SQL, through CTEs and subqueries),
-metric -> metric (composites) and metric -> dimension (declared slicing)."""
+"""Catalog step: metric nodes, metric -> table (parsed from SQL, through CTEs and subqueries; a
+derived metric reads its inputs' tables), metric -> metric (composites, and a derived metric's
+inputs) and metric -> dimension (declared slicing)."""
 from __future__ import annotations
 
 import json
@@ -8,6 +9,7 @@ from typing import Any
 
 from ingest.keys import dimension_key, metric_key, row, table_key
 from ingest.pack import Pack
+from service.models import MetricSpec
 from sqlops.dialect import parse
 from sqlops.tree import tables_read
 
@@ -20,14 +22,24 @@ class CatalogPlan:
     slices: list[dict[str, Any]]
 
 
+def metric_tables(pack: Pack, m: MetricSpec) -> list[str]:
+    """Tables a metric's SQL reads; a derived metric reads its inputs' tables."""
+    if m.derived is not None:
+        return sorted({t for mid in m.derived.inputs.values() if mid in pack.metric_by_id
+                       for t in metric_tables(pack, pack.metric_by_id[mid])})
+    return sorted(tables_read(parse(m.template, where=f"metric {m.id}: sql")))
+
+
 def plan_catalog(pack: Pack) -> CatalogPlan:
     d = pack.name
     metrics, reads, uses, slices = [], [], [], []
     for m in pack.metrics:
-        tables = sorted(tables_read(parse(m.sql, where=f"metric {m.id}: sql")))
+        tables = metric_tables(pack, m)
         metrics.append(row(metric_key(d, m.id), {
             "domain": d, "id": m.id, "name": m.name, "tier": m.tier, "description": m.description,
             "formula": m.formula, "sql": m.sql, "time_column": m.time_column, "unit": m.unit,
+            "derived": m.derived is not None,
+            "derived_json": m.derived.model_dump_json() if m.derived is not None else None,
             "rounding": m.rounding, "params_json": json.dumps(m.params, sort_keys=True),
             "higher_is_better": m.higher_is_better, "target": m.target, "tables": tables,
             "dimensions": m.dimensions, "components": m.components,

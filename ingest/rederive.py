@@ -47,7 +47,7 @@ def rederive(task: dict[str, Any], skeleton: Skeleton, pack: Pack, ex: Executor,
     metric = pack.metric_by_id[task["metric_id"]]
     analysis = analysis_named(task["analysis_type"])
     if metric.id not in windows:
-        windows[metric.id] = data_window(ex.wh, metric)
+        windows[metric.id] = data_window(ex.wh, metric, pack.metric_by_id)
     rng = random.Random(f"{seed}|{task['skeleton_key']}|{analysis.NAME}")
     docs = {r.id: r for r in pack.rules}
 
@@ -55,7 +55,7 @@ def rederive(task: dict[str, Any], skeleton: Skeleton, pack: Pack, ex: Executor,
         return analysis.NAME == "knowledge_retrieval" or canonical(result.base_params) == task["base_params"]
 
     g = ground(analysis, skeleton, metric, ex, rng, windows[metric.id], docs, accept=own_grounding,
-               tries=MAX_WINDOW_TRIES)
+               tries=MAX_WINDOW_TRIES, metrics=pack.metric_by_id)
     if g is None or not own_grounding(g.result):
         return None
     # Same facts: the question still asks exactly this, so it keeps its wording.

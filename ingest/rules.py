@@ -76,6 +76,9 @@ def effect_problems(doc: RuleDoc, effects: list[AnyEffect], pack: Pack) -> list[
     for j, eff in enumerate(effects):
         if eff.metric not in pack.metric_by_id:
             out.append(f"{_rel(doc.path)}: effects.{j}.metric: unknown metric {eff.metric!r}")
+        elif pack.metric_by_id[eff.metric].derived is not None:
+            out.append(f"{_rel(doc.path)}: effects.{j}.metric: {eff.metric} is derived; a rule changes it "
+                       f"through its inputs")
         if eff.applies_when is not None and eff.applies_when.dimension not in dims:
             out.append(f"{_rel(doc.path)}: effects.{j}.applies_when.dimension: "
                        f"{eff.applies_when.dimension!r} is not a dimension declared in pack.yaml")

@@ -338,9 +338,10 @@ def plan_update(pack: Pack, doc: RuleDoc, graph: Graph, wh: Warehouse, llm: Base
     mentions = [m["metric"].split("/", 1)[1] for m in rules.mentions]
     new_metrics = sorted({e.metric_id for e in edges} - was_verified)
     # Every metric whose policy the update may change: modified (or mentioned) before or after.
-    metrics = sorted(was | {m["metric"].split("/", 1)[1] for m in rules.modifies} | set(mentions)
-                     | set(st["mentions"] if st else []))
-    policies = policy_inputs(graph, d).replacing(doc.id, edges, mentions, doc.front.supersedes).build()
+    inputs = policy_inputs(graph, d).replacing(doc.id, edges, mentions, doc.front.supersedes)
+    metrics = sorted(inputs.affected(was | {m["metric"].split("/", 1)[1] for m in rules.modifies} | set(mentions)
+                                     | set(st["mentions"] if st else [])))
+    policies = inputs.build()
     ctx = _context(pack, wh, llm, plan.update_key)
     plan_tasks(plan, graph, ctx, policies, metrics)
     if regenerate:
@@ -365,10 +366,11 @@ def plan_remove(graph: Graph, rule_id: str, domain: str | None = None, pack: Pac
                       removed=True)
     plan.effects = effects_diff(st["edges"], None)
     plan.applies = {"added": [], "removed": sorted(f"{a['dimension']}={a['value']}" for a in st["applies"] if a)}
-    metrics = sorted({e["metric"] for e in st["edges"]} | set(st["mentions"]))
+    inputs = policy_inputs(graph, d).replacing(rule_id, [], [], None)
+    metrics = sorted(inputs.affected({e["metric"] for e in st["edges"]} | set(st["mentions"])))
     if pack is not None and wh is not None:
         kept = replace(pack, rules=tuple(r for r in pack.rules if r.id != rule_id))
-        policies = policy_inputs(graph, d).replacing(rule_id, [], [], None).build()
+        policies = inputs.build()
         plan_tasks(plan, graph, _context(kept, wh, llm, plan.update_key), policies, metrics)
         for ch in plan.changes:
             if ch.action == "retired" and rule_id in ch.reason:

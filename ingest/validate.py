@@ -8,6 +8,7 @@ from sqlglot import exp
 from ingest.conflicts import conflict_lines, pack_conflicts
 from ingest.database import schema_columns
 from ingest.pack import Pack, _rel, load_pack
+from service.models import MetricSpec
 from service.errors import DibenchError, PackError, PackErrors
 from service.warehouse import Warehouse, check_readonly
 from sqlops.dialect import parse, parse_expression, placeholders
@@ -27,17 +28,20 @@ def _metric_problems(pack: Pack, columns: dict[str, dict[str, str]]) -> list[Pac
     ids = set(pack.metric_by_id)
     for i, m in enumerate(pack.metrics):
         at = f"metrics.{i}({m.id})"
+        if m.derived is not None:
+            out += [PackError(file, f"{at}.{f}", msg) for f, msg in _derived_problems(pack, m)]
+            continue
         try:
-            tree = check_readonly(m.sql)
+            tree = check_readonly(m.template)
         except DibenchError as exc:
             out.append(PackError(file, f"{at}.sql", f"not a single SELECT: {exc}"))
             continue
         try:
-            value_projection(parse(m.sql))
+            value_projection(parse(m.template))
         except DibenchError as exc:
             out.append(PackError(file, f"{at}.sql", str(exc)))
         out += [PackError(file, f"{at}.{f}", msg)
-                for f, msg in _template_shape(m.sql, m.time_column, m.dimensions, columns)]
+                for f, msg in _template_shape(m.template, m.time_ref, m.dimensions, columns)]
         holes = placeholders(tree)
         for need in ("start_date", "end_date"):
             if need not in holes:
@@ -60,6 +64,35 @@ def _metric_problems(pack: Pack, columns: dict[str, dict[str, str]]) -> list[Pac
     for i, cycle in _component_cycles(pack):
         out.append(PackError(file, f"metrics.{i}({pack.metrics[i].id}).components",
                              f"composite metrics form a cycle: {' -> '.join(cycle)}"))
+    return out
+
+
+def _derived_problems(pack: Pack, m: MetricSpec) -> list[tuple[str, str]]:
+    """(field, problem) of a derived metric: its expression, inputs and dimensions."""
+    assert m.derived is not None
+    out: list[tuple[str, str]] = []
+    try:
+        expr = parse_expression(m.derived.expression, where="derived.expression")
+    except DibenchError as exc:
+        return [("derived.expression", str(exc))]
+    names = set(m.derived.inputs)
+    for col in expr.find_all(exp.Column):
+        if col.table or col.name not in names:
+            out.append(("derived.expression", f"{col.sql()} is not one of the inputs ({', '.join(sorted(names))})"))
+    if any(isinstance(n, (exp.AggFunc, exp.Subquery, exp.Select)) for n in expr.walk()):
+        out.append(("derived.expression", "an expression over the inputs' values takes no aggregate or subquery"))
+    for name, mid in m.derived.inputs.items():
+        comp = pack.metric_by_id.get(mid)
+        if comp is None:
+            out.append((f"derived.inputs.{name}", f"unknown metric {mid!r}"))
+        elif comp.derived is not None:
+            out.append((f"derived.inputs.{name}", f"{mid} is derived itself: inputs must have SQL of their own"))
+        else:
+            for d in m.dimensions:
+                try:
+                    table_alias(parse(comp.template), d.split(".", 1)[0])
+                except DibenchError:
+                    out.append(("dimensions", f"{d}: input {mid} does not read table {d.split('.', 1)[0]!r}"))
     return out
 
 
@@ -150,8 +183,12 @@ def _rule_problems(pack: Pack, columns: dict[str, dict[str, str]] | None = None)
             if eff.applies_when and eff.applies_when.dimension not in dims:
                 out.append(PackError(file, f"{at}.applies_when.dimension",
                                      f"{eff.applies_when.dimension!r} is not a declared dimension"))
+            if metric.derived is not None:
+                out.append(PackError(file, f"{at}.metric", f"{metric.id} is derived: a rule changes it through its "
+                                                            f"inputs ({', '.join(metric.derived.inputs.values())})"))
+                continue
             try:
-                tree: exp.Expression | None = outer_select(parse(metric.sql))
+                tree: exp.Expression | None = outer_select(parse(metric.template))
             except DibenchError:
                 tree = None  # the metric's own problem, reported against metrics.yaml
             parsed = True

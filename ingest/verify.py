@@ -40,7 +40,7 @@ def as_date(v: Any) -> dt.date:
 
 def metric_window(wh: Warehouse, metric: MetricSpec) -> tuple[dt.date, dt.date]:
     """[first day, day after last) of the metric's data, from its own FROM clause."""
-    tree = time_bounds(parse(metric.sql, where=f"metric {metric.id}: sql"), aliased_column(metric.time_column))
+    tree = time_bounds(parse(metric.template, where=f"metric {metric.id}: sql"), aliased_column(metric.time_ref))
     params = {"start_date": WIDE[0], "end_date": WIDE[1], **metric.params}
     res = wh.execute_readonly(render(tree), params)
     lo, hi = res.rows[0]
@@ -69,7 +69,7 @@ def slice_answers(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], k
 def verify_effect(wh: Warehouse, metric: MetricSpec, rule_id: str, eff: AnyEffect,
                   window: tuple[dt.date, dt.date] | None = None) -> EdgeCheck:
     try:
-        base = Bound(parse(metric.sql, where=f"metric {metric.id}: sql"))
+        base = Bound(parse(metric.template, where=f"metric {metric.id}: sql"))
         gold = apply_effect(base, eff, metric, rule_id)
         lo, hi = window or metric_window(wh, metric)
         base_params = {"start_date": lo, "end_date": hi, **metric.params}
@@ -80,7 +80,7 @@ def verify_effect(wh: Warehouse, metric: MetricSpec, rule_id: str, eff: AnyEffec
             dims.append(eff.applies_when.dimension)
         for d in dims:
             keys.append((d, column(base.tree, d)))
-        keys.append(("month", month_bucket(aliased_column(metric.time_column))))
+        keys.append(("month", month_bucket(aliased_column(metric.time_ref))))
         changed: list[str] = []
         for label, key in keys:
             b = slice_answers(wh, base.tree, base_params, key, metric.rounding)

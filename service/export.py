@@ -32,6 +32,7 @@ from ingest.database import schema_columns
 from service.cypher_guard import check_read_only
 from service.errors import DibenchError
 from service.graph import Graph, load
+from service.policy import domain_policies
 from service.warehouse import Warehouse
 from sqlops.dialect import parse, render
 
@@ -40,8 +41,10 @@ FORMATS = ("jsonl", "csv", "hf")
 KEY_CONTRACT = "the query returns task keys: a column `key` with Task.key strings, or a column of Task nodes"
 PUBLIC_FIELDS = ("task_id", "domain", "analysis_type", "tier", "variant", "question", "answer_format", "metadata")
 PRIVATE_FIELDS = ("task_id", "domain", "analysis_type", "tier", "question", "answer_format", "gold_answer",
-                  "base_answer", "gold_sql", "base_sql", "params", "contract", "metric_ids", "rule_ids", "variant")
-JSON_TEXT_FIELDS = ("gold_answer", "base_answer", "params", "contract", "metadata", "metric_ids", "rule_ids")
+                  "base_answer", "gold_sql", "base_sql", "params", "contract", "metric_ids", "rule_ids", "variant",
+                  "featured_rule", "decisive_rules", "policy", "lifted_answer")
+JSON_TEXT_FIELDS = ("gold_answer", "base_answer", "params", "contract", "metadata", "metric_ids", "rule_ids",
+                    "decisive_rules", "policy", "lifted_answer")
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 FINGERPRINT_SQL = ("SELECT COUNT(*) AS n_rows, MD5(STRING_AGG(MD5(CAST(dibench_fp_row AS TEXT)), '' "
                    "ORDER BY MD5(CAST(dibench_fp_row AS TEXT)))) AS checksum FROM fp_table AS dibench_fp_row")
@@ -112,6 +115,8 @@ def private_record(t: dict[str, Any]) -> dict[str, Any]:
         "base_answer": _loads(t.get("base_answer")), "gold_sql": t.get("gold_sql"), "base_sql": t.get("base_sql"),
         "params": _loads(t.get("gold_params")) or {}, "metric_ids": [t["metric_id"]] if t.get("metric_id") else [],
         "rule_ids": list(t.get("rule_ids") or []), "variant": t.get("variant", "standard"),
+        "featured_rule": t.get("featured_rule"), "decisive_rules": list(t.get("decisive_rules") or []),
+        "policy": list(t.get("policy") or []), "lifted_answer": _loads(t.get("lifted_answer")),
     }
     if t.get("contract"):
         rec["contract"] = _loads(t["contract"])
@@ -213,8 +218,10 @@ def dataset_card(manifest: dict[str, Any]) -> bytes:
     ).encode()
 
 
-def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any]) -> dict[str, bytes]:
-    """{relative path: bytes} of an export, manifest included. Pure."""
+def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any],
+                policies: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, bytes]:
+    """{relative path: bytes} of an export, manifest included. Pure. `policies`: per domain, the
+    metrics whose policy is incomplete (a conflict, a rule without effects): generation skipped them."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
     tasks = [r["task"] for r in snap.rows]
@@ -238,6 +245,7 @@ def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any]) ->
         "rule_versions": [versions[k] for k in sorted(versions)],
         "graph_update_seq": {c["domain"]: c["seq"] for c in snap.clock if c["domain"] in fp},
         "data_fingerprint": fp, "runs": [runs[k] for k in sorted(runs)],
+        "incomplete_policies": policies or {},
         "tasks": {rec["task_id"]: {"sha256": sha256(dumps(rec).encode()), "rule_versions": t.get("rule_versions") or []}
                   for rec, t in zip(private, tasks)},
     }
@@ -256,7 +264,9 @@ def export(graph: Graph, wh: Warehouse, q: ExportQuery, fmt: str, out: Path) -> 
     snap = read_snapshot(graph, q)
     schemas = {c["domain"]: c["schema"] for c in snap.clock}
     domains = sorted({r["task"]["domain"] for r in snap.rows})
-    files = build_files(snap, q, fmt, fingerprint(wh, {d: schemas.get(d) or "" for d in domains}))
+    incomplete = {d: [p.as_dict() for p in domain_policies(graph, d).values() if not p.complete] for d in domains}
+    files = build_files(snap, q, fmt, fingerprint(wh, {d: schemas.get(d) or "" for d in domains}),
+                        {d: ps for d, ps in incomplete.items() if ps})
     for name, data in files.items():
         path = out / name
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -57,14 +57,35 @@ class PackSpec(Strict):
 Unit = Literal["percent", "count", "hours", "days", "currency", "ratio", "score"]
 
 
+class DerivedSpec(Strict):
+    """A metric computed from other metrics (as MetricFlow's derived metrics): `expression` over the
+    names of `inputs`, each input a component metric computed under its own policy."""
+
+    expression: str = Field(min_length=1, description="SQL expression over the input names, e.g. 0.5 * sat + 0.1 * aov")
+    inputs: dict[str, str] = Field(min_length=1, description="name in the expression -> component metric id")
+
+    @field_validator("inputs")
+    @classmethod
+    def _names(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, mid in v.items():
+            if not re.fullmatch(r"[a-z_][a-z0-9_]*", name):
+                raise ValueError(f"input name {name!r} must be a lower-case identifier")
+            if not re.fullmatch(ID_PATTERN, mid):
+                raise ValueError(f"input {name!r}: {mid!r} is not a metric id")
+        return v
+
+
 class MetricSpec(Strict):
     id: str = Field(pattern=ID_PATTERN)
     name: str = Field(min_length=3)
     tier: Literal[1, 2, 3] = Field(description="1 base, 2 derived, 3 composite/strategic")
     description: str = Field(min_length=10)
     formula: str = Field(min_length=5, description="the formula in words")
-    sql: str = Field(min_length=10, description="one SELECT returning one column `value`; uses :start_date, :end_date")
-    time_column: str = Field(description="alias.column the time window filters on")
+    sql: str | None = Field(None, min_length=10,
+                            description="one SELECT returning one column `value`; uses :start_date, :end_date "
+                                        "(absent for a derived metric)")
+    derived: DerivedSpec | None = Field(None, description="a metric computed from component metrics (no sql)")
+    time_column: str | None = Field(None, description="alias.column the time window filters on (not for derived)")
     dimensions: list[str] = Field(default_factory=list, description="table.column dimensions the metric may be sliced by")
     params: dict[str, float | int | str] = Field(default_factory=dict, description="named non-filter parameters and defaults")
     components: list[str] = Field(default_factory=list, description="ids of component metrics (composites)")
@@ -80,6 +101,37 @@ class MetricSpec(Strict):
             if not re.fullmatch(COLUMN_REF, d):
                 raise ValueError(f"dimension {d!r} is not table.column")
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_components(cls, data: Any) -> Any:
+        # A derived metric's components are its inputs (written once, in `derived.inputs`).
+        if isinstance(data, dict) and isinstance(data.get("derived"), dict) and not data.get("components"):
+            inputs = data["derived"].get("inputs")
+            if isinstance(inputs, dict):
+                data = {**data, "components": list(dict.fromkeys(inputs.values()))}
+        return data
+
+    @model_validator(mode="after")
+    def _sql_or_derived(self) -> "MetricSpec":
+        if self.derived is None and (self.sql is None or self.time_column is None):
+            raise ValueError("a metric needs `sql` and `time_column` (or `derived` with expression and inputs)")
+        if self.derived is not None and (self.sql is not None or self.time_column is not None):
+            raise ValueError("a derived metric has no `sql` or `time_column`: its components carry them")
+        return self
+
+    @property
+    def template(self) -> str:
+        """The SQL template of a metric that has one (not a derived metric)."""
+        if self.sql is None:
+            raise ValueError(f"metric {self.id} is derived: it has no SQL template of its own")
+        return self.sql
+
+    @property
+    def time_ref(self) -> str:
+        if self.time_column is None:
+            raise ValueError(f"metric {self.id} is derived: it has no time column of its own")
+        return self.time_column
 
 
 class MetricCatalog(Strict):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from service.graph import Graph
@@ -46,10 +46,12 @@ class RuleEdge:
 
 @dataclass(frozen=True)
 class Policy:
-    """A metric's policy with the edges behind it (in force, in rule-id order)."""
+    """A metric's policy with the edges behind it (in force, in rule-id order). A derived metric's
+    policy is its inputs' policies together (`inputs`; its edges point at the inputs)."""
 
     state: MetricPolicy
     edges: tuple[RuleEdge, ...]
+    inputs: tuple[str, ...] = ()
 
     @property
     def metric(self) -> str:
@@ -69,7 +71,8 @@ class Policy:
         return None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "rules": [e.tag for e in self.edges], "complete": self.complete,
+        return {"metric": self.metric, "rules": list(dict.fromkeys(e.tag for e in self.edges)),
+                "inputs": list(self.inputs), "complete": self.complete,
                 "superseded": list(self.state.superseded), "conflicts": [c.line() for c in self.state.conflicts],
                 "unknown": list(self.state.unknown)}
 
@@ -104,8 +107,28 @@ class PolicyInputs:
     edges: list[RuleEdge]
     unknown: dict[str, list[str]]  # metric -> rules mentioning it without effects
     supersedes: dict[str, str | None]
+    derived: dict[str, list[str]] = field(default_factory=dict)  # derived metric -> its inputs
 
     def build(self) -> dict[str, Policy]:
+        out = self._build_plain()
+        for metric, inputs in sorted(self.derived.items()):
+            parts = [out[i] for i in inputs if i in out]
+            if not parts:
+                continue
+            state = MetricPolicy(
+                metric, tuple(e for p in parts for e in p.state.entries),
+                tuple(sorted({r for p in parts for r in p.state.superseded})),
+                tuple(sorted({r for p in parts for r in p.state.winners})),
+                tuple(c for p in parts for c in p.state.conflicts),
+                tuple(sorted({r for p in parts for r in p.state.unknown})))
+            out[metric] = Policy(state, tuple(e for p in parts for e in p.edges), tuple(inputs))
+        return out
+
+    def affected(self, metrics: set[str]) -> set[str]:
+        """`metrics` and the derived metrics whose policy includes theirs."""
+        return metrics | {d for d, inputs in self.derived.items() if metrics & set(inputs)}
+
+    def _build_plain(self) -> dict[str, Policy]:
         by_metric: dict[str, list[RuleEdge]] = defaultdict(list)
         for e in self.edges:
             by_metric[e.metric_id].append(e)
@@ -124,15 +147,19 @@ class PolicyInputs:
         for m in mentions:
             unknown.setdefault(m, []).append(rule_id)
         return PolicyInputs([e for e in self.edges if e.rule_id != rule_id] + edges,
-                            {m: r for m, r in unknown.items() if r}, {**self.supersedes, rule_id: supersedes})
+                            {m: r for m, r in unknown.items() if r}, {**self.supersedes, rule_id: supersedes},
+                            self.derived)
 
 
 def policy_inputs(graph: Graph, domain: str, metrics: list[str] | None = None) -> PolicyInputs:
+    derived = {r["metric_id"]: sorted(r["inputs"]) for r in graph.read("policy_derived", domain=domain)}
+    if metrics is not None:  # a derived metric asked for needs its inputs' edges
+        metrics = sorted(set(metrics) | {i for d in metrics for i in derived.get(d, [])})
     unknown: dict[str, list[str]] = defaultdict(list)
     for r in graph.read("policy_unknown", domain=domain, metrics=metrics):
         unknown[r["metric_id"]].append(r["rule_id"])
     supersedes = {r["rule_id"]: r["supersedes"] for r in graph.read("policy_supersedes", domain=domain)}
-    return PolicyInputs(read_edges(graph, domain, metrics), dict(unknown), supersedes)
+    return PolicyInputs(read_edges(graph, domain, metrics), dict(unknown), supersedes, derived)
 
 
 def domain_policies(graph: Graph, domain: str, metrics: list[str] | None = None) -> dict[str, Policy]:

@@ -30,9 +30,10 @@ def resolve_metric(graph: Graph, metric_id: str, domain: str | None) -> str:
 def rules_for(graph: Graph, metric_id: str, domain: str | None = None) -> list[dict[str, Any]]:
     """Direct rule -> metric edges and rules reaching the metric through composite paths, each
     with its place in the metric's policy (service/policy.py, the definition gold answers use):
-    `applied` (in force on this metric: its gold applies it), `superseded` (another document takes
-    precedence where both apply), `unverified` (never changes an answer on the data), or
-    `informative` (a component's rule: a composite written as its own SQL does not apply it)."""
+    `applied` (in force on this metric: its gold applies it), `applied (through its inputs)` (a
+    derived metric's input's rule), `superseded` (another document takes precedence where both
+    apply), `unverified` (never changes an answer on the data), or `informative` (a component's
+    rule: a composite written as its own SQL does not apply it)."""
     key = resolve_metric(graph, metric_id, domain)
     dom, mid = key.split(":", 1)[1].split("/", 1)
     policy = policy_of(graph, dom, mid)
@@ -41,8 +42,9 @@ def rules_for(graph: Graph, metric_id: str, domain: str | None = None) -> list[d
     for r in graph.read("rules_for_metric", metric=key):
         op = json.loads(r["op"]) if r["op"] else None
         direct = len(r["path"]) == 1
-        status = ("informative" if not direct else "unverified" if not r["verified"] else
-                  "applied" if r["rule_id"] in applied else "superseded")
+        status = ("unverified" if not r["verified"] else "applied" if direct and r["rule_id"] in applied else
+                  "superseded" if direct else
+                  "applied (through its inputs)" if r["rule_id"] in applied and policy.inputs else "informative")
         if direct and r["rule_id"] in policy.state.superseded and r["rule_id"] in applied:
             status = "applied (partly superseded)"
         out.append({

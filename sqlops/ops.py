@@ -103,7 +103,7 @@ def _guard(tree: exp.Expression, eff: AnyEffect, metric: MetricSpec, prefix: str
     if eff.from_date is not None:
         name = f"{prefix}_from"
         params[name] = eff.from_date
-        parts.append(exp.GTE(this=aliased_column(metric.time_column), expression=exp.Placeholder(this=name)))
+        parts.append(exp.GTE(this=aliased_column(metric.time_ref), expression=exp.Placeholder(this=name)))
     if not parts:
         return None
     return exp.and_(*parts) if len(parts) > 1 else parts[0]

@@ -73,3 +73,42 @@ def distinct_values(tree: exp.Expression, col: exp.Expression, limit_param: str)
 
 def value_only(tree: exp.Expression) -> exp.Alias:
     return value_projection(tree)
+
+
+KEY_EXCLUDED = ("value", N_ALIAS)
+
+
+def rename_placeholders(tree: exp.Expression, prefix: str, keep: frozenset[str]) -> exp.Expression:
+    """A copy with every placeholder not in `keep` renamed `prefix + name` (components of a derived
+    metric bind their own parameters side by side in one statement)."""
+    tree = tree.copy()
+    for p in tree.find_all(exp.Placeholder):
+        if p.name and p.name not in keep:
+            p.set("this", prefix + p.name)
+    return tree
+
+
+def combine(expression: exp.Expression, parts: list[tuple[str, exp.Expression]]) -> exp.Expression:
+    """One statement for a derived metric: each shaped component query a CTE, joined on the keys the
+    shape added (group, period ...; none for a single value), and `expression` over the components'
+    values (each input name stands for its component's `value`) as the outer `value`."""
+    names = [name for name, _ in parts]
+    first = outer_select(parts[0][1])
+    keys = [p.alias for p in first.expressions if isinstance(p, exp.Alias) and p.alias not in KEY_EXCLUDED]
+    value = expression.copy()
+    for col in list(value.find_all(exp.Column)):
+        if not col.table and col.name in names:
+            col.replace(exp.column("value", table=f"c_{col.name}"))
+    projections = [exp.alias_(exp.column(k, table=f"c_{names[0]}"), k) for k in keys]
+    projections.append(exp.alias_(value, "value"))
+    if any(isinstance(p, exp.Alias) and p.alias == N_ALIAS for p in first.expressions):
+        projections.append(exp.alias_(exp.column(N_ALIAS, table=f"c_{names[0]}"), N_ALIAS))
+    select = exp.select(*projections).from_(exp.to_table(f"c_{names[0]}"))
+    for name in names[1:]:
+        on = [exp.EQ(this=exp.column(k, table=f"c_{names[0]}"), expression=exp.column(k, table=f"c_{name}"))
+              for k in keys]
+        select = select.join(exp.to_table(f"c_{name}"), on=exp.and_(*on) if on else None,
+                             join_type="INNER" if on else "CROSS")
+    for name, tree in parts:
+        select = select.with_(f"c_{name}", as_=tree.copy())
+    return select

@@ -61,6 +61,26 @@ def test_no_rule_scores_0_on_rule_tasks_and_100_on_k_plus_a(eval_domain: EvalDom
     assert {t.verdict.failure_class for t in result.report.tasks if t.tier == "K"} == {"no_answer"}
 
 
+def test_featured_rule_only_is_wrong_exactly_where_another_rule_is_decisive(
+        eval_domain: EvalDomain, graph: Graph, warehouse: Warehouse, tasks: list[TaskRecord],  # noqa: F811
+        tmp_path: Path) -> None:
+    """One-rule-at-a-time gold, as a reference agent: right where the decisive rules are at most the
+    featured one, wrong (a rule ignored) where another rule of the policy changes the answer."""
+    result = _run("featured-rule-only", eval_domain, graph, warehouse, tmp_path)
+    by_id = {t.task_id: t for t in tasks}
+    checked = 0
+    for row in result.report.tasks:
+        t = by_id[row.verdict.task_id]
+        if t.variant != "standard" or t.analysis_type == "knowledge_retrieval":
+            continue
+        others = set(t.decisive_rules) - {t.featured_rule}
+        if not others:
+            assert row.verdict.passed, (t.task_id, row.verdict.reason)
+        checked += 1
+    assert checked > 20
+    assert 0 < result.summary.accuracy_pct < 100.0
+
+
 def test_retrieval_only_answers_knowledge_tasks_from_the_top_policy(eval_domain: EvalDomain,  # noqa: F811
                                                                     graph: Graph, warehouse: Warehouse,
                                                                     kb: KnowledgeBase, tasks: list[TaskRecord],

@@ -161,3 +161,137 @@ def test_rule_tasks_record_policy_featured_and_decisive_rules(mini_generated: st
             assert t.base_answer is not None and t.base_answer != t.gold_answer
         else:
             assert not t.decisive_rules
+
+
+# ------------------------------------------------------------------------------ derived (composite) metrics
+DERIVED = {"id": "MINI-HEALTH-002", "name": "Commercial health index (derived)", "tier": 3,
+           "description": "Half the satisfaction rate plus a tenth of the average order value.",
+           "formula": "0.5 x satisfaction rate + 0.1 x average order value",
+           "derived": {"expression": "0.5 * sat + 0.1 * aov", "inputs": {"sat": "MINI-SAT-001", "aov": "MINI-AOV-001"}},
+           "dimensions": ["customers.region", "customers.plan"], "unit": "score"}
+
+
+def component_value(pack: Any, metric_id: str, graph: Graph, warehouse: Warehouse, facts: dict[str, Any],
+                    dimension: str | None) -> float | None:
+    """One input under every verified rule edge of the graph, on the task's window and slice."""
+    import datetime as dt
+
+    from sqlops.shape import filter_eq
+    from sqlops.tree import column
+
+    metric = pack.metric_by_id[metric_id]
+    edges = graph.read("policy_edges", domain=pack.name, metrics=[metric_id])
+    effects = [(e["rule_id"], eff) for e in edges
+               for eff in LLMEffects.model_validate({"effects": _items(e["op"])}).effects]
+    gold = apply_effects(Bound(parse(metric.template)), effects, metric)
+    params = {"start_date": dt.date.fromisoformat(facts["start"]), "end_date": dt.date.fromisoformat(facts["end"]),
+              **metric.params, **gold.params}
+    tree = gold.tree
+    if "group" in facts:
+        assert dimension is not None
+        tree = filter_eq(tree, column(tree, dimension), "slice_value")
+        params["slice_value"] = facts["group"]
+    rows = warehouse.execute_readonly(render(tree), params).rows
+    return float(rows[0][0]) if rows and rows[0][0] is not None else None
+
+
+def _items(op: str) -> list[Any]:
+    import json
+
+    data = json.loads(op)
+    return data if isinstance(data, list) else [data]
+
+
+@pytest.fixture(scope="module")
+def derived_domain(tmp_path_factory: pytest.TempPathFactory, graph: Graph, warehouse: Warehouse) -> Iterator[Any]:
+    from tests.fixtures.packs import edit_metrics
+
+    ensure_mini_loaded(warehouse)
+    name = "mini_derived"
+    delete_domain(graph, name)
+    root = copy_pack(tmp_path_factory.mktemp(name) / "pack", name)
+    edit_metrics(root, lambda ms: ms.append(dict(DERIVED)))
+    pack = load_pack(root)
+    assert validate_pack(root, warehouse)[1] == []
+    assert not ingest_pack(pack, graph, warehouse).failures
+    generate(pack, graph, target=10, seed=3, min_per_type=0)
+    yield pack
+    delete_domain(graph, name)
+
+
+def test_a_derived_metric_applies_its_inputs_policies(derived_domain: Any, graph: Graph, warehouse: Warehouse) -> None:
+    pack = derived_domain
+    rows = {r["rule_id"]: r["policy"] for r in rules_for(graph, "MINI-HEALTH-002", pack.name)}
+    assert rows["MINI-R-STRICT"] == "applied (through its inputs)" and rows["MINI-R-OUTLIER"].startswith("applied")
+    plain = {r["rule_id"]: r["policy"] for r in rules_for(graph, "MINI-HEALTH-001", pack.name)}
+    assert set(plain.values()) == {"informative"}  # a composite written as its own SQL
+    tasks = [t for t in load_tasks(graph, pack.name, variants=["standard"]) if t.metric_ids == ["MINI-HEALTH-002"]]
+    points = [t for t in tasks if t.analysis_type in ("point_query", "threshold_crossing")]
+    assert points, [t.analysis_type for t in tasks]
+    for t in points:
+        sat = component_value(pack, "MINI-SAT-001", graph, warehouse, t.facts, t.dimension)
+        aov = component_value(pack, "MINI-AOV-001", graph, warehouse, t.facts, t.dimension)
+        want = None if sat is None or aov is None else round(0.5 * sat + 0.1 * aov, 2)
+        assert t.gold_answer["value"] == want, t.task_id
+    assert any(t.tier == "K+A+R" for t in tasks)
+
+
+def test_update_of_an_input_rule_changes_the_derived_gold(derived_domain: Any, graph: Graph,
+                                                         warehouse: Warehouse) -> None:
+    from ingest.update import load_document, plan_update
+    from ingest.update_write import run_update
+
+    pack = derived_domain
+    on_derived = {t.task_id for t in load_tasks(graph, pack.name, variants=["standard"])
+                  if t.metric_ids == ["MINI-HEALTH-002"]}
+    path = pack.root / "rules" / "strict.md"
+    edit_front(path, lambda f: f["effects"][0].__setitem__("value", 3))
+    pk, doc = load_document(path)
+    plan, _ = run_update(lambda: plan_update(pk, doc, graph, warehouse), graph)
+    changed = {t["key"]: t for t in plan.changelog()["tasks"]}
+    assert on_derived <= set(changed)
+    assert any(changed[k]["action"] == "updated" for k in on_derived)
+
+
+# ------------------------------------------------------------------------------ rules without effects, migration
+def test_a_rule_without_effects_makes_the_policy_unknown(tmp_path: Path, graph: Graph, warehouse: Warehouse) -> None:
+    from service.export import ExportQuery, export
+
+    ensure_mini_loaded(warehouse)
+    name = "mini_unknown"
+    delete_domain(graph, name)
+    root = copy_pack(tmp_path / name, name)
+    (root / "rules" / "refund.md").write_text(
+        "---\nid: MINI-R-REFUND\ntitle: Refunded orders and the Revenue figure\nversion: '1'\n"
+        "effective_date: 2024-01-01\nowner: Finance\nrule_type: exclusionary\n---\n"
+        + "Refunded orders are reported apart from Revenue, which finance restates every quarter. " * 8)
+    try:
+        pack = load_pack(root)
+        report = ingest_pack(pack, graph, warehouse)
+        assert [w for w in report.warnings if "refund.md" in w and "MINI-REV-001" in w and "skips" in w]
+        policy = policy_of(graph, name, "MINI-REV-001")
+        assert not policy.complete and policy.state.unknown == ("MINI-R-REFUND",)
+        summary = generate(pack, graph, target=4, seed=2, min_per_type=0)
+        assert "MINI-REV-001" in summary.skipped_metrics and "MINI-R-REFUND" in summary.skipped_metrics["MINI-REV-001"]
+        manifest = export(graph, warehouse, ExportQuery(f"MATCH (t:Task {{domain: '{name}'}}) RETURN t.key AS key"),
+                          "jsonl", tmp_path / "out")
+        assert [p["metric"] for p in manifest["incomplete_policies"][name]] == ["MINI-REV-001"]
+    finally:
+        delete_domain(graph, name)
+
+
+def test_tasks_of_the_old_gold_meaning_are_retired_on_regeneration(mini_generated: str, graph: Graph) -> None:
+    """(Last in this module: it retires the module's generated tasks.)"""
+    from tests.fixtures.packs import snapshot
+
+    graph.write("test_set_gold_version", domain=mini_generated, version=None)  # as the one-rule code left them
+    before = {k for k, v in snapshot(graph, mini_generated)[0].items() if "Task" in v["labels"]
+              and v["status"] == "admitted"}
+    from generation.pipeline import migrate
+
+    retired = migrate(graph, mini_generated, "run:test/migration")
+    nodes = snapshot(graph, mini_generated)[0]
+    assert retired == len(before)
+    assert all(nodes[k]["status"] == "retired" and "gold meaning changed" in nodes[k]["retired_reason"] for k in before)
+    assert [n for n in nodes.values() if "GoldMigration" in n["labels"] and n["retired"] == retired]
+    assert migrate(graph, mini_generated, "run:test/again") == 0  # nothing of the old meaning is left

@@ -32,8 +32,12 @@ def answer(current_rows: list[tuple[Any, ...]], hypothetical_rows: list[tuple[An
 def build(ctx: Context) -> Outcome | None:
     temporal = ctx.skeleton.dimension_type == "temporal"
     window = choose_window(*ctx.data_window, ctx.rng, months=6 if temporal else None)
-    key = month_bucket(ctx.time_col) if temporal else ctx.dim_col
-    pair = ctx.pair(lambda t: group_by(t, key, alias=PERIOD_ALIAS if temporal else "grp"), window, lifted=True)
+
+    def shape(t: Any) -> Any:
+        key = month_bucket(ctx.time(t)) if temporal else ctx.dim(t)
+        return group_by(t, key, alias=PERIOD_ALIAS if temporal else "grp")
+
+    pair = ctx.pair(shape, window, lifted=True)
     digits = ctx.metric.rounding
     if len(grouped_rows(pair.base_rows, digits)) < 2:
         return None

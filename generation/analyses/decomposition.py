@@ -24,7 +24,7 @@ def grouped_rows(rows: list[tuple[Any, ...]], digits: int) -> list[dict[str, Any
 
 def build(ctx: Context) -> Outcome | None:
     window = choose_window(*ctx.data_window, ctx.rng)
-    pair = ctx.pair(lambda t: group_by(t, ctx.dim_col), window)
+    pair = ctx.pair(lambda t: group_by(t, ctx.dim(t)), window)
     gold = answer(pair.gold_rows, ctx.metric.rounding)
     base = answer(pair.base_rows, ctx.metric.rounding)
     if len(gold["rows"]) < 2 and len(base["rows"]) < 2:

@@ -26,7 +26,7 @@ def build(ctx: Context) -> Outcome | None:
         value = ctx.conditional_value() or ctx.rng.choice(values[:6])
         facts["group"] = value
         extra["slice_value"] = value
-        pair = ctx.pair(lambda t: filter_eq(t, ctx.dim_col, "slice_value"), window, extra)
+        pair = ctx.pair(lambda t: filter_eq(t, ctx.dim(t), "slice_value"), window, extra)
     else:
         pair = ctx.pair(lambda t: t, window)
     digits = ctx.metric.rounding

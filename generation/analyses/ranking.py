@@ -24,7 +24,7 @@ def top_k(rows: list[dict[str, Any]], k: int, higher_is_better: bool) -> list[di
 
 def build(ctx: Context) -> Outcome | None:
     window = choose_window(*ctx.data_window, ctx.rng)
-    pair = ctx.pair(lambda t: group_by(t, ctx.dim_col), window)
+    pair = ctx.pair(lambda t: group_by(t, ctx.dim(t)), window)
     gold_all = grouped_rows(pair.gold_rows, ctx.metric.rounding)
     base_all = grouped_rows(pair.base_rows, ctx.metric.rounding)
     n = len([r for r in gold_all if r["value"] is not None])

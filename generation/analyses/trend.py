@@ -31,7 +31,7 @@ def summarise(rows: list[tuple[Any, ...]], digits: int) -> dict[str, Any] | None
 
 def build(ctx: Context) -> Outcome | None:
     window = choose_window(*ctx.data_window, ctx.rng, months=ctx.rng.choice([6, 8, 12]))
-    pair = ctx.pair(lambda t: group_by(t, month_bucket(ctx.time_col), alias=PERIOD_ALIAS), window)
+    pair = ctx.pair(lambda t: group_by(t, month_bucket(ctx.time(t)), alias=PERIOD_ALIAS), window)
     gold = summarise(pair.gold_rows, ctx.metric.rounding)
     base = summarise(pair.base_rows, ctx.metric.rounding)
     if gold is None or base is None:
