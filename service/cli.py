@@ -521,7 +521,7 @@ def serve_cmd(host: str, port: int) -> None:
 from evaluation.cli import score as _score; main.add_command(_score)
 from evaluation.cli import eval_cmd as _eval, report_cmd as _report, ablation_cmd as _abl; main.add_command(_eval); main.add_command(_report); main.add_command(_abl)
 
-from evaluation.routing.cli import catalog as _catalog, routing as _routing; main.add_command(_catalog); main.add_command(_routing)  # noqa: E402,E501
+from cli.routing import catalog as _catalog, routing as _routing; main.add_command(_catalog); main.add_command(_routing)  # noqa: E402,E501
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -5,10 +5,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from evaluation.routing.catalog_store import delete_catalog
-from evaluation.routing.generate import DEFAULT_N, targets
-from evaluation.routing.ingest import ingest_sqlite_folder
-from evaluation.routing.pipeline import run_generate
+from routing.catalog_store import delete_catalog
+from routing.generate import DEFAULT_N, targets
+from routing.ingest import ingest_sqlite_folder
+from routing.pipeline import run_generate
 from service.config import get_settings
 from service.graph import Graph
 

@@ -15,24 +15,24 @@ from click.testing import CliRunner
 from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from evaluation.routing.catalog_store import counts, delete_catalog, private_locations
-from evaluation.routing.environment import RoutingEnvironment
-from evaluation.routing.errors import ContractInvalid
-from evaluation.routing.evaluate import evaluate, retrieval_audit
-from evaluation.routing.execution import gold_branch_route
-from evaluation.routing.ingest import ingest_sqlite_folder
-from evaluation.routing.models import Contract, Route
-from evaluation.routing.pipeline import EvalSetup, GenerateSummary, load_eval, run_generate
-from evaluation.routing.render import TEMPLATE_VERSION, render
-from evaluation.routing.routers import RouterTask
-from evaluation.routing.routers.lexical import LexicalRouter
-from evaluation.routing.routers.llm import LLMRouter
-from evaluation.routing.routers.oracle import OracleRouter
-from evaluation.routing.routers.random_router import RandomRouter
-from evaluation.routing.sqlite_exec import SqliteExecutor
-from evaluation.routing.task_store import export_jsonl, import_jsonl, read_contracts, read_units
-from evaluation.routing.validate import Validator
-from evaluation.routing.view import CatalogView, Locations
+from routing.catalog_store import counts, delete_catalog, private_locations
+from routing.environment import RoutingEnvironment
+from routing.errors import ContractInvalid
+from routing.evaluate import evaluate, retrieval_audit
+from routing.execution import gold_branch_route
+from routing.ingest import ingest_sqlite_folder
+from routing.models import Contract, Route
+from routing.pipeline import EvalSetup, GenerateSummary, load_eval, run_generate
+from routing.render import TEMPLATE_VERSION, render
+from routing.routers import RouterTask
+from routing.routers.lexical import LexicalRouter
+from routing.routers.llm import LLMRouter
+from routing.routers.oracle import OracleRouter
+from routing.routers.random_router import RandomRouter
+from routing.sqlite_exec import SqliteExecutor
+from routing.task_store import export_jsonl, import_jsonl, read_contracts, read_units
+from routing.validate import Validator
+from routing.view import CatalogView, Locations
 from service.config import get_settings
 from service.graph import Graph
 
@@ -118,9 +118,9 @@ def test_contracts_cover_all_five_behaviours_and_are_stored(built: GenerateSumma
 
 
 def test_generation_is_seeded(graph: Graph, built: GenerateSummary, validator: Validator) -> None:
-    from evaluation.routing.build_common import BuildContext
-    from evaluation.routing.generate import generate
-    from evaluation.routing.pool import UnitPool
+    from routing.build_common import BuildContext
+    from routing.generate import generate
+    from routing.pool import UnitPool
     import random
 
     pool = UnitPool.build(validator.view, built.units.units)
@@ -256,7 +256,7 @@ def test_interactive_branches_weigh_half_and_asking_helps(setup: EvalSetup) -> N
     inter = [c for c in setup.contracts if c.behaviour == "interactive"]
     c = inter[0]
     one_branch = Route(behaviour="interactive", branches=[gold_branch_route(c.branches[0])])
-    from evaluation.routing.scoring import score_task
+    from routing.scoring import score_task
 
     outcomes = [setup.route_executor.run_branch(b) for b in one_branch.branches]
     gold = [setup.route_executor.run_branch(gold_branch_route(b)) for b in c.branches]

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import text
 
-from evaluation.routing.catalog_store import delete_catalog, private_locations
-from evaluation.routing.environment import CatalogIndexes, RoutingEnvironment
-from evaluation.routing.ingest import ingest_postgres_schema
-from evaluation.routing.view import CatalogView
+from routing.catalog_store import delete_catalog, private_locations
+from routing.environment import CatalogIndexes, RoutingEnvironment
+from routing.ingest import ingest_postgres_schema
+from routing.view import CatalogView
 from service.graph import Graph
 from service.warehouse import Warehouse
 
