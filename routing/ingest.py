@@ -14,11 +14,11 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from routing.catalog import DatabaseProfile, profile_database, sqlite_engine
-from routing.catalog_store import WriteReport, write_catalog
+from routing.catalog_store import WriteReport, private_locations, write_catalog
 from routing.errors import CatalogSourceError
-from routing.naming import public_id
+from routing.naming import mint_public_id
 from routing.relations import relations
-from service.graph import Graph
+from service.graph import Graph, add_counters
 
 Progress = Callable[[str], None]
 
@@ -81,7 +81,9 @@ def profile_sqlite_folder(root: Path, *, only: list[str] | None = None,
 
 def write_profiles(graph: Graph, catalog: str, profiles: list[DatabaseProfile], *, kind: str, root: str,
                    skipped: list[str]) -> WriteReport:
-    by_id = {public_id(catalog, p.name): p for p in profiles}
+    # a database keeps its id across re-ingests (contracts refer to it); a new one gets a fresh random id
+    known = {row["name"]: pid for pid, row in private_locations(graph, catalog).items()}
+    by_id = {known.get(p.name) or mint_public_id(): p for p in profiles}
     return write_catalog(graph, catalog, by_id, relations(by_id), kind=kind, root=root, skipped=skipped)
 
 
@@ -90,6 +92,8 @@ def ingest_sqlite_folder(graph: Graph, root: Path, *, catalog: str = "spider", o
     started = time.perf_counter()
     profiles, skipped = profile_sqlite_folder(root, only=only, progress=progress)
     w = write_profiles(graph, catalog, profiles, kind="sqlite-folder", root=str(root), skipped=skipped)
+    keep = [pid for pid, row in private_locations(graph, catalog).items() if row["name"] in {p.name for p in profiles}]
+    add_counters(w.counters, graph.write("routing_catalog_database_prune", catalog=catalog, engine="sqlite", keep=keep))
     return IngestReport(catalog, w.databases, skipped, w.tables, w.columns, w.foreign_keys, w.relations,
                         round(time.perf_counter() - started, 2), w.counters)
 

@@ -1,19 +1,21 @@
 """Public identifiers and natural-language names derived from schema identifiers."""
 from __future__ import annotations
 
-import hashlib
+import secrets
 import re
 
-# Fixed salt: the same catalog and database always get the same opaque id, and the id cannot
-# be turned back into the original database name without the private mapping.
-_ID_SALT = "dibench-routing-v1"
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def public_id(catalog: str, db_name: str) -> str:
-    digest = hashlib.sha256(f"{_ID_SALT}:{catalog}:{db_name}".encode()).hexdigest()
-    return "db_" + digest[:10]
+def mint_public_id() -> str:
+    """A fresh opaque id from the OS's secure random source.
+
+    Nothing public (the release, the catalog name, the database name) determines it, so the
+    public Spider release cannot be hashed back onto the ids; only the private CatalogLocation
+    nodes hold the mapping.
+    """
+    return "db_" + secrets.token_hex(5)
 
 
 def words(identifier: str) -> list[str]:

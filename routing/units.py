@@ -17,7 +17,6 @@ from routing.compare import CompareConfig, fingerprint
 from routing.errors import CatalogSourceError, UnitSQLError
 from routing.intents import render_intent
 from routing.models import SourceUnit, UnitFailure
-from routing.naming import public_id
 from routing.sqlite_exec import SqliteExecutor
 from routing.sqltree import has_order_by, normalise_quoted, parse_select, render, schema_problems, table_names
 from routing.view import CatalogView, Locations
@@ -74,7 +73,7 @@ def unit_id(catalog: str, origin: str, sql: str) -> str:
 def build_unit(q: ReleaseQuery, catalog: str, view: CatalogView, locations: Locations,
                executor: SqliteExecutor) -> SourceUnit:
     """Raise UnitSQLError (with its kind) when the query cannot become a unit."""
-    pid = public_id(catalog, q.db_name)
+    pid = locations.ids.get(q.db_name, "")
     db = view.databases.get(pid)
     if db is None or pid not in locations.paths:
         raise UnitSQLError("not-in-catalog", "owner database was not ingested", q.sql)
@@ -104,7 +103,8 @@ def build_units(root: Path, catalog: str, view: CatalogView, locations: Location
         try:
             units.append(build_unit(q, catalog, view, locations, executor))
         except UnitSQLError as exc:
-            failures.append(UnitFailure(origin=q.origin, database=public_id(catalog, q.db_name), kind=exc.kind,
+            failures.append(UnitFailure(origin=q.origin, database=locations.ids.get(q.db_name, "not-ingested"),
+                                        kind=exc.kind,
                                         error=str(exc)))
         if progress:
             progress(1)

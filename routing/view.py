@@ -73,14 +73,16 @@ class Locations:
     """Private: public id -> SQLite path. Never handed to a router or the environment."""
 
     paths: dict[str, Path]
+    ids: dict[str, str] = field(default_factory=dict)  # database name in the release -> public id
 
     @classmethod
     def load(cls, graph: Graph, catalog: str) -> "Locations":
         paths: dict[str, Path] = {}
-        for pid, row in private_locations(graph, catalog).items():
+        rows = private_locations(graph, catalog)
+        for pid, row in rows.items():
             if row["engine"] == "sqlite":
                 paths[pid] = Path(row["location"])
-        return cls(paths)
+        return cls(paths, {row["name"]: pid for pid, row in rows.items()})
 
     def path(self, public_id: str) -> Path:
         if public_id not in self.paths:
