@@ -10,7 +10,7 @@ from routing.errors import RouteInvalid
 from routing.execution import Outcome, RouteExecutor, gold_branch_route
 from routing.models import Contract, Route
 from routing.routers import Router, RouterTask
-from routing.scoring import ScoreConfig, Summary, TaskScore, score_task, summarise
+from routing.scoring import ScoreConfig, Summary, TaskScore, match_branches, score_task, summarise
 
 AUDIT_KS = (10, 50)
 
@@ -26,6 +26,7 @@ class AuditRow:
 class EvalResult:
     router: str
     summary: Summary
+    executor: str  # which reference executor wrote the SQL of contributions that brought none
     scores: list[TaskScore]
     invalid_routes: int = 0
     asked: int = 0
@@ -63,9 +64,14 @@ def evaluate(contracts: list[Contract], indexes: CatalogIndexes, route_executor:
             invalid += 1
             errors.append(f"{c.task_id}: {exc}")
             route = Route(behaviour="single", branches=[])
-        outcomes: list[dict[str, Outcome]] = [route_executor.run_branch(b) for b in route.branches]
+        # each submitted branch runs against the gold branch it is scored with (the oracle executor's only input)
+        gold_of = {si: c.branches[gi] for gi, si in enumerate(match_branches(c.branches, route.branches))
+                   if si is not None}
+        outcomes: list[dict[str, Outcome]] = [route_executor.run_branch(b, gold_of.get(i))
+                                              for i, b in enumerate(route.branches)]
         gold = [route_executor.run_branch(gold_branch_route(b)) for b in c.branches]
         scores.append(score_task(c, route, outcomes, gold, cfg))
         if progress:
             progress(1)
-    return EvalResult(router.name, summarise(scores), scores, invalid, sum(s.asked for s in scores), errors)
+    return EvalResult(router.name, summarise(scores), route_executor.writer.name, scores, invalid,
+                      sum(s.asked for s in scores), errors)

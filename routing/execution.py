@@ -1,60 +1,81 @@
-"""Execute a route's contributions, and a contract's gold units, read-only.
+"""Execute a route's contributions, and a contract's gold units, read-only, with real SQL.
 
-A contribution runs its own SQL when the router gave one; otherwise a deterministic local
-executor stands in for a database's own text-to-SQL agent: it matches the local request
-against that database's question bank (every unit intent of that database, BM25) and runs the
-best match. Bindings follow the route's dependency edges: the upstream contribution's single
-result value is bound into the downstream SQL's placeholder.
+A contribution runs its own SQL when the router gave one. Otherwise a reference executor writes
+the SQL that stands in for the source's own text-to-SQL agent:
+- `OracleSql` (no LLM): the gold unit SQL of the routed database when the route is right (the
+  database belongs to the gold branch the route branch was matched to), nothing otherwise. It
+  never reads request texts, so EA measures routing plus binding, not text lookup.
+- `TextToSql` (an LLM): the model writes the SQL from the local request and the database's public
+  schema.
+Bindings follow the route's dependency edges: the upstream contribution's single result value is
+bound into the downstream SQL's placeholder.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from pydantic import Field
 
 from routing.errors import UnitSQLError
-from routing.models import Branch, ContractUnit, RouteBranch, RouteContribution, RouteEdge, SourceUnit
-from routing.retrieval import Bm25Index
+from routing.models import Branch, RouteBranch, RouteContribution, RouteEdge, Strict
 from routing.sqlite_exec import SqliteExecutor, SqliteResult
 from routing.sqltree import parse_select, placeholders
-from routing.view import Locations
+from routing.view import CatalogView, Locations
+from service.errors import ExtractionError
+from service.llm import ask_structured
 
 
-@dataclass(frozen=True)
-class BankEntry:
-    intent: str
-    sql: str
+class SqlWriter(Protocol):
+    name: str
+
+    def sql_for(self, contribution: RouteContribution, gold: Branch | None) -> str | None:
+        """SQL for a contribution without its own; gold is the matched gold branch (oracle use only)."""
+        ...
 
 
-class QuestionBank:
-    """Per database, the intents it can answer and their SQL (the local executor's knowledge)."""
+class OracleSql:
+    """Gold unit SQL when the routed database is in the matched gold branch; never reads the request."""
 
-    def __init__(self, entries: dict[str, list[BankEntry]]) -> None:
-        self._entries = entries
-        self._indexes: dict[str, Bm25Index[int]] = {}
+    name = "oracle-sql"
 
-    @classmethod
-    def from_units(cls, units: list[SourceUnit], extra: list[ContractUnit] = ()) -> "QuestionBank":  # type: ignore[assignment]
-        entries: dict[str, list[BankEntry]] = defaultdict(list)
-        seen: set[tuple[str, str, str]] = set()
-        for db, intent, sql in [(u.database, u.intent, u.sql) for u in units] + [(u.database, u.intent, u.sql)
-                                                                                   for u in extra]:
-            if (db, intent, sql) not in seen:
-                seen.add((db, intent, sql))
-                entries[db].append(BankEntry(intent, sql))
-        return cls(dict(entries))
-
-    def resolve(self, database: str, request: str) -> BankEntry | None:
-        entries = self._entries.get(database)
-        if not entries:
+    def sql_for(self, contribution: RouteContribution, gold: Branch | None) -> str | None:
+        if gold is None:
             return None
-        exact = [e for e in entries if e.intent.strip().lower() == request.strip().lower()]
-        if exact:
-            return exact[0]
-        if database not in self._indexes:
-            self._indexes[database] = Bm25Index(list(range(len(entries))), [e.intent for e in entries])
-        best, score = self._indexes[database].rank(request, 1)[0]
-        return entries[best] if score > 0 else None
+        return next((u.sql for u in gold.units if u.database == contribution.database), None)
+
+
+class GeneratedSql(Strict):
+    sql: str = Field(min_length=1)
+
+
+_SQL_SYSTEM = ("You write one read-only SQLite SELECT that answers the request on the database whose schema is "
+               "given. Where the request depends on a value found earlier, use the placeholder :bound_value. "
+               'Reply with one JSON object: {"sql": "..."}.')
+
+
+class TextToSql:
+    """An LLM writes the SQL from the local request and the database's public schema."""
+
+    def __init__(self, model: BaseChatModel, view: CatalogView) -> None:
+        self.model = model
+        self.view = view
+        self.name = f"llm:{type(model).__name__}"
+
+    def _schema(self, database: str) -> str:
+        db = self.view.databases.get(database)
+        if db is None:
+            return ""
+        return "\n".join(f"{t.name}({', '.join(c['column'] for c in t.columns)})" for t in db.tables.values())
+
+    def sql_for(self, contribution: RouteContribution, gold: Branch | None) -> str | None:
+        user = f"Schema:\n{self._schema(contribution.database)}\n\nRequest: {contribution.request}"
+        try:
+            return ask_structured(self.model, _SQL_SYSTEM, user, GeneratedSql, where="routing text-to-SQL").sql
+        except ExtractionError:
+            return None
 
 
 @dataclass(frozen=True)
@@ -84,10 +105,10 @@ def _order(dbs: list[str], edges: list[tuple[str, str]]) -> tuple[list[str], set
 
 
 class RouteExecutor:
-    def __init__(self, locations: Locations, executor: SqliteExecutor, bank: QuestionBank) -> None:
+    def __init__(self, locations: Locations, executor: SqliteExecutor, writer: SqlWriter) -> None:
         self.locations = locations
         self.executor = executor
-        self.bank = bank
+        self.writer = writer
 
     def _params(self, sql: str, incoming: list[RouteEdge], outcomes: dict[str, Outcome]) -> dict[str, Any]:
         needed = sorted(placeholders(parse_select(sql)))
@@ -107,7 +128,8 @@ class RouteExecutor:
             raise UnitSQLError("binding", f"unbound parameters {missing}", sql)
         return params
 
-    def run_branch(self, branch: RouteBranch) -> dict[str, Outcome]:
+    def run_branch(self, branch: RouteBranch, gold: Branch | None = None) -> dict[str, Outcome]:
+        """Execute every contribution of branch; gold is the gold branch it was matched to, if any."""
         contribs: dict[str, RouteContribution] = {}
         for c in branch.contributions:
             contribs.setdefault(c.database, c)
@@ -117,11 +139,10 @@ class RouteExecutor:
             c = contribs[db]
             sql = c.sql
             if sql is None:
-                entry = self.bank.resolve(db, c.request)
-                if entry is None:
-                    outcomes[db] = Outcome(None, "the local executor found no matching request")
+                sql = self.writer.sql_for(c, gold)
+                if sql is None:
+                    outcomes[db] = Outcome(None, f"{self.writer.name} wrote no SQL for this contribution")
                     continue
-                sql = entry.sql
             try:
                 params = self._params(sql, [e for e in branch.edges if e.target == db], outcomes)
                 outcomes[db] = Outcome(self.executor.run(self.locations.path(db), sql, params))

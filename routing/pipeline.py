@@ -15,12 +15,12 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from routing.build_common import BuildContext
 from routing.environment import CatalogIndexes
-from routing.execution import QuestionBank, RouteExecutor
+from routing.execution import OracleSql, RouteExecutor, SqlWriter, TextToSql
 from routing.generate import DEFAULT_N, GenerationReport, generate
 from routing.models import Contract
 from routing.pool import UnitPool
 from routing.sqlite_exec import SqliteExecutor
-from routing.task_store import export_jsonl, import_jsonl, read_contracts, read_units, write_contracts, write_units
+from routing.task_store import export_jsonl, import_jsonl, read_contracts, write_contracts, write_units
 from routing.units import UnitBuild, build_units, read_release
 from routing.validate import Validator
 from routing.view import CatalogView, Locations
@@ -79,11 +79,15 @@ class EvalSetup:
     executor: SqliteExecutor
 
 
-def load_eval(graph: Graph, catalog: str, contracts_file: Path | None = None) -> EvalSetup:
-    """Contracts (from a JSONL file, else from Neo4j), the public indexes and the private executor."""
+def load_eval(graph: Graph, catalog: str, contracts_file: Path | None = None,
+              llm: BaseChatModel | None = None) -> EvalSetup:
+    """Contracts (from a JSONL file, else from Neo4j), the public indexes and the private executor.
+
+    With llm, contributions without SQL get text-to-SQL from it; otherwise the oracle executor.
+    """
     contracts = import_jsonl(contracts_file) if contracts_file else read_contracts(graph, catalog)
     view = CatalogView.load(graph, catalog)
     locations = Locations.load(graph, catalog)
-    bank = QuestionBank.from_units(read_units(graph, catalog), [u for c in contracts for u in c.units()])
+    writer: SqlWriter = TextToSql(llm, view) if llm is not None else OracleSql()
     executor = SqliteExecutor()
-    return EvalSetup(contracts, CatalogIndexes(view), RouteExecutor(locations, executor, bank), executor)
+    return EvalSetup(contracts, CatalogIndexes(view), RouteExecutor(locations, executor, writer), executor)

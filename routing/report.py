@@ -28,7 +28,7 @@ def _summary_dict(s: Summary) -> dict[str, Any]:
 
 def result_to_dict(result: EvalResult, audit: list[AuditRow], *, contracts: int, catalog: str) -> dict[str, Any]:
     return {
-        "catalog": catalog, "router": result.router, "contracts": contracts, "invalid_routes": result.invalid_routes,
+        "catalog": catalog, "router": result.router, "executor": result.executor, "contracts": contracts, "invalid_routes": result.invalid_routes,
         "clarifications_asked": result.asked, "summary": _summary_dict(result.summary),
         "retrieval_audit": [asdict(a) for a in audit],
         "tasks": [{"task_id": s.task_id, "behaviour": s.behaviour, "ra_set": s.ra_set, "ra_graph": s.ra_graph,
@@ -57,7 +57,8 @@ def _table(caption: str, header: list[str], rows: list[list[str]]) -> str:
 
 
 def metrics_rows(results: list[dict[str, Any]]) -> list[list[str]]:
-    return [[r["router"], str(r["summary"]["tasks"]), *(pct(r["summary"][k]) for k, _ in METRICS)] for r in results]
+    return [[r["router"], r.get("executor", "?"), str(r["summary"]["tasks"]), *(pct(r["summary"][k]) for k, _ in METRICS)]
+            for r in results]
 
 
 def render_section(results: list[dict[str, Any]]) -> str:
@@ -67,7 +68,8 @@ def render_section(results: list[dict[str, Any]]) -> str:
     parts = ["<section>", "<h2>Multi-database source routing</h2>",
              f"<p>Catalog <code>{escape(results[0]['catalog'])}</code>, {results[0]['contracts']} contracts. "
              "Interactive tasks score two half-weight branches.</p>",
-             _table("Routing metrics", ["router", "tasks", *(n for _, n in METRICS)], metrics_rows(results))]
+             _table("Routing metrics (EA by the named executor)", ["router", "EA executor", "tasks", *(n for _, n in METRICS)],
+                    metrics_rows(results))]
     behaviours = sorted({b for r in results for b in r["summary"]["by_behaviour"]})
     for key, name in METRICS:
         rows = [[r["router"], *(pct(r["summary"]["by_behaviour"][b][key]) if b in r["summary"]["by_behaviour"]
