@@ -5,6 +5,8 @@ Validator's wording check), and a rejected reply leaves the template wording in 
 """
 from __future__ import annotations
 
+import random
+
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import Field
 
@@ -14,39 +16,63 @@ from routing.validate import Validator
 from service.errors import ExtractionError
 from service.llm import ask_structured
 
-TEMPLATE_VERSION = "template/v1"
+TEMPLATE_VERSION = "template/v2"
+
+# Every multi-part request (parallel, sequential, exploratory) draws its topic line, connectives and
+# closing from the SAME pools, so the wording's layout says nothing about the behaviour, the number of
+# sources or a binding: only what is asked does. No numbering, no "fewest sources", no column named.
+TOPICS = ("I am looking into {topics}.", "This is about {topics}.", "Some questions on {topics}:",
+          "Questions touching {topics}.", "Context: {topics}.", "Working on {topics} today.")
+JOINERS = (" ", " Also, ", " And ", " Next, ", " Besides that, ", " Plus: ", " Then ", " Separately, ",
+           " On top of that, ", "; ")
+CLOSINGS = ("", "", " Thanks.", " Please keep the answers short.", " That is all I need.")
 
 
 def _clause(text: str) -> str:
     return text.strip().rstrip(".?! ")
 
 
-def _numbered(intents: list[str]) -> str:
-    return " ".join(f"({i}) {_clause(t)}." for i, t in enumerate(intents, 1))
+def _ask(text: str, rng: random.Random) -> str:
+    """One ask, ending as a question or a statement at random (the punctuation carries no signal)."""
+    return _clause(text) + rng.choice(("?", ".", "?"))
 
 
 def _listing(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def template_request(c: Contract) -> str:
+def _joined(asks: list[str], rng: random.Random) -> str:
+    out = asks[0][0].upper() + asks[0][1:]
+    for a in asks[1:]:
+        joiner = rng.choice(JOINERS)
+        mid_sentence = joiner.endswith((", ", "; ")) or joiner == " And "
+        out += joiner + (a[0].lower() if mid_sentence else a[0].upper()) + a[1:]
+    return out
+
+
+def _topics(c: Contract, topics_of: dict[str, list[str]], rng: random.Random) -> list[str]:
+    if c.capabilities:
+        topics = list(c.capabilities)
+    else:
+        topics = sorted({t for u in c.branches[0].units for t in topics_of.get(u.unit_id, [])})[:4]
+    rng.shuffle(topics)
+    return topics
+
+
+def template_request(c: Contract, topics_of: dict[str, list[str]] | None = None) -> str:
+    """The request of c, worded from seeded random choices (the same contract always reads the same)."""
+    rng = random.Random(f"{c.seed}:{c.task_id}:wording")
     units = c.branches[0].units
-    if c.behaviour == "single":
+    if c.behaviour in ("single", "interactive"):
         return units[0].intent.strip()
-    if c.behaviour == "parallel":
-        return "I need several independent answers. " + _numbered([u.intent for u in units])
-    if c.behaviour == "sequential":
-        edge = c.branches[0].edges[0]
-        by_id = {u.unit_id: u for u in units}
-        up, down = by_id[edge.source_unit], by_id[edge.target_unit]
-        return (f"First: {_clause(up.intent)}. Then, using the {edge.binding.upstream_column} found in the "
-                f"first step: {_clause(down.intent)}.")
-    if c.behaviour == "exploratory":
-        return (f"I am exploring data on {_listing(c.capabilities)}. Find the fewest sources that together cover "
-                f"all of these, and from them answer: " + _numbered([u.intent for u in units]))
-    if c.behaviour == "interactive":
-        return units[0].intent.strip()
-    raise AssertionError(f"unhandled behaviour {c.behaviour}")
+    intents = [u.intent for u in units]
+    if c.behaviour != "sequential":
+        rng.shuffle(intents)  # independent asks: their order is free; a sequential chain keeps its order
+    topics = _topics(c, topics_of or {}, rng)
+    # exploratory requests must name their capabilities; the others name their topics just the same
+    topic = rng.choice(TOPICS) if topics else ""
+    text = _joined([_ask(t, rng) for t in intents], rng) + rng.choice(CLOSINGS)
+    return (topic.format(topics=_listing(topics)) + " " + text).strip()
 
 
 class RenderedRequest(Strict):
@@ -60,7 +86,7 @@ _SYSTEM = ("You rephrase a data request so it reads like a business user wrote i
 
 def render(c: Contract, validator: Validator, llm: BaseChatModel | None = None) -> Contract:
     """A copy of c with `request` and `renderer` set; the template wording if the LLM's is rejected."""
-    text = template_request(c)
+    text = template_request(c, validator.topics(c))
     worded = c.model_copy(update={"request": text, "renderer": TEMPLATE_VERSION})
     validator.validate_wording(worded)
     if llm is None:

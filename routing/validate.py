@@ -19,6 +19,7 @@ from routing.errors import ContractInvalid, UnitSQLError
 from routing.models import Branch, Contract, ContractUnit, SourceUnit
 from routing.sqlite_exec import SqliteExecutor
 from routing.sqltree import parse_select, placeholders, schema_problems
+from routing.task_store import base_unit_id
 from routing.view import CatalogView, Locations
 
 MIN_REQUEST_CHARS = 20
@@ -179,6 +180,15 @@ class Validator:
             results[u.unit_id] = res
 
     # -- wording -------------------------------------------------------------------------------
+    def topics(self, c: Contract) -> dict[str, list[str]]:
+        """Contract unit id -> entity labels of the tables its gold query reads (a request's topic words)."""
+        out: dict[str, list[str]] = {}
+        for u in c.units():
+            source = self.registry.get(base_unit_id(u.unit_id))
+            tables = self.view.databases[u.database].tables if u.database in self.view.databases else {}
+            out[u.unit_id] = [tables[t.lower()].entity for t in (source.tables if source else []) if t.lower() in tables]
+        return out
+
     def validate_wording(self, c: Contract) -> None:
         text = c.request
         if len(text.strip()) < MIN_REQUEST_CHARS:
