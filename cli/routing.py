@@ -20,7 +20,7 @@ from cli.common import progress as _progress
 from service.config import get_settings
 
 DEFAULT_CATALOG = "spider"
-ROUTERS = ("oracle", "lexical", "random", "llm")
+ROUTERS = ("oracle", "lexical", "random", "layout", "llm")
 
 
 # ------------------------------------------------------------------------------ catalog
@@ -70,6 +70,21 @@ def catalog_status(name: str) -> None:
     tasks = task_counts(graph, name)
     if tasks:
         _table("routing tasks", list(tasks), [list(tasks.values())])
+
+
+@catalog.command("delete")
+@click.argument("name")
+@_errors
+def catalog_delete(name: str) -> None:
+    """Remove catalog NAME: its databases, tables, columns, locations, units and routing tasks."""
+    from routing.catalog_store import counts, delete_catalog
+    from service.graph import get_graph
+
+    graph = get_graph()
+    if not counts(graph, name)["databases"]:
+        raise click.ClickException(f"no catalog named {name!r} in the graph")
+    delete_catalog(graph, name)
+    console.print(f"deleted catalog {name}")
 
 
 # ------------------------------------------------------------------------------ routing
@@ -127,10 +142,13 @@ def routing_generate(name: str, root: Path | None, n: int | None, seed: int | No
               help="Clarification policy: 'once' lets the router ask one question per task.")
 @click.option("--seed", type=int, default=None, help="Seed of the random router (default 42).")
 @click.option("--decimals", type=int, default=2, show_default=True, help="Round numbers half-up; -1 for exact.")
+@click.option("--executor", type=click.Choice(["oracle", "llm"]), default="oracle", show_default=True,
+              help="Who writes SQL for contributions without any: the gold unit SQL on a right route (oracle), "
+                   "or text-to-SQL by the configured LLM.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write results as JSON.")
 @_errors
 def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, seed: int | None, decimals: int,
-                 output: Path | None) -> None:
+                 executor: str, output: Path | None) -> None:
     """Route every contract, execute the routes, print RA-Set, RA-Graph, EA-Micro, Route+Exec-Graph."""
     from routing.evaluate import evaluate, retrieval_audit
     from routing.pipeline import load_eval
@@ -138,7 +156,12 @@ def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, 
     from routing.scoring import ScoreConfig
     from service.graph import get_graph
 
-    setup = load_eval(get_graph(), name, contracts_file)
+    from service.llm import configured_model
+
+    llm = configured_model() if executor == "llm" else None
+    if executor == "llm" and llm is None:
+        raise click.ClickException("--executor llm needs DIBENCH_LLM_PROVIDER")
+    setup = load_eval(get_graph(), name, contracts_file, llm)
     if not setup.contracts:
         raise click.ClickException(f"no contracts for catalog {name!r}; run `dibench routing generate` first")
     chosen = _router(router, setup.contracts, ask, get_settings().seed if seed is None else seed)
@@ -148,7 +171,7 @@ def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, 
                           cfg=cfg, progress=advance)
     audit = retrieval_audit(setup.contracts, setup.indexes)
     s = result.summary
-    _table(f"router {result.router} on {s.tasks} contracts", ["behaviour", "tasks", *(n for _, n in METRICS)],
+    _table(f"router {result.router} on {s.tasks} contracts (EA by {result.executor})", ["behaviour", "tasks", *(n for _, n in METRICS)],
            [[b, x.tasks, *(pct(getattr(x, k)) for k, _ in METRICS)] for b, x in s.by_behaviour.items()]
            + [["all", s.tasks, *(pct(getattr(s, k)) for k, _ in METRICS)]])
     _table("selection", ["precision", "recall", "over-selection", "under-selection", "asked", "invalid routes"],
