@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from routing.build_common import BuildContext, contract_unit, one_branch_contract
 from routing.models import AnswerCondition, Contract, ContractUnit
-from routing.pool import UnitInfo
+from routing.pool import UnitInfo, prefer_questions
 
 COVER_SIZES = (2, 3, 4)
 COVER_WEIGHTS = (50, 35, 15)
@@ -46,7 +46,7 @@ def _unit_for(ctx: BuildContext, db: str, caps: set[str]) -> UnitInfo | None:
     db_view = ctx.pool.view.databases[db]
     tables = {name for name, t in db_view.tables.items() if t.entity in caps}
     options = [i for i in ctx.pool.by_database.get(db, []) if i.tables & tables]
-    best = [i for i in options if i.distinctive] or options
+    best = prefer_questions([i for i in options if i.distinctive] or options)
     return ctx.rng.choice(best) if best else None
 
 

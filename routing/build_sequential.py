@@ -16,7 +16,7 @@ from typing import Any
 from routing.build_common import BuildContext, contract_unit, one_branch_contract
 from routing.compare import CompareConfig, fingerprint
 from routing.errors import UnitSQLError
-from routing.intents import render_intent
+from routing.intents import BOUND_PHRASE, render_intent
 from routing.models import AnswerCondition, Binding, Contract, ContractUnit, DependencyEdge
 from routing.naming import natural, tokens
 from routing.pool import UnitInfo
@@ -91,7 +91,9 @@ def make_contract(ctx: BuildContext, c: SeqCandidate) -> Contract | None:
         return None
     down_unit = ContractUnit(
         unit_id=f"{c.downstream.unit.unit_id}~{PARAMETER}", database=c.downstream.unit.database,
-        intent=_downstream_intent(c.downstream, c.literal, render_intent(tree)), sql=sql,
+        intent=_downstream_intent(c.downstream, c.literal,
+                                  render_intent(tree).replace(BOUND_PHRASE, f"that {natural(c.literal.column)}")),
+        sql=sql,
         ordered=c.downstream.unit.ordered, fingerprint=fingerprint(res.rows, CompareConfig(c.downstream.unit.ordered)))
     up_unit = contract_unit(c.upstream.unit)
     edge = DependencyEdge(source=up_unit.database, target=down_unit.database, source_unit=up_unit.unit_id,

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 from routing.build_common import BuildContext, contract_unit, one_branch_contract
 from routing.models import AnswerCondition, Contract
+from routing.pool import prefer_questions
 
 # How many units a parallel contract takes: small fan-outs are more common, up to 8.
 PARALLEL_SIZES = (2, 3, 4, 5, 6, 7, 8)
@@ -16,7 +17,7 @@ def single_candidates(ctx: BuildContext) -> Iterator[Contract]:
     dbs = sorted(ctx.pool.distinctive_by_database)
     while True:
         db = ctx.rng.choice(dbs)
-        info = ctx.rng.choice(ctx.pool.distinctive_by_database[db])
+        info = ctx.rng.choice(prefer_questions(ctx.pool.distinctive_by_database[db]))
         yield one_branch_contract(ctx, "single", [contract_unit(info.unit)], AnswerCondition(
             kind="each-unit", description="the result of the one source unit", final_units=[info.unit.unit_id]))
 
@@ -26,7 +27,8 @@ def parallel_candidates(ctx: BuildContext) -> Iterator[Contract]:
     while True:
         k = ctx.rng.choices(PARALLEL_SIZES, weights=PARALLEL_WEIGHTS)[0]
         chosen = ctx.rng.sample(dbs, k)
-        units = [contract_unit(ctx.rng.choice(ctx.pool.distinctive_by_database[db]).unit) for db in chosen]
+        units = [contract_unit(ctx.rng.choice(prefer_questions(ctx.pool.distinctive_by_database[db])).unit)
+                 for db in chosen]
         yield one_branch_contract(ctx, "parallel", units, AnswerCondition(
             kind="each-unit", description="each source's result, computed independently of the others",
             final_units=[u.unit_id for u in units]))

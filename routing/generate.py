@@ -7,6 +7,7 @@ padded.
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -58,6 +59,15 @@ class GenerationReport:
         return {b: t - self.produced.get(b, 0) for b, t in self.targets.items() if self.produced.get(b, 0) < t}
 
 
+def normalised_request(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def contract_key(c: Contract) -> str:
+    """Equal for two contracts asking the same units the same way, whatever order they were drawn in."""
+    return "|".join([c.behaviour, *sorted(u.unit_id for u in c.units()), *sorted(c.capabilities)])
+
+
 def generate(ctx: BuildContext, validator: Validator, n: int = DEFAULT_N, *, llm: BaseChatModel | None = None,
              progress: Callable[[int], None] | None = None) -> GenerationReport:
     goal = targets(n)
@@ -72,7 +82,7 @@ def generate(ctx: BuildContext, validator: Validator, n: int = DEFAULT_N, *, llm
         for attempt, cand in enumerate(STREAMS[behaviour](ctx)):
             if count >= goal[behaviour] or attempt >= ATTEMPTS_PER_CONTRACT * goal[behaviour]:
                 break
-            if cand.task_id in seen:
+            if cand.task_id in seen or contract_key(cand) in seen:
                 duplicates += 1
                 continue
             try:
@@ -81,7 +91,10 @@ def generate(ctx: BuildContext, validator: Validator, n: int = DEFAULT_N, *, llm
             except ContractInvalid as exc:
                 rejected[f"{behaviour}/{exc.check}"] += 1
                 continue
-            seen.add(worded.task_id)
+            if normalised_request(worded.request) in seen:
+                duplicates += 1
+                continue
+            seen |= {worded.task_id, contract_key(worded), normalised_request(worded.request)}
             kept.append(worded)
             count += 1
             if progress:

@@ -14,6 +14,15 @@ _AGG = {exp.Count: "number of", exp.Avg: "average", exp.Sum: "total", exp.Min: "
 _CMP = {exp.EQ: "is", exp.NEQ: "is not", exp.GT: "is greater than", exp.GTE: "is at least",
         exp.LT: "is less than", exp.LTE: "is at most", exp.Like: "matches"}
 BOUND_PHRASE = "the value found in the previous step"
+NESTED_PHRASE = "the result of a nested lookup"
+# Phrases standing for a value or condition the query needs but the text does not state: a request
+# worded with one cannot be answered from its text, so such a unit never becomes a segment.
+HIDING_PHRASES = (NESTED_PHRASE, "a further condition holds", "a computed value", "a value computed from",
+                  "the requested records", "a related record exists")
+
+
+def hides_needed_value(text: str) -> bool:
+    return any(p in text for p in HIDING_PHRASES)
 
 
 def _value(node: exp.Expression) -> str:
@@ -22,7 +31,7 @@ def _value(node: exp.Expression) -> str:
     if isinstance(node, exp.Literal):
         return f"'{node.this}'" if node.is_string else node.this
     if isinstance(node, (exp.Subquery, exp.Select)):
-        return "the result of a nested lookup"
+        return NESTED_PHRASE
     return _expr(node)
 
 

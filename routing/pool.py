@@ -31,6 +31,11 @@ def canonical_sql(tree: exp.Expression) -> str:
     return tree.sql(dialect="sqlite").lower()
 
 
+def prefer_questions(infos: list["UnitInfo"]) -> list["UnitInfo"]:
+    """The units with a released human question, or all when none has one (segments use questions first)."""
+    return [i for i in infos if i.unit.intent_source == "question"] or infos
+
+
 @dataclass
 class UnitInfo:
     unit: SourceUnit

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from routing.compare import CompareConfig, fingerprint
 from routing.errors import CatalogSourceError, UnitSQLError
-from routing.intents import render_intent
+from routing.intents import hides_needed_value, render_intent
 from routing.models import SourceUnit, UnitFailure
 from routing.sqlite_exec import SqliteExecutor
 from routing.sqltree import has_order_by, normalise_quoted, parse_select, render, schema_problems, table_names
@@ -63,7 +63,18 @@ def read_release(root: Path) -> list[ReleaseQuery]:
         queries += [ReleaseQuery(f"train:{i}", db, sql, None) for i, (sql, db) in enumerate(_gold_lines(train_gold))]
     if not queries:
         raise CatalogSourceError(f"{root}: no dev.json, dev_gold.sql or train_gold.sql")
-    return queries
+    return with_known_questions(queries)
+
+
+def _sql_key(db_name: str, sql: str) -> tuple[str, str]:
+    return db_name, " ".join(sql.lower().replace('"', "'").split()).rstrip(";")
+
+
+def with_known_questions(queries: list[ReleaseQuery]) -> list[ReleaseQuery]:
+    """A gold query without a question takes the human question released for the same SQL, if any."""
+    asked = {_sql_key(q.db_name, q.sql): q.question for q in queries if q.question}
+    return [q if q.question else ReleaseQuery(q.origin, q.db_name, q.sql, asked.get(_sql_key(q.db_name, q.sql)))
+            for q in queries]
 
 
 def unit_id(catalog: str, origin: str, sql: str) -> str:
@@ -82,6 +93,10 @@ def build_unit(q: ReleaseQuery, catalog: str, view: CatalogView, locations: Loca
     problems = schema_problems(tree, schema)
     if problems:
         raise UnitSQLError("schema-reference", ", ".join(f"{p.kind} {p.name}" for p in problems), q.sql)
+    intent = q.question or render_intent(tree)
+    if not q.question and hides_needed_value(intent):
+        raise UnitSQLError("unwordable", "no released question, and the SQL-rendered text would hide a needed value",
+                           q.sql)
     sql = render(tree)
     ordered = has_order_by(tree)
     result = executor.run(locations.path(pid), sql)
@@ -90,7 +105,7 @@ def build_unit(q: ReleaseQuery, catalog: str, view: CatalogView, locations: Loca
     if fingerprint(result.rows, cfg) != fingerprint(original.rows, cfg):
         raise UnitSQLError("render-mismatch", "the re-rendered SQL gives another result than the original", q.sql)
     return SourceUnit(unit_id=unit_id(catalog, q.origin, q.sql), catalog=catalog, database=pid, origin=q.origin,
-                      intent=q.question or render_intent(tree), intent_source="question" if q.question else "rendered",
+                      intent=intent, intent_source="question" if q.question else "rendered",
                       sql=sql, ordered=ordered, fingerprint=fingerprint(result.rows, cfg), n_rows=len(result.rows),
                       columns=result.columns, tables=sorted(table_names(tree)))
 
