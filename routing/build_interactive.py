@@ -1,9 +1,11 @@
-"""Interactive contracts: one request, two interpretations, each with its own source.
+"""Interactive contracts: one request, two readings, each with its own source; the user means one.
 
 A gold query whose tables and columns exist in exactly two databases (or three, when two do
 not give enough) asks a question both can answer. Executed on each, it gives two different
-non-empty results: the request is ambiguous, and each reading is a half-weight branch. The
-interpretation texts disambiguate by the entities only that database holds.
+non-empty results: the request is ambiguous by construction. The user means one reading, drawn
+at random and kept private (`intended`); only the clarification answer, which describes that
+reading by the entities only its database holds, tells a router which one. Without the turn no
+router can beat a coin flip.
 """
 from __future__ import annotations
 
@@ -52,10 +54,11 @@ def _contract(ctx: BuildContext, info: UnitInfo, other: str) -> Contract | None:
     branches = [Branch(branch_id=bid, weight=0.5, interpretation=interpretation(unit.intent, context),
                        databases=[unit.database], units=[unit])
                 for bid, (unit, context) in zip(("a", "b"), readings)]
+    intended = ctx.rng.choice(branches)
     return Contract(task_id=task_id("interactive", [info.unit.unit_id, other]), catalog=ctx.catalog,
-                    behaviour="interactive", branches=branches, seed=ctx.seed, answer=AnswerCondition(
-                        kind="per-branch", description="each interpretation's result; each branch weighs one half",
-                        final_units=[b.units[0].unit_id for b in branches]))
+                    behaviour="interactive", branches=branches, seed=ctx.seed, intended=intended.branch_id,
+                    answer=AnswerCondition(kind="per-branch", description="the result of the reading the user means",
+                                           final_units=[intended.units[0].unit_id]))
 
 
 def interactive_candidates(ctx: BuildContext) -> Iterator[Contract]:

@@ -1,8 +1,9 @@
 """A one-question clarification simulator, standing in for the user who wrote the request.
 
-For an interactive task it reveals the two readings (the interpretation texts, which name no
-database); for any other task it says the request is meant as written. It answers only the
-first question of a task (the environment enforces 'ask once').
+For an interactive task it says which reading the user means (its interpretation text, which
+names no database); for any other task it says the request is meant as written, and the question
+was unnecessary (scoring charges for it). It answers only the first question of a task (the
+environment enforces 'ask once').
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from routing.models import Contract
 
 AS_STATED = "The request means exactly what it says; there is nothing to add."
+MEANT_PREFIX = "I mean this: "
 
 
 class ClarificationSimulator:
@@ -19,10 +21,10 @@ class ClarificationSimulator:
 
     def answer(self, task_id: str, _question: str) -> str:
         c = self._by_id[task_id]
-        if c.behaviour != "interactive":
+        meant = c.scored_branches()
+        if c.behaviour != "interactive" or not meant:
             return AS_STATED
-        a, b = (br.interpretation or "" for br in c.branches)
-        return f"It can be read two ways, and I need both: (a) {a} (b) {b}"
+        return f"{MEANT_PREFIX}{meant[0].interpretation or ''}"
 
     def for_task(self, task_id: str) -> Callable[[str], str]:
         return lambda question: self.answer(task_id, question)

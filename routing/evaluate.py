@@ -65,11 +65,11 @@ def evaluate(contracts: list[Contract], indexes: CatalogIndexes, route_executor:
             errors.append(f"{c.task_id}: {exc}")
             route = Route(behaviour="single", branches=[])
         # each submitted branch runs against the gold branch it is scored with (the oracle executor's only input)
-        gold_of = {si: c.branches[gi] for gi, si in enumerate(match_branches(c.branches, route.branches))
-                   if si is not None}
+        scored = c.scored_branches()
+        gold_of = {si: scored[gi] for gi, si in enumerate(match_branches(scored, route.branches)) if si is not None}
         outcomes: list[dict[str, Outcome]] = [route_executor.run_branch(b, gold_of.get(i))
                                               for i, b in enumerate(route.branches)]
-        gold = [route_executor.run_branch(gold_branch_route(b)) for b in c.branches]
+        gold = [route_executor.run_branch(gold_branch_route(b)) for b in scored]
         scores.append(score_task(c, route, outcomes, gold, cfg))
         if progress:
             progress(1)

@@ -89,9 +89,17 @@ class Contract(Strict):
     request: str = ""
     renderer: str = ""
     seed: int
+    intended: str | None = Field(None, description="interactive: the branch id the user means (private; only "
+                                                   "the clarification answer reveals it)")
 
     def required_databases(self) -> set[str]:
-        return {d for b in self.branches for d in b.databases}
+        return {d for b in self.scored_branches() for d in b.databases}
+
+    def scored_branches(self) -> list[Branch]:
+        """The branches a route is scored against: an interactive task's intended reading (weight 1), else all."""
+        if self.intended is None:
+            return self.branches
+        return [b.model_copy(update={"weight": 1.0}) for b in self.branches if b.branch_id == self.intended]
 
     def units(self) -> list[ContractUnit]:
         return [u for b in self.branches for u in b.units]

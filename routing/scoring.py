@@ -18,9 +18,15 @@ from routing.execution import Outcome
 from routing.models import Branch, Contract, Route, RouteBranch
 
 
+# An unnecessary clarification question (on a task that is not ambiguous) costs this share of the
+# task's routing and end-to-end scores: asking must pay for itself, as the user's time is not free.
+UNNEEDED_QUESTION_COST = 0.25
+
+
 @dataclass(frozen=True)
 class ScoreConfig:
     decimals: int | None = DEFAULT_DECIMALS
+    unneeded_question_cost: float = UNNEEDED_QUESTION_COST
 
 
 @dataclass
@@ -44,9 +50,10 @@ class TaskScore:
     required: set[str]
     selected: set[str]
     asked: bool = False
+    cost: float = 0.0  # charged for an unnecessary clarification question
 
     def _weighted(self, attr: str) -> float:
-        return sum(b.weight for b in self.branches if getattr(b, attr))
+        return sum(b.weight for b in self.branches if getattr(b, attr)) * (1 - self.cost)
 
     @property
     def ra_set(self) -> float:
@@ -58,7 +65,7 @@ class TaskScore:
 
     @property
     def route_exec(self) -> float:
-        return sum(b.weight for b in self.branches if b.graph_ok and b.exec_ok)
+        return sum(b.weight for b in self.branches if b.graph_ok and b.exec_ok) * (1 - self.cost)
 
     @property
     def ea(self) -> tuple[float, float]:
@@ -94,12 +101,18 @@ def match_branches(gold: list[Branch], submitted: list[RouteBranch]) -> list[int
 
 def score_task(contract: Contract, route: Route, outcomes: list[dict[str, Outcome]],
                gold: list[dict[str, Outcome]], cfg: ScoreConfig = ScoreConfig()) -> TaskScore:
-    """outcomes[i]: the submitted branch i's executions; gold[j]: gold branch j's executions."""
-    matches = match_branches(contract.branches, route.branches)
+    """outcomes[i]: the submitted branch i's executions; gold[j]: scored gold branch j's executions.
+
+    An interactive task is scored on the reading the user means; a route hedging over several
+    readings selects more than that reading and fails RA-Set.
+    """
+    scored = contract.scored_branches()
+    matches = match_branches(scored, route.branches)
+    hedged = contract.intended is not None and len(route.branches) > 1
     branches: list[BranchScore] = []
-    for gi, (g, si) in enumerate(zip(contract.branches, matches)):
+    for gi, (g, si) in enumerate(zip(scored, matches)):
         sub = route.branches[si] if si is not None else None
-        set_ok = sub is not None and set(sub.databases) == set(g.databases)
+        set_ok = sub is not None and set(sub.databases) == set(g.databases) and not hedged
         edges_ok = sub is not None and {(e.source, e.target) for e in sub.edges} == {(e.source, e.target)
                                                                                      for e in g.edges}
         graph_ok = set_ok and edges_ok and route.behaviour == contract.behaviour
@@ -112,8 +125,10 @@ def score_task(contract: Contract, route: Route, outcomes: list[dict[str, Outcom
                 and results_match(want.result.rows, got.result.rows, CompareConfig(u.ordered, cfg.decimals)))
         branches.append(BranchScore(g.branch_id, g.weight, set_ok, graph_ok, contributions))
     selected = {d for b in route.branches for d in b.databases}
-    return TaskScore(contract.task_id, contract.behaviour, branches, contract.required_databases(), selected,
-                     route.asked_clarification)
+    required = {d for b in scored for d in b.databases}
+    cost = cfg.unneeded_question_cost if route.asked_clarification and contract.intended is None else 0.0
+    return TaskScore(contract.task_id, contract.behaviour, branches, required, selected, route.asked_clarification,
+                     cost)
 
 
 @dataclass

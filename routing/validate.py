@@ -65,7 +65,11 @@ class Validator:
                 fail("interactive needs exactly two branches of weight 0.5")
             if c.branches[0].databases == c.branches[1].databases:
                 fail("the two interpretations use the same sources")
+            if c.intended not in {b.branch_id for b in c.branches}:
+                fail("interactive needs the intended reading to be one of its branches")
             return
+        if c.intended is not None:
+            fail(f"{c.behaviour} has no intended reading to clarify")
         if len(c.branches) != 1 or c.branches[0].weight != 1.0:
             fail(f"{c.behaviour} needs one branch of weight 1")
         edges = c.branches[0].edges

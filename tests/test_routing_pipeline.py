@@ -29,6 +29,7 @@ from routing.routers.lexical import LexicalRouter
 from routing.routers.llm import LLMRouter
 from routing.routers.oracle import OracleRouter
 from routing.routers.random_router import RandomRouter
+from routing.scoring import UNNEEDED_QUESTION_COST
 from routing.sqlite_exec import SqliteExecutor
 from routing.task_store import export_jsonl, import_jsonl, read_contracts, read_units
 from routing.validate import Validator
@@ -100,7 +101,7 @@ def test_units_come_from_gold_sql_and_failures_are_excluded(built: GenerateSumma
     assert u.read == 9693
     assert u.by_source["dev"] > 0 and u.by_source["train"] > 0
     kinds = u.failure_counts()
-    assert set(kinds) <= {"not-in-catalog", "schema-reference", "execution", "render-mismatch"}
+    assert set(kinds) <= {"not-in-catalog", "schema-reference", "execution", "render-mismatch", "unwordable"}
     assert all(x.intent for x in u.units)
     assert {x.intent_source for x in u.units} == {"question", "rendered"}
     assert len(read_units(graph, CATALOG)) == len(u.units)
@@ -243,30 +244,58 @@ def test_environment_reveals_no_gold_location_or_required_set(graph: Graph, setu
 
 # ------------------------------------------------------------------------------ routers and scores
 def test_oracle_scores_100_percent_and_random_scores_lower(setup: EvalSetup) -> None:
-    oracle = evaluate(setup.contracts, setup.indexes, setup.route_executor, OracleRouter(setup.contracts)).summary
-    assert (oracle.ra_set, oracle.ra_graph, oracle.ea_micro, oracle.route_exec_graph) == (1.0, 1.0, 1.0, 1.0)
-    assert all(b.route_exec_graph == 1.0 for b in oracle.by_behaviour.values())
+    oracle = evaluate(setup.contracts, setup.indexes, setup.route_executor, OracleRouter(setup.contracts),
+                      clarify=True)
+    assert oracle.executor == "oracle-sql"
+    s = oracle.summary
+    assert (s.ra_set, s.ra_graph, s.ea_micro, s.route_exec_graph) == (1.0, 1.0, 1.0, 1.0)
+    assert all(b.route_exec_graph == 1.0 for b in s.by_behaviour.values())
+    assert oracle.asked == sum(c.behaviour == "interactive" for c in setup.contracts)
     rnd = evaluate(setup.contracts, setup.indexes, setup.route_executor, RandomRouter(42)).summary
     assert rnd.ra_set < 0.5 and rnd.ra_graph < 0.5 and rnd.ea_micro < 0.5 and rnd.route_exec_graph < 0.5
     lexical = evaluate(setup.contracts, setup.indexes, setup.route_executor, LexicalRouter()).summary
     assert rnd.route_exec_graph < lexical.route_exec_graph <= 1.0
 
 
-def test_interactive_branches_weigh_half_and_asking_helps(setup: EvalSetup) -> None:
+def test_interactive_tasks_need_the_turn_and_needless_questions_cost(setup: EvalSetup) -> None:
     inter = [c for c in setup.contracts if c.behaviour == "interactive"]
+    assert inter and all(c.intended in {b.branch_id for b in c.branches} for c in inter)
+    # both readings fit: the same SQL runs on each reading's own source with a non-empty, different result
+    assert all(len({b.databases[0] for b in c.branches}) == 2 for c in inter)
+    blind = evaluate(inter, setup.indexes, setup.route_executor, OracleRouter(inter)).summary
+    told = evaluate(inter, setup.indexes, setup.route_executor, OracleRouter(inter), clarify=True).summary
+    assert told.ra_graph == 1.0 and blind.ra_graph <= 0.5 + 2 * (0.25 / len(inter)) ** 0.5
+    for c in inter:  # without the turn, the route does not depend on which reading is meant: chance at best
+        other = next(b.branch_id for b in c.branches if b.branch_id != c.intended)
+        flipped = c.model_copy(update={"intended": other})
+        routes = [OracleRouter([x]).route(RouterTask(x.task_id, x.request), RoutingEnvironment(setup.indexes))
+                  for x in (c, flipped)]
+        assert routes[0] == routes[1]
     c = inter[0]
-    one_branch = Route(behaviour="interactive", branches=[gold_branch_route(c.branches[0])])
-    from routing.scoring import score_task
-
-    outcomes = [setup.route_executor.run_branch(b) for b in one_branch.branches]
-    gold = [setup.route_executor.run_branch(gold_branch_route(b)) for b in c.branches]
-    s = score_task(c, one_branch, outcomes, gold)
-    assert (s.ra_set, s.ra_graph, s.route_exec) == (0.5, 0.5, 0.5)
-    assert s.ea == (0.5, 1.0)
+    hedge = Route(behaviour="interactive", branches=[gold_branch_route(b) for b in c.branches])
+    assert evaluate([c], setup.indexes, setup.route_executor, _Fixed(hedge)).summary.ra_set == 0.0
     never = evaluate(inter, setup.indexes, setup.route_executor, LexicalRouter("never"))
     once = evaluate(inter, setup.indexes, setup.route_executor, LexicalRouter("once"), clarify=True)
     assert never.asked == 0 and once.asked == len(inter)
-    assert once.summary.ra_graph > never.summary.ra_graph
+    assert once.summary.ra_set > never.summary.ra_set
+    singles = [c for c in setup.contracts if c.behaviour == "single"]
+    quiet = evaluate(singles, setup.indexes, setup.route_executor, OracleRouter(singles), clarify=True).summary
+    asking = evaluate(singles, setup.indexes, setup.route_executor, _AskFirst(OracleRouter(singles)),
+                      clarify=True).summary
+    assert quiet.ra_graph == 1.0 and asking.ra_graph == 1.0 - UNNEEDED_QUESTION_COST
+
+
+class _AskFirst:
+    """Asks its one question on every task, then routes as the wrapped router does."""
+
+    name = "ask-first"
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def route(self, task: RouterTask, env: RoutingEnvironment) -> Route:
+        env.ask_clarification("Is there anything you did not say?")
+        return self._inner.route(task, env)  # type: ignore[no-any-return]
 
 
 def test_retrieval_audit_bounds(setup: EvalSetup) -> None:
@@ -322,17 +351,19 @@ def test_cli_commands_have_help_and_run(built: GenerateSummary, tmp_path: Path) 
     from service.cli import main
 
     runner = CliRunner()
-    for args in (["catalog"], ["catalog", "ingest"], ["catalog", "status"], ["routing"], ["routing", "generate"],
+    for args in (["catalog"], ["catalog", "ingest"], ["catalog", "status"], ["catalog", "delete"], ["routing"],
+                 ["routing", "generate"],
                  ["routing", "eval"], ["routing", "report"]):
         res = runner.invoke(main, [*args, "--help"])
         assert res.exit_code == 0, res.output
         assert len(res.output.split("Usage:")[1].strip().splitlines()) > 2
     out = tmp_path / "oracle.json"
-    res = runner.invoke(main, ["routing", "eval", "--router", "oracle", "--catalog", CATALOG, "-o", str(out)])
+    res = runner.invoke(main, ["routing", "eval", "--router", "oracle", "--ask", "once", "--catalog", CATALOG,
+                               "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert "RA-Set" in res.output and "Recall@K" in res.output
     data = json.loads(out.read_text())
-    assert data["summary"]["route_exec_graph"] == 1.0
+    assert data["summary"]["route_exec_graph"] == 1.0 and data["executor"] == "oracle-sql"
     html = tmp_path / "routing.html"
     res = runner.invoke(main, ["routing", "report", str(out), "-o", str(html)])
     assert res.exit_code == 0, res.output

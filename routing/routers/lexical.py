@@ -1,37 +1,27 @@
 """The lexical router: BM25 over capability summaries, one source per request segment.
 
-It reads the request's surface structure (numbered items, "First: ... Then, using the X found
-in the first step: ...", "fewest sources that together cover"), routes each segment to the
-top-ranked database, and links a two-step request with one dependency edge. With the
+Segments are the request's sentences (a request carries no other structure); each goes to its
+top-ranked database. One database makes a single-source route, several a parallel one. With the
 clarification policy "once" it asks its one question on every single-segment request and, if
-the answer gives two readings, routes each as its own branch.
+the answer names the reading the user means, routes that reading.
 """
 from __future__ import annotations
 
 import re
 from typing import Literal
 
+from routing.clarify import MEANT_PREFIX
 from routing.environment import RoutingEnvironment
-from routing.models import Behaviour, Route, RouteBranch, RouteContribution, RouteEdge
+from routing.models import Behaviour, Route, RouteBranch, RouteContribution
 from routing.routers import RouterTask
 
 AskPolicy = Literal["never", "once"]
-_NUMBERED = re.compile(r"\((\d+)\)\s*")
-_SEQUENTIAL = re.compile(r"^First:\s*(?P<up>.+?)\s*Then, using the (?P<col>.+?) found in the first step:\s*(?P<down>.+)$",
-                         re.DOTALL)
-_READINGS = re.compile(r"\(([ab])\)\s*(.+?)(?=\s*\([ab]\)\s|$)", re.DOTALL)
+_SENTENCE_END = re.compile(r"(?<=[.?!:;])\s+")
 
 
-def segments(request: str) -> tuple[Behaviour, list[str], str | None]:
-    """(behaviour guess, segments, upstream column of a two-step request)."""
-    seq = _SEQUENTIAL.match(request.strip())
-    if seq:
-        return "sequential", [seq["up"], seq["down"]], seq["col"]
-    parts = [p.strip() for p in _NUMBERED.split(request)]
-    items = [p for i, p in enumerate(parts) if i % 2 == 0 and i > 0 and p]
-    if len(items) >= 2:
-        return ("exploratory" if "fewest sources" in request else "parallel"), items, None
-    return "single", [request.strip()], None
+def segments(request: str) -> list[str]:
+    """The request's sentences, each one ask (or a topic line)."""
+    return [p.strip() for p in _SENTENCE_END.split(request.strip()) if len(p.strip()) > 3] or [request.strip()]
 
 
 class LexicalRouter:
@@ -43,24 +33,22 @@ class LexicalRouter:
     def _top(env: RoutingEnvironment, text: str) -> str:
         return env.search(text, "capabilities", 1)[0]["database"]
 
-    def _branch(self, env: RoutingEnvironment, segs: list[str], column: str | None) -> RouteBranch:
+    def _branch(self, env: RoutingEnvironment, segs: list[str]) -> RouteBranch:
         contribs: dict[str, RouteContribution] = {}
         order: list[str] = []
         for s in segs:
             db = self._top(env, s)
             order.append(db)
             contribs.setdefault(db, RouteContribution(database=db, request=s))
-        edges = []
-        if column is not None and len(order) == 2 and order[0] != order[1]:
-            edges = [RouteEdge(source=order[0], target=order[1], upstream_column=column)]
-        return RouteBranch(databases=sorted(contribs), edges=edges, contributions=list(contribs.values()))
+        return RouteBranch(databases=sorted(contribs), contributions=list(contribs.values()))
 
     def route(self, task: RouterTask, env: RoutingEnvironment) -> Route:
-        behaviour, segs, column = segments(task.request)
-        if behaviour == "single" and self.ask == "once" and env.can_clarify:
-            answer = env.ask_clarification("Could this request mean more than one thing? If so, what are the readings?")
-            readings = [m.group(2).strip() for m in _READINGS.finditer(answer)]
-            if len(readings) == 2:
-                branches = [self._branch(env, [r], None) for r in readings]
-                return env.submit_route(Route(behaviour="interactive", branches=branches))
-        return env.submit_route(Route(behaviour=behaviour, branches=[self._branch(env, segs, column)]))
+        segs = segments(task.request)
+        if len(segs) == 1 and self.ask == "once" and env.can_clarify:
+            answer = env.ask_clarification("Could this request mean more than one thing? If so, which do you mean?")
+            if answer.startswith(MEANT_PREFIX):
+                reading = answer.removeprefix(MEANT_PREFIX)
+                return env.submit_route(Route(behaviour="interactive", branches=[self._branch(env, [reading])]))
+        branch = self._branch(env, segs)
+        behaviour: Behaviour = "single" if len(branch.databases) == 1 else "parallel"
+        return env.submit_route(Route(behaviour=behaviour, branches=[branch]))
