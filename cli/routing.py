@@ -188,6 +188,7 @@ def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, 
 
 
 def _router(kind: str, contracts: list[Any], ask: str, seed: int) -> Any:
+    from routing.routers.layout import LayoutRouter
     from routing.routers.lexical import LexicalRouter
     from routing.routers.llm import LLMRouter
     from routing.routers.oracle import OracleRouter
@@ -195,9 +196,11 @@ def _router(kind: str, contracts: list[Any], ask: str, seed: int) -> Any:
     from service.llm import configured_model
 
     if kind == "oracle":
-        return OracleRouter(contracts)
+        return OracleRouter(contracts, seed)
     if kind == "random":
         return RandomRouter(seed)
+    if kind == "layout":
+        return LayoutRouter(seed)
     if kind == "lexical":
         return LexicalRouter("once" if ask == "once" else "never")
     model = configured_model()
