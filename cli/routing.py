@@ -128,6 +128,8 @@ def routing_generate(name: str, root: Path | None, n: int | None, seed: int | No
     r = s.report
     _table("contracts", ["behaviour", "target", "produced"], [[b, t, r.produced.get(b, 0)] for b, t in r.targets.items()]
            + [["total", sum(r.targets.values()), len(r.contracts)]])
+    for behaviour, reason in r.skipped().items():
+        console.print(f"[yellow]skipped[/yellow] {behaviour}: {reason}", highlight=False)
     if r.rejected:
         console.print("rejected candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items())))
     console.print(f"contracts built in {s.contract_seconds}s; exported to {output}")

@@ -53,8 +53,9 @@ def _unit_for(ctx: BuildContext, db: str, caps: set[str]) -> UnitInfo | None:
 def exploratory_candidates(ctx: BuildContext) -> Iterator[Contract]:
     holders = ctx.pool.entity_index()
     dbs = sorted(d for d in ctx.pool.by_database if ctx.pool.view.databases[d].entities)
-    while True:
-        k = ctx.rng.choices(COVER_SIZES, weights=COVER_WEIGHTS)[0]
+    sizes = [(k, w) for k, w in zip(COVER_SIZES, COVER_WEIGHTS) if k <= len(dbs)]
+    while sizes:  # a small catalog draws only the cover sizes it has databases for
+        k = ctx.rng.choices([k for k, _ in sizes], weights=[w for _, w in sizes])[0]
         picked = ctx.rng.sample(dbs, k)
         caps = sorted({ctx.rng.choice(ctx.pool.view.databases[d].entities) for d in picked})
         covers = minimum_covers(caps, holders)

@@ -15,7 +15,7 @@ PARALLEL_WEIGHTS = (30, 25, 15, 10, 8, 6, 6)
 def single_candidates(ctx: BuildContext) -> Iterator[Contract]:
     """Endless stream: a random database, then a random distinctive unit of it."""
     dbs = sorted(ctx.pool.distinctive_by_database)
-    while True:
+    while dbs:
         db = ctx.rng.choice(dbs)
         info = ctx.rng.choice(prefer_questions(ctx.pool.distinctive_by_database[db]))
         yield one_branch_contract(ctx, "single", [contract_unit(info.unit)], AnswerCondition(
@@ -24,8 +24,9 @@ def single_candidates(ctx: BuildContext) -> Iterator[Contract]:
 
 def parallel_candidates(ctx: BuildContext) -> Iterator[Contract]:
     dbs = sorted(ctx.pool.distinctive_by_database)
-    while True:
-        k = ctx.rng.choices(PARALLEL_SIZES, weights=PARALLEL_WEIGHTS)[0]
+    sizes = [(k, w) for k, w in zip(PARALLEL_SIZES, PARALLEL_WEIGHTS) if k <= len(dbs)]
+    while sizes:  # a small catalog draws only the fan-outs it has databases for
+        k = ctx.rng.choices([k for k, _ in sizes], weights=[w for _, w in sizes])[0]
         chosen = ctx.rng.sample(dbs, k)
         units = [contract_unit(ctx.rng.choice(prefer_questions(ctx.pool.distinctive_by_database[db])).unit)
                  for db in chosen]

@@ -29,6 +29,14 @@ REFERENCE_MIX: dict[Behaviour, int] = {"single": 92, "parallel": 305, "sequentia
 DEFAULT_N = sum(REFERENCE_MIX.values())  # 815
 ATTEMPTS_PER_CONTRACT = 30  # bound on candidates drawn per contract kept, for endless streams
 
+SKIP_REASONS: dict[str, str] = {
+    "single": "no unit that only one database can answer",
+    "parallel": "fewer than two databases with a unit only they can answer",
+    "sequential": "no single-row result of one database that a filter of another database uses",
+    "exploratory": "no capability set with a unique minimum cover of two or more databases",
+    "interactive": "no question that two databases answer differently",
+}
+
 STREAMS: dict[Behaviour, Callable[[BuildContext], Iterator[Contract]]] = {
     "single": single_candidates, "parallel": parallel_candidates, "sequential": sequential_candidates,
     "exploratory": exploratory_candidates, "interactive": interactive_candidates,
@@ -54,6 +62,10 @@ class GenerationReport:
     produced: dict[str, int]
     rejected: dict[str, int] = field(default_factory=dict)  # "behaviour/check" -> count
     duplicates: int = 0
+
+    def skipped(self) -> dict[str, str]:
+        """Behaviours the catalog produced none of, with why (a small catalog cannot give every kind)."""
+        return {b: SKIP_REASONS[b] for b in self.targets if not self.produced.get(b)}
 
     def shortfalls(self) -> dict[str, int]:
         return {b: t - self.produced.get(b, 0) for b, t in self.targets.items() if self.produced.get(b, 0) < t}
