@@ -24,7 +24,7 @@ TEMPLATE_VERSION = "template/v2"
 TOPICS = ("I am looking into {topics}.", "This is about {topics}.", "Some questions on {topics}:",
           "Questions touching {topics}.", "Context: {topics}.", "Working on {topics} today.")
 JOINERS = (" ", " Also, ", " And ", " Next, ", " Besides that, ", " Plus: ", " Then ", " Separately, ",
-           " On top of that, ", "; ")
+           " On top of that, ", "; ", ", and ")
 CLOSINGS = ("", "", " Thanks.", " Please keep the answers short.", " That is all I need.")
 
 
@@ -32,21 +32,19 @@ def _clause(text: str) -> str:
     return text.strip().rstrip(".?! ")
 
 
-def _ask(text: str, rng: random.Random) -> str:
-    """One ask, ending as a question or a statement at random (the punctuation carries no signal)."""
-    return _clause(text) + rng.choice(("?", ".", "?"))
-
-
 def _listing(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _joined(asks: list[str], rng: random.Random) -> str:
-    out = asks[0][0].upper() + asks[0][1:]
-    for a in asks[1:]:
-        joiner = rng.choice(JOINERS)
-        mid_sentence = joiner.endswith((", ", "; ")) or joiner == " And "
-        out += joiner + (a[0].lower() if mid_sentence else a[0].upper()) + a[1:]
+    """The asks as running text; each ends as a question or a statement at random (no signal either way)."""
+    out = ""
+    for i, ask in enumerate(_clause(a) for a in asks):
+        joiner = rng.choice(JOINERS) if i else ""
+        if joiner in ("; ", ", and "):
+            out = out[:-1]  # the joiner replaces the previous ask's end mark
+        lower = joiner in (" And ", " Then ", "; ", ", and ") or joiner.endswith(", ")  # mid-sentence
+        out += joiner + (ask[0].lower() if lower else ask[0].upper()) + ask[1:] + rng.choice(("?", ".", "?"))
     return out
 
 
@@ -71,7 +69,7 @@ def template_request(c: Contract, topics_of: dict[str, list[str]] | None = None)
     topics = _topics(c, topics_of or {}, rng)
     # exploratory requests must name their capabilities; the others name their topics just the same
     topic = rng.choice(TOPICS) if topics else ""
-    text = _joined([_ask(t, rng) for t in intents], rng) + rng.choice(CLOSINGS)
+    text = _joined(intents, rng) + rng.choice(CLOSINGS)
     return (topic.format(topics=_listing(topics)) + " " + text).strip()
 
 

@@ -6,6 +6,7 @@ The subset holds pairs of databases that share schemas (interactive) and value o
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -370,3 +371,65 @@ def test_cli_commands_have_help_and_run(built: GenerateSummary, tmp_path: Path) 
     assert "Route+Exec-Graph" in html.read_text() and "Recall@K" in html.read_text()
     res = runner.invoke(main, ["routing", "eval", "--router", "oracle", "--catalog", "no_such_catalog"])
     assert res.exit_code != 0 and "no_such_catalog" in res.output
+
+
+# ------------------------------------------------------------------------------ leakage
+def _layout_accuracy(samples: list[tuple[int, tuple[Any, ...], str]], with_layout: bool) -> float:
+    """Fit behaviour ~ unit count (+ layout) by majority on one half of the contracts, score on the other.
+
+    Samples come contract by contract (same order under every seed), so even/odd positions split
+    by contract when the number of contracts is even; an unseen (count, layout) key backs off to the
+    count alone, so sparse layouts are not penalised.
+    """
+    from collections import Counter, defaultdict
+
+    by_count: dict[int, Counter[str]] = defaultdict(Counter)
+    by_layout: dict[tuple[int, tuple[Any, ...]], Counter[str]] = defaultdict(Counter)
+    for k, layout, behaviour in samples[0::2]:
+        by_count[k][behaviour] += 1
+        by_layout[(k, layout)][behaviour] += 1
+
+    def guess(k: int, layout: tuple[Any, ...]) -> str | None:
+        table = by_layout.get((k, layout)) if with_layout else None
+        table = table or by_count.get(k)
+        return table.most_common(1)[0][0] if table else None
+
+    test = samples[1::2]
+    return sum(guess(k, layout) == b for k, layout, b in test) / len(test)
+
+
+def test_layout_says_nothing_beyond_what_is_asked(built: GenerateSummary, validator: Validator) -> None:
+    """Reworded under many seeds, a request's layout (sentences, joiners, numbering, cue words) predicts
+    the behaviour no better than the number of asks alone; no fixed cue phrase ever appears."""
+    import random
+
+    from routing.build_common import BuildContext
+    from routing.generate import generate
+    from routing.pool import UnitPool
+    from routing.routers.layout import layout_features
+
+    pool = UnitPool.build(validator.view, built.units.units)
+    many = generate(BuildContext(CATALOG, pool, validator.locations, validator.executor, random.Random(5), 5),
+                    validator, 240).contracts
+    samples = []
+    multi = [c for c in many if len(c.branches[0].units) > 1]
+    multi = multi[:len(multi) // 2 * 2]  # an even count: even/odd positions are disjoint contract halves
+    for seed in range(10):
+        for c in multi:
+            worded = render(c.model_copy(update={"seed": seed}), validator)
+            assert not re.search(r"\(\d\)|fewest sources|First:|found in the first step|previous step|"
+                                 r"independent answers", worded.request)
+            for e in c.branches[0].edges:
+                assert f"the {e.binding.upstream_column} found" not in worded.request
+            samples.append((len(c.branches[0].units), layout_features(worded.request), c.behaviour))
+    base, layout = _layout_accuracy(samples, False), _layout_accuracy(samples, True)
+    assert layout <= base + 2 * (0.25 / (len(multi) / 2)) ** 0.5, (base, layout)  # two standard errors
+
+
+def test_layout_only_router_scores_no_better_than_random(setup: EvalSetup) -> None:
+    from routing.routers.layout import LayoutRouter
+
+    layout = evaluate(setup.contracts, setup.indexes, setup.route_executor, LayoutRouter(42)).summary
+    rnd = evaluate(setup.contracts, setup.indexes, setup.route_executor, RandomRouter(42)).summary
+    n = len(setup.contracts)
+    assert layout.ra_graph <= rnd.ra_graph + 2 * (0.25 / n) ** 0.5, (layout.ra_graph, rnd.ra_graph)
