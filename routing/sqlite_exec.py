@@ -1,8 +1,9 @@
-"""The read-only SQLite executor: the only way unit and route SQL runs on a catalog database.
+"""The read-only executor: the only way unit and route SQL runs on a catalog database.
 
-Three locks on the door: the SQL must parse (sqlite dialect) as one query; the file is opened
-with `mode=ro`; an authorizer refuses anything but reads. A progress handler aborts a query
-that runs past its deadline.
+SQLite files: three locks on the door: the SQL must parse (sqlite dialect) as one query; the file
+is opened with `mode=ro`; an authorizer refuses anything but reads. A progress handler aborts a
+query that runs past its deadline. PostgreSQL schemas: the same SQL, transpiled to PostgreSQL,
+runs through the warehouse's read-only transaction with the schema as its only search path.
 """
 from __future__ import annotations
 
@@ -13,12 +14,38 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import sqlglot
+import sqlglot.errors
+
 from routing.errors import UnitSQLError
 from routing.sqltree import parse_select
 
 DEFAULT_TIMEOUT_S = 5.0
 _PROGRESS_STEPS = 10_000  # VM instructions between deadline checks
 _ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+
+
+@dataclass(frozen=True)
+class PgSchema:
+    """A catalog database that is a schema of the configured PostgreSQL warehouse."""
+
+    schema: str
+
+    @property
+    def stem(self) -> str:
+        return self.schema
+
+
+def run_postgres(target: PgSchema, sql: str, params: dict[str, Any] | None, timeout_s: float) -> "SqliteResult":
+    from service.errors import DibenchError
+    from service.warehouse import get_warehouse
+
+    try:
+        pg_sql = sqlglot.transpile(sql, read="sqlite", write="postgres")[0]
+        res = get_warehouse().execute_readonly(pg_sql, params, timeout_s=timeout_s, schema=target.schema)
+    except (DibenchError, sqlglot.errors.SqlglotError) as exc:
+        raise UnitSQLError("execution", str(exc).splitlines()[0], sql) from exc
+    return SqliteResult(res.columns, [tuple(r) for r in res.rows], res.elapsed_s)
 
 
 @dataclass(frozen=True)
@@ -63,8 +90,10 @@ class SqliteExecutor:
             self._conns[path] = connect_readonly(path)
         return self._conns[path]
 
-    def run(self, path: Path, sql: str, params: dict[str, Any] | None = None) -> SqliteResult:
+    def run(self, path: Path | PgSchema, sql: str, params: dict[str, Any] | None = None) -> SqliteResult:
         _check(sql)
+        if isinstance(path, PgSchema):
+            return run_postgres(path, sql, params, self.timeout_s)
         conn = self._conn(path)
         deadline = time.monotonic() + self.timeout_s
         conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, _PROGRESS_STEPS)

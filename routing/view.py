@@ -12,6 +12,7 @@ from typing import Any
 
 from routing.catalog_store import private_locations, read_public
 from routing.errors import RoutingError
+from routing.sqlite_exec import PgSchema
 from service.graph import Graph
 
 
@@ -70,23 +71,25 @@ class CatalogView:
 
 @dataclass(frozen=True)
 class Locations:
-    """Private: public id -> SQLite path. Never handed to a router or the environment."""
+    """Private: public id -> SQLite path or PostgreSQL schema. Never handed to a router or the environment."""
 
-    paths: dict[str, Path]
+    paths: dict[str, Path | PgSchema]
     ids: dict[str, str] = field(default_factory=dict)  # database name in the release -> public id
 
     @classmethod
     def load(cls, graph: Graph, catalog: str) -> "Locations":
-        paths: dict[str, Path] = {}
+        paths: dict[str, Path | PgSchema] = {}
         rows = private_locations(graph, catalog)
         for pid, row in rows.items():
             if row["engine"] == "sqlite":
                 paths[pid] = Path(row["location"])
+            elif row["engine"] == "postgresql" and row["db_schema"]:
+                paths[pid] = PgSchema(row["db_schema"])
         return cls(paths, {row["name"]: pid for pid, row in rows.items()})
 
-    def path(self, public_id: str) -> Path:
+    def path(self, public_id: str) -> Path | PgSchema:
         if public_id not in self.paths:
-            raise RoutingError(f"no executable SQLite location for database {public_id}")
+            raise RoutingError(f"no executable location for database {public_id}")
         return self.paths[public_id]
 
 
