@@ -112,6 +112,16 @@ def private_locations(graph: Graph, catalog: str) -> dict[str, dict[str, Any]]:
     return {r["public_id"]: r for r in graph.read("routing_catalog_private_locations", catalog=catalog)}
 
 
+def link_domain_tables(graph: Graph, catalog: str) -> int:
+    """Link the catalog's PostgreSQL tables to the Table nodes of domains on the same schema; the count."""
+    rows = graph.write_returning("routing_catalog_domain_link", catalog=catalog)
+    return int(rows[0]["linked"]) if rows else 0
+
+
+def domain_links(graph: Graph, catalog: str) -> list[dict[str, Any]]:
+    return graph.read("routing_catalog_domain_links", catalog=catalog)
+
+
 def delete_catalog(graph: Graph, catalog: str) -> dict[str, int]:
     return graph.write("routing_catalog_delete", catalog=catalog)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from routing.catalog import DatabaseProfile, profile_database, sqlite_engine
-from routing.catalog_store import WriteReport, private_locations, write_catalog
+from routing.catalog_store import WriteReport, link_domain_tables, private_locations, write_catalog
 from routing.errors import CatalogSourceError
 from routing.naming import mint_public_id
 from routing.relations import relations
@@ -34,6 +34,7 @@ class IngestReport:
     relations: int
     seconds: float
     counters: dict[str, int] = field(default_factory=dict)
+    domain_links: int = 0  # catalog tables linked to a dibench domain's Table nodes
 
 
 def sqlite_path(root: Path, db_name: str) -> Path:
@@ -109,4 +110,4 @@ def ingest_postgres_schema(graph: Graph, engine: Engine, schema: str, *, catalog
     profile = profile_database(engine, name=schema, location=location, schema=schema)
     w = write_profiles(graph, catalog, [profile, *(extra or [])], kind="postgres-schema", root=location, skipped=[])
     return IngestReport(catalog, w.databases, [], w.tables, w.columns, w.foreign_keys, w.relations,
-                        round(time.perf_counter() - started, 2), w.counters)
+                        round(time.perf_counter() - started, 2), w.counters, link_domain_tables(graph, catalog))

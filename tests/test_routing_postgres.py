@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -89,3 +90,26 @@ def test_postgres_schema_is_a_first_class_executed_source(graph: Graph, warehous
         assert setup.route_executor.run_branch(other)[pid].result.rows == [(2,)]  # type: ignore[union-attr]
     finally:
         setup.executor.close()
+
+
+def test_a_domain_schema_source_links_to_the_domains_tables(graph: Graph, warehouse: Warehouse,
+                                                            tmp_path: Path) -> None:
+    """One graph: catalog tables of schema `mini` point to the Table nodes of the domain on `mini`."""
+    from ingest.pack import load_pack
+    from ingest.pipeline import ingest_pack
+    from routing.catalog_store import domain_links
+    from tests.fixtures.packs import copy_pack, delete_domain, ensure_mini_loaded
+
+    domain, catalog = f"mini_routing_{os.getpid()}", CATALOG + "_domain"
+    ensure_mini_loaded(warehouse)
+    delete_domain(graph, domain)
+    delete_catalog(graph, catalog)
+    try:
+        ingest_pack(load_pack(copy_pack(tmp_path / "pack", domain)), graph, warehouse)
+        report = ingest_postgres_schema(graph, warehouse.admin(), "mini", catalog=catalog)
+        links = [r for r in domain_links(graph, catalog) if r["domain"] == domain]
+        assert report.domain_links >= len(links) == report.tables > 0
+        assert all(r["table_key"] == f"table:{domain}/{r['table']}" for r in links)
+    finally:
+        delete_catalog(graph, catalog)
+        delete_domain(graph, domain)
