@@ -53,6 +53,8 @@ def catalog_ingest(path: Path | None, name: str, postgres_schema: str | None) ->
            [[report.databases, report.tables, report.columns, report.foreign_keys, report.relations, report.seconds]])
     for s in report.skipped:
         console.print(f"[yellow]skipped[/yellow] {s}", highlight=False)
+    if report.domain_links:
+        console.print(f"linked {report.domain_links} catalog tables to dibench domain tables")
 
 
 @catalog.command("status")
@@ -154,7 +156,7 @@ def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, 
     """Route every contract, execute the routes, print RA-Set, RA-Graph, EA-Micro, Route+Exec-Graph."""
     from routing.evaluate import evaluate, retrieval_audit
     from routing.pipeline import load_eval
-    from routing.report import METRICS, pct, result_to_dict
+    from routing.report import METRICS, pct, result_to_dict, save_result
     from routing.scoring import ScoreConfig
     from service.graph import get_graph
 
@@ -181,10 +183,11 @@ def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, 
              result.invalid_routes]])
     _table("retrieval audit (BM25, capability summaries)", ["K", "Recall@K", "complete set in top K"],
            [[a.k, pct(a.recall), pct(a.complete)] for a in audit])
+    data = result_to_dict(result, audit, contracts=len(setup.contracts), catalog=name)
+    save_result(data)  # for the routing section of `dibench report`
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(result_to_dict(result, audit, contracts=len(setup.contracts), catalog=name),
-                                     indent=1))
+        output.write_text(json.dumps(data, indent=1))
         console.print(f"results written to {output}")
     setup.executor.close()
 

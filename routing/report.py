@@ -2,16 +2,43 @@
 
 `result_to_dict` is the stored form of one router's evaluation; `render_section` turns a list of
 them (plus the retrieval audit) into an HTML fragment with inline styles that the main HTML
-report can embed as is.
+report can embed as is. Every `routing eval` also keeps its result under the state directory
+(one file per catalog and router, the latest wins), and `html_section` renders those for
+`dibench report`.
 """
 from __future__ import annotations
 
+import json
+from collections import defaultdict
 from dataclasses import asdict
 from html import escape
+from pathlib import Path
 from typing import Any
 
 from routing.evaluate import AuditRow, EvalResult
 from routing.scoring import Summary
+from service.config import get_settings
+
+
+def results_dir() -> Path:
+    return get_settings().state_dir / "routing" / "results"
+
+
+def save_result(data: dict[str, Any]) -> Path:
+    """Keep one evaluation's result for `dibench report` (replaces the catalog's earlier run of that router)."""
+    path = results_dir() / f"{data['catalog']}__{data['router']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1))
+    return path
+
+
+def html_section() -> str | None:
+    """The routing section of `dibench report`: one block per catalog evaluated, None when none was."""
+    by_catalog: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for path in sorted(results_dir().glob("*.json")) if results_dir().is_dir() else []:
+        data = json.loads(path.read_text())
+        by_catalog[data["catalog"]].append(data)
+    return "\n".join(render_section(rs) for _, rs in sorted(by_catalog.items())) or None
 
 METRICS = (("ra_set", "RA-Set"), ("ra_graph", "RA-Graph"), ("ea_micro", "EA-Micro"),
            ("route_exec_graph", "Route+Exec-Graph"))

@@ -365,6 +365,15 @@ def test_cli_commands_have_help_and_run(built: GenerateSummary, tmp_path: Path) 
     assert "RA-Set" in res.output and "Recall@K" in res.output
     data = json.loads(out.read_text())
     assert data["summary"]["route_exec_graph"] == 1.0 and data["executor"] == "oracle-sql"
+    from evaluation.report import routing_section
+    from routing.report import results_dir
+
+    kept = results_dir() / f"{CATALOG}__oracle.json"
+    try:
+        section = routing_section()
+        assert section is not None and CATALOG in section and "oracle-sql" in section  # dibench report shows it
+    finally:
+        kept.unlink()
     html = tmp_path / "routing.html"
     res = runner.invoke(main, ["routing", "report", str(out), "-o", str(html)])
     assert res.exit_code == 0, res.output
