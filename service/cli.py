@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.table import Table
 
+from cli.common import print_table
 from service.config import get_settings
 from service.errors import DibenchError, PackErrors
 
@@ -48,15 +48,6 @@ def handle_errors(func: F) -> F:
 
 def print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
-
-
-def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
-    table = Table(title=title, title_justify="left")
-    for c in columns:
-        table.add_column(c)
-    for r in rows:
-        table.add_row(*[str(x) for x in r])
-    console.print(table)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
