@@ -66,6 +66,7 @@ def interactive_candidates(ctx: BuildContext) -> Iterator[Contract]:
         infos = sorted((i for i in ctx.pool.infos.values() if len(i.answerable_by) == n),
                        key=lambda i: i.unit.unit_id)
         ctx.rng.shuffle(infos)
+        infos.sort(key=lambda i: i.unit.intent_source != "question")  # human questions first, else shuffled
         for info in infos:
             for other in sorted(info.answerable_by - {info.unit.database}):
                 contract = _contract(ctx, info, other)

@@ -13,8 +13,14 @@ PARALLEL_WEIGHTS = (30, 25, 15, 10, 8, 6, 6)
 
 
 def single_candidates(ctx: BuildContext) -> Iterator[Contract]:
-    """Endless stream: a random database, then a random distinctive unit of it."""
-    dbs = sorted(ctx.pool.distinctive_by_database)
+    """Endless stream: a random database, then a random distinctive unit of it.
+
+    A single request is the unit's own text, so databases with released human questions come
+    first (when the catalog has any): the request is then a question a person asked.
+    """
+    by_db = ctx.pool.distinctive_by_database
+    asked = sorted(db for db, infos in by_db.items() if any(i.unit.intent_source == "question" for i in infos))
+    dbs = asked or sorted(by_db)
     while dbs:
         db = ctx.rng.choice(dbs)
         info = ctx.rng.choice(prefer_questions(ctx.pool.distinctive_by_database[db]))
