@@ -4,14 +4,12 @@ Sections, as in the published study: the benchmark of each domain (tasks by tier
 task mix by analysis type, metric x rule coverage heat map); accuracy of each evaluated agent by
 domain, by analysis type and by knowledge tier (with a plot), matched variants and failure
 classes, read from `dibench eval` output folders; the pairing ablation from `dibench ablation
-pairing -o FILE` outputs; and, when `evaluation.routing.report` provides `html_section()`, the
-routing section. Collecting (graph and files) is separate from rendering (pure).
+pairing -o FILE` outputs; and the routing results kept by `dibench routing eval` (the
+routing section). Collecting (graph and files) is separate from rendering (pure).
 """
 from __future__ import annotations
 
 import datetime as dt
-import importlib
-import importlib.util
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -103,12 +101,10 @@ def domain_data(graph: Graph, domain: str) -> DomainData:
 
 
 def routing_section() -> str | None:
-    """The routing line's own section, if that module exists and offers one (optional)."""
-    if importlib.util.find_spec("evaluation.routing.report") is None:
-        return None
-    module = importlib.import_module("evaluation.routing.report")
-    section = getattr(module, "html_section", None)
-    return section() if callable(section) else None
+    """The routing results kept by `dibench routing eval`, one block per catalog (None when none)."""
+    from routing.report import html_section
+
+    return html_section()
 
 
 def collect(graph: Graph, *, domains: Sequence[str] = (), results: Sequence[Path] = (),

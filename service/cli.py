@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.table import Table
 
+from cli.common import print_table
 from service.config import get_settings
 from service.errors import DibenchError, PackErrors
 
@@ -48,15 +48,6 @@ def handle_errors(func: F) -> F:
 
 def print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
-
-
-def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
-    table = Table(title=title, title_justify="left")
-    for c in columns:
-        table.add_column(c)
-    for r in rows:
-        table.add_row(*[str(x) for x in r])
-    console.print(table)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -550,7 +541,7 @@ def serve_cmd(host: str, port: int) -> None:
 from evaluation.cli import score as _score; main.add_command(_score)
 from evaluation.cli import eval_cmd as _eval, report_cmd as _report, ablation_cmd as _abl; main.add_command(_eval); main.add_command(_report); main.add_command(_abl)
 
-from evaluation.routing.cli import catalog as _catalog, routing as _routing; main.add_command(_catalog); main.add_command(_routing)  # noqa: E402,E501
+from cli.routing import catalog as _catalog, routing as _routing; main.add_command(_catalog); main.add_command(_routing)  # noqa: E402,E501
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.routing.compare import CompareConfig, canonical_value, fingerprint, results_match, round_half_up
-from evaluation.routing.errors import UnitSQLError
-from evaluation.routing.intents import BOUND_PHRASE, render_intent
-from evaluation.routing.sqlite_exec import SqliteExecutor
-from evaluation.routing.sqltree import (filter_literals, has_order_by, normalise_quoted, parameterise, parse_select,
+from routing.compare import CompareConfig, canonical_value, fingerprint, results_match, round_half_up
+from routing.errors import UnitSQLError
+from routing.intents import BOUND_PHRASE, render_intent
+from routing.sqlite_exec import SqliteExecutor
+from routing.sqltree import (filter_literals, has_order_by, normalise_quoted, parameterise, parse_select,
                                         placeholders, render, schema_problems)
 from service.config import get_settings
 

@@ -6,6 +6,7 @@ The subset holds pairs of databases that share schemas (interactive) and value o
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,24 +16,25 @@ from click.testing import CliRunner
 from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from evaluation.routing.catalog_store import counts, delete_catalog, private_locations
-from evaluation.routing.environment import RoutingEnvironment
-from evaluation.routing.errors import ContractInvalid
-from evaluation.routing.evaluate import evaluate, retrieval_audit
-from evaluation.routing.execution import gold_branch_route
-from evaluation.routing.ingest import ingest_sqlite_folder
-from evaluation.routing.models import Contract, Route
-from evaluation.routing.pipeline import EvalSetup, GenerateSummary, load_eval, run_generate
-from evaluation.routing.render import TEMPLATE_VERSION, render
-from evaluation.routing.routers import RouterTask
-from evaluation.routing.routers.lexical import LexicalRouter
-from evaluation.routing.routers.llm import LLMRouter
-from evaluation.routing.routers.oracle import OracleRouter
-from evaluation.routing.routers.random_router import RandomRouter
-from evaluation.routing.sqlite_exec import SqliteExecutor
-from evaluation.routing.task_store import export_jsonl, import_jsonl, read_contracts, read_units
-from evaluation.routing.validate import Validator
-from evaluation.routing.view import CatalogView, Locations
+from routing.catalog_store import counts, delete_catalog, private_locations
+from routing.environment import RoutingEnvironment
+from routing.errors import ContractInvalid
+from routing.evaluate import evaluate, retrieval_audit
+from routing.execution import gold_branch_route
+from routing.ingest import ingest_sqlite_folder
+from routing.models import Contract, Route
+from routing.pipeline import EvalSetup, GenerateSummary, load_eval, run_generate
+from routing.render import TEMPLATE_VERSION, render
+from routing.routers import RouterTask
+from routing.routers.lexical import LexicalRouter
+from routing.routers.llm import LLMRouter
+from routing.routers.oracle import OracleRouter
+from routing.routers.random_router import RandomRouter
+from routing.scoring import UNNEEDED_QUESTION_COST
+from routing.sqlite_exec import SqliteExecutor
+from routing.task_store import export_jsonl, import_jsonl, read_contracts, read_units
+from routing.validate import Validator
+from routing.view import CatalogView, Locations
 from service.config import get_settings
 from service.graph import Graph
 
@@ -100,7 +102,7 @@ def test_units_come_from_gold_sql_and_failures_are_excluded(built: GenerateSumma
     assert u.read == 9693
     assert u.by_source["dev"] > 0 and u.by_source["train"] > 0
     kinds = u.failure_counts()
-    assert set(kinds) <= {"not-in-catalog", "schema-reference", "execution", "render-mismatch"}
+    assert set(kinds) <= {"not-in-catalog", "schema-reference", "execution", "render-mismatch", "unwordable"}
     assert all(x.intent for x in u.units)
     assert {x.intent_source for x in u.units} == {"question", "rendered"}
     assert len(read_units(graph, CATALOG)) == len(u.units)
@@ -118,9 +120,9 @@ def test_contracts_cover_all_five_behaviours_and_are_stored(built: GenerateSumma
 
 
 def test_generation_is_seeded(graph: Graph, built: GenerateSummary, validator: Validator) -> None:
-    from evaluation.routing.build_common import BuildContext
-    from evaluation.routing.generate import generate
-    from evaluation.routing.pool import UnitPool
+    from routing.build_common import BuildContext
+    from routing.generate import generate
+    from routing.pool import UnitPool
     import random
 
     pool = UnitPool.build(validator.view, built.units.units)
@@ -243,30 +245,57 @@ def test_environment_reveals_no_gold_location_or_required_set(graph: Graph, setu
 
 # ------------------------------------------------------------------------------ routers and scores
 def test_oracle_scores_100_percent_and_random_scores_lower(setup: EvalSetup) -> None:
-    oracle = evaluate(setup.contracts, setup.indexes, setup.route_executor, OracleRouter(setup.contracts)).summary
-    assert (oracle.ra_set, oracle.ra_graph, oracle.ea_micro, oracle.route_exec_graph) == (1.0, 1.0, 1.0, 1.0)
-    assert all(b.route_exec_graph == 1.0 for b in oracle.by_behaviour.values())
+    oracle = evaluate(setup.contracts, setup.indexes, setup.route_executor, OracleRouter(setup.contracts),
+                      clarify=True)
+    assert oracle.executor == "oracle-sql"
+    s = oracle.summary
+    assert (s.ra_set, s.ra_graph, s.ea_micro, s.route_exec_graph) == (1.0, 1.0, 1.0, 1.0)
+    assert all(b.route_exec_graph == 1.0 for b in s.by_behaviour.values())
+    assert oracle.asked == sum(c.behaviour == "interactive" for c in setup.contracts)
     rnd = evaluate(setup.contracts, setup.indexes, setup.route_executor, RandomRouter(42)).summary
     assert rnd.ra_set < 0.5 and rnd.ra_graph < 0.5 and rnd.ea_micro < 0.5 and rnd.route_exec_graph < 0.5
     lexical = evaluate(setup.contracts, setup.indexes, setup.route_executor, LexicalRouter()).summary
     assert rnd.route_exec_graph < lexical.route_exec_graph <= 1.0
 
 
-def test_interactive_branches_weigh_half_and_asking_helps(setup: EvalSetup) -> None:
+def test_interactive_tasks_need_the_turn_and_needless_questions_cost(setup: EvalSetup) -> None:
     inter = [c for c in setup.contracts if c.behaviour == "interactive"]
+    assert inter and all(c.intended in {b.branch_id for b in c.branches} for c in inter)
+    # both readings fit: the same SQL runs on each reading's own source with a non-empty, different result
+    assert all(len({b.databases[0] for b in c.branches}) == 2 for c in inter)
+    told = evaluate(inter, setup.indexes, setup.route_executor, OracleRouter(inter), clarify=True).summary
+    assert told.ra_graph == 1.0
+    for c in inter:  # without the turn, the route does not depend on which reading is meant: chance at best
+        other = next(b.branch_id for b in c.branches if b.branch_id != c.intended)
+        flipped = c.model_copy(update={"intended": other})
+        routes = [OracleRouter([x]).route(RouterTask(x.task_id, x.request), RoutingEnvironment(setup.indexes))
+                  for x in (c, flipped)]
+        assert routes[0] == routes[1]
     c = inter[0]
-    one_branch = Route(behaviour="interactive", branches=[gold_branch_route(c.branches[0])])
-    from evaluation.routing.scoring import score_task
-
-    outcomes = [setup.route_executor.run_branch(b) for b in one_branch.branches]
-    gold = [setup.route_executor.run_branch(gold_branch_route(b)) for b in c.branches]
-    s = score_task(c, one_branch, outcomes, gold)
-    assert (s.ra_set, s.ra_graph, s.route_exec) == (0.5, 0.5, 0.5)
-    assert s.ea == (0.5, 1.0)
+    hedge = Route(behaviour="interactive", branches=[gold_branch_route(b) for b in c.branches])
+    assert evaluate([c], setup.indexes, setup.route_executor, _Fixed(hedge)).summary.ra_set == 0.0
     never = evaluate(inter, setup.indexes, setup.route_executor, LexicalRouter("never"))
     once = evaluate(inter, setup.indexes, setup.route_executor, LexicalRouter("once"), clarify=True)
     assert never.asked == 0 and once.asked == len(inter)
-    assert once.summary.ra_graph > never.summary.ra_graph
+    assert once.summary.ra_graph > never.summary.ra_graph == 0.0  # unasked, it cannot even tell the task is ambiguous
+    singles = [c for c in setup.contracts if c.behaviour == "single"]
+    quiet = evaluate(singles, setup.indexes, setup.route_executor, OracleRouter(singles), clarify=True).summary
+    asking = evaluate(singles, setup.indexes, setup.route_executor, _AskFirst(OracleRouter(singles)),
+                      clarify=True).summary
+    assert quiet.ra_graph == 1.0 and asking.ra_graph == 1.0 - UNNEEDED_QUESTION_COST
+
+
+class _AskFirst:
+    """Asks its one question on every task, then routes as the wrapped router does."""
+
+    name = "ask-first"
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def route(self, task: RouterTask, env: RoutingEnvironment) -> Route:
+        env.ask_clarification("Is there anything you did not say?")
+        return self._inner.route(task, env)  # type: ignore[no-any-return]
 
 
 def test_retrieval_audit_bounds(setup: EvalSetup) -> None:
@@ -322,20 +351,93 @@ def test_cli_commands_have_help_and_run(built: GenerateSummary, tmp_path: Path) 
     from service.cli import main
 
     runner = CliRunner()
-    for args in (["catalog"], ["catalog", "ingest"], ["catalog", "status"], ["routing"], ["routing", "generate"],
+    for args in (["catalog"], ["catalog", "ingest"], ["catalog", "status"], ["catalog", "delete"], ["routing"],
+                 ["routing", "generate"],
                  ["routing", "eval"], ["routing", "report"]):
         res = runner.invoke(main, [*args, "--help"])
         assert res.exit_code == 0, res.output
         assert len(res.output.split("Usage:")[1].strip().splitlines()) > 2
     out = tmp_path / "oracle.json"
-    res = runner.invoke(main, ["routing", "eval", "--router", "oracle", "--catalog", CATALOG, "-o", str(out)])
+    res = runner.invoke(main, ["routing", "eval", "--router", "oracle", "--ask", "once", "--catalog", CATALOG,
+                               "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert "RA-Set" in res.output and "Recall@K" in res.output
     data = json.loads(out.read_text())
-    assert data["summary"]["route_exec_graph"] == 1.0
+    assert data["summary"]["route_exec_graph"] == 1.0 and data["executor"] == "oracle-sql"
+    from evaluation.report import routing_section
+    from routing.report import results_dir
+
+    kept = results_dir() / f"{CATALOG}__oracle.json"
+    try:
+        section = routing_section()
+        assert section is not None and CATALOG in section and "oracle-sql" in section  # dibench report shows it
+    finally:
+        kept.unlink()
     html = tmp_path / "routing.html"
     res = runner.invoke(main, ["routing", "report", str(out), "-o", str(html)])
     assert res.exit_code == 0, res.output
     assert "Route+Exec-Graph" in html.read_text() and "Recall@K" in html.read_text()
     res = runner.invoke(main, ["routing", "eval", "--router", "oracle", "--catalog", "no_such_catalog"])
     assert res.exit_code != 0 and "no_such_catalog" in res.output
+
+
+# ------------------------------------------------------------------------------ leakage
+def _layout_accuracy(samples: list[tuple[int, tuple[Any, ...], str]], with_layout: bool) -> float:
+    """Fit behaviour ~ unit count (+ layout) by majority on one half of the contracts, score on the other.
+
+    Samples come contract by contract (same order under every seed), so even/odd positions split
+    by contract when the number of contracts is even; an unseen (count, layout) key backs off to the
+    count alone, so sparse layouts are not penalised.
+    """
+    from collections import Counter, defaultdict
+
+    by_count: dict[int, Counter[str]] = defaultdict(Counter)
+    by_layout: dict[tuple[int, tuple[Any, ...]], Counter[str]] = defaultdict(Counter)
+    for k, layout, behaviour in samples[0::2]:
+        by_count[k][behaviour] += 1
+        by_layout[(k, layout)][behaviour] += 1
+
+    def guess(k: int, layout: tuple[Any, ...]) -> str | None:
+        table = by_layout.get((k, layout)) if with_layout else None
+        table = table or by_count.get(k)
+        return table.most_common(1)[0][0] if table else None
+
+    test = samples[1::2]
+    return sum(guess(k, layout) == b for k, layout, b in test) / len(test)
+
+
+def test_layout_says_nothing_beyond_what_is_asked(built: GenerateSummary, validator: Validator) -> None:
+    """Reworded under many seeds, a request's layout (sentences, joiners, numbering, cue words) predicts
+    the behaviour no better than the number of asks alone; no fixed cue phrase ever appears."""
+    import random
+
+    from routing.build_common import BuildContext
+    from routing.generate import generate
+    from routing.pool import UnitPool
+    from routing.routers.layout import layout_features
+
+    pool = UnitPool.build(validator.view, built.units.units)
+    many = generate(BuildContext(CATALOG, pool, validator.locations, validator.executor, random.Random(5), 5),
+                    validator, 240).contracts
+    samples = []
+    multi = [c for c in many if len(c.branches[0].units) > 1]
+    multi = multi[:len(multi) // 2 * 2]  # an even count: even/odd positions are disjoint contract halves
+    for seed in range(10):
+        for c in multi:
+            worded = render(c.model_copy(update={"seed": seed}), validator)
+            assert not re.search(r"\(\d\)|fewest sources|First:|found in the first step|previous step|"
+                                 r"independent answers", worded.request)
+            for e in c.branches[0].edges:
+                assert f"the {e.binding.upstream_column} found" not in worded.request
+            samples.append((len(c.branches[0].units), layout_features(worded.request), c.behaviour))
+    base, layout = _layout_accuracy(samples, False), _layout_accuracy(samples, True)
+    assert layout <= base + 2 * (0.25 / (len(multi) / 2)) ** 0.5, (base, layout)  # two standard errors
+
+
+def test_layout_only_router_scores_no_better_than_random(setup: EvalSetup) -> None:
+    from routing.routers.layout import LayoutRouter
+
+    layout = evaluate(setup.contracts, setup.indexes, setup.route_executor, LayoutRouter(42)).summary
+    rnd = evaluate(setup.contracts, setup.indexes, setup.route_executor, RandomRouter(42)).summary
+    n = len(setup.contracts)
+    assert layout.ra_graph <= rnd.ra_graph + 2 * (0.25 / n) ** 0.5, (layout.ra_graph, rnd.ra_graph)

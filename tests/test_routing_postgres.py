@@ -1,15 +1,22 @@
-"""Catalog ingest of a PostgreSQL schema through the same profiler as the SQLite catalog."""
+"""A PostgreSQL schema as a catalog source: profiled like a SQLite file, executed read-only."""
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
-from evaluation.routing.catalog_store import delete_catalog, private_locations
-from evaluation.routing.environment import CatalogIndexes, RoutingEnvironment
-from evaluation.routing.ingest import ingest_postgres_schema
-from evaluation.routing.view import CatalogView
+from routing.catalog_store import delete_catalog, private_locations
+from routing.environment import CatalogIndexes, RoutingEnvironment
+from routing.evaluate import evaluate
+from routing.ingest import ingest_postgres_schema
+from routing.models import RouteBranch, RouteContribution
+from routing.pipeline import load_eval, run_generate
+from routing.routers.oracle import OracleRouter
+from routing.view import CatalogView
 from service.graph import Graph
 from service.warehouse import Warehouse
 
@@ -57,3 +64,52 @@ def test_postgres_schema_becomes_a_catalog_database(graph: Graph, warehouse: War
     assert (loc["engine"], loc["name"], loc["db_schema"]) == ("postgresql", SCHEMA, SCHEMA)
     shown = str(RoutingEnvironment(CatalogIndexes(view)).inspect_database(pid))
     assert "postgresql" not in shown and "55432" not in shown
+
+
+def test_postgres_schema_is_a_first_class_executed_source(graph: Graph, warehouse: Warehouse, pg_schema: str,
+                                                          tmp_path: Path) -> None:
+    """Units come from gold SQL on the schema, and routes to it run read-only there (search_path = schema)."""
+    ingest_postgres_schema(graph, warehouse.admin(), pg_schema, catalog=CATALOG)
+    (tmp_path / "dev.json").write_text(json.dumps([
+        {"db_id": pg_schema, "query": "SELECT city FROM warehouses ORDER BY city", "question": "List warehouse cities."},
+        {"db_id": pg_schema, "query": "SELECT sum(weight_kg) FROM shipments",
+         "question": "What do all shipments weigh together?"}]))
+    built = run_generate(graph, catalog=CATALOG, root=tmp_path, n=4, seed=3)
+    assert len(built.units.units) == 2 and not built.units.failures
+    assert built.report.produced.get("single") and "parallel" in built.report.skipped()
+    setup = load_eval(graph, CATALOG)
+    try:
+        result = evaluate(setup.contracts, setup.indexes, setup.route_executor, OracleRouter(setup.contracts))
+        assert result.summary.ea_micro == 1.0
+        (pid,) = setup.indexes.view.ids()
+        write = RouteBranch(databases=[pid], contributions=[RouteContribution(
+            database=pid, request="x", sql="DELETE FROM warehouses")])
+        assert setup.route_executor.run_branch(write)[pid].result is None
+        other = RouteBranch(databases=[pid], contributions=[RouteContribution(
+            database=pid, request="x", sql="SELECT count(*) FROM shipments")])
+        assert setup.route_executor.run_branch(other)[pid].result.rows == [(2,)]  # type: ignore[union-attr]
+    finally:
+        setup.executor.close()
+
+
+def test_a_domain_schema_source_links_to_the_domains_tables(graph: Graph, warehouse: Warehouse,
+                                                            tmp_path: Path) -> None:
+    """One graph: catalog tables of schema `mini` point to the Table nodes of the domain on `mini`."""
+    from ingest.pack import load_pack
+    from ingest.pipeline import ingest_pack
+    from routing.catalog_store import domain_links
+    from tests.fixtures.packs import copy_pack, delete_domain, ensure_mini_loaded
+
+    domain, catalog = f"mini_routing_{os.getpid()}", CATALOG + "_domain"
+    ensure_mini_loaded(warehouse)
+    delete_domain(graph, domain)
+    delete_catalog(graph, catalog)
+    try:
+        ingest_pack(load_pack(copy_pack(tmp_path / "pack", domain)), graph, warehouse)
+        report = ingest_postgres_schema(graph, warehouse.admin(), "mini", catalog=catalog)
+        links = [r for r in domain_links(graph, catalog) if r["domain"] == domain]
+        assert report.domain_links >= len(links) == report.tables > 0
+        assert all(r["table_key"] == f"table:{domain}/{r['table']}" for r in links)
+    finally:
+        delete_catalog(graph, catalog)
+        delete_domain(graph, domain)

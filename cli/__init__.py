@@ -1,0 +1,1 @@
+"""Command modules: the click layers above every stage. Stages never import from here."""

@@ -1,0 +1,65 @@
+"""What command modules share: the console, tables, progress bars and error translation.
+
+Kept free of any stage import so every command module can use it without import loops.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from service.errors import DibenchError
+
+F = TypeVar("F", bound=Callable[..., Any])
+console = Console()
+
+
+def click_errors(func: F) -> F:
+    """A DibenchError becomes one click error line (with its hint); `--debug` keeps the traceback."""
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except DibenchError as exc:
+            if click.get_current_context().find_root().params.get("debug"):
+                raise
+            hint = f" (hint: {exc.hint})" if exc.hint else ""
+            raise click.ClickException(f"{exc}{hint}") from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    table = Table(title=title, title_justify="left")
+    for c in columns:
+        table.add_column(c)
+    for r in rows:
+        table.add_row(*[str(x) for x in r])
+    console.print(table)
+
+
+@contextmanager
+def bars(*tasks: tuple[str, int | None]) -> Iterator[list[Callable[[int], None]]]:
+    """One rich progress display with a bar per (label, total); yields an advance function per bar."""
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        ids = [bar.add_task(label, total=total) for label, total in tasks]
+
+        def advancer(task_id: TaskID) -> Callable[[int], None]:
+            def advance(n: int = 1) -> None:
+                bar.advance(task_id, n)
+            return advance
+
+        yield [advancer(t) for t in ids]
+
+
+@contextmanager
+def progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    with bars((label, total)) as (advance,):
+        yield advance

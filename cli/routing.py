@@ -1,0 +1,228 @@
+"""`dibench catalog ...` and `dibench routing ...`: a thin click layer over the routing library.
+
+Registered on the main CLI by one line in service/cli.py. Imports only cli.common and the routing
+stages (never another command module). Each command opens the graph, calls one library function and
+prints the result; a DibenchError becomes a one-line click error.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli.common import bars as _bars
+from cli.common import click_errors as _errors
+from cli.common import console
+from cli.common import print_table as _table
+from cli.common import progress as _progress
+from service.config import get_settings
+
+DEFAULT_CATALOG = "spider"
+ROUTERS = ("oracle", "lexical", "random", "layout", "llm")
+
+
+# ------------------------------------------------------------------------------ catalog
+@click.group("catalog")
+def catalog() -> None:
+    """Multi-database catalogs for source routing: ingest and inspect."""
+
+
+@catalog.command("ingest")
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--catalog", "name", default=DEFAULT_CATALOG, show_default=True, help="Catalog name in the graph.")
+@click.option("--postgres-schema", default=None,
+              help="Ingest this schema of the configured PostgreSQL warehouse instead of a SQLite folder.")
+@_errors
+def catalog_ingest(path: Path | None, name: str, postgres_schema: str | None) -> None:
+    """Profile every database of PATH (default: DATA_DIR/spider) into Neo4j; idempotent."""
+    from routing.ingest import discover, ingest_postgres_schema, ingest_sqlite_folder
+    from service.graph import apply_schema, get_graph
+    from service.warehouse import get_warehouse
+
+    graph = get_graph()
+    apply_schema(graph)
+    if postgres_schema:
+        report = ingest_postgres_schema(graph, get_warehouse().admin(), postgres_schema, catalog=name)
+    else:
+        root = path or get_settings().data_dir / "spider"
+        with _progress("profiling databases", len(discover(root))) as advance:
+            report = ingest_sqlite_folder(graph, root, catalog=name, progress=lambda _n: advance(1))
+    _table(f"catalog {report.catalog}", ["databases", "tables", "columns", "foreign keys", "relations", "seconds"],
+           [[report.databases, report.tables, report.columns, report.foreign_keys, report.relations, report.seconds]])
+    for s in report.skipped:
+        console.print(f"[yellow]skipped[/yellow] {s}", highlight=False)
+    if report.domain_links:
+        console.print(f"linked {report.domain_links} catalog tables to dibench domain tables")
+
+
+@catalog.command("status")
+@click.option("--catalog", "name", default=DEFAULT_CATALOG, show_default=True, help="Catalog name in the graph.")
+@_errors
+def catalog_status(name: str) -> None:
+    """Count the catalog's databases, tables, columns, relations and routing tasks."""
+    from routing.catalog_store import counts
+    from routing.task_store import task_counts
+    from service.graph import get_graph
+
+    graph = get_graph()
+    c = counts(graph, name)
+    _table(f"catalog {name}", list(c), [list(c.values())])
+    tasks = task_counts(graph, name)
+    if tasks:
+        _table("routing tasks", list(tasks), [list(tasks.values())])
+
+
+@catalog.command("delete")
+@click.argument("name")
+@_errors
+def catalog_delete(name: str) -> None:
+    """Remove catalog NAME: its databases, tables, columns, locations, units and routing tasks."""
+    from routing.catalog_store import counts, delete_catalog
+    from service.graph import get_graph
+
+    graph = get_graph()
+    if not counts(graph, name)["databases"]:
+        raise click.ClickException(f"no catalog named {name!r} in the graph")
+    delete_catalog(graph, name)
+    console.print(f"deleted catalog {name}")
+
+
+# ------------------------------------------------------------------------------ routing
+@click.group("routing")
+def routing() -> None:
+    """Multi-database source routing: generate task contracts, evaluate routers."""
+
+
+@routing.command("generate")
+@click.option("--catalog", "name", default=DEFAULT_CATALOG, show_default=True, help="Ingested catalog to use.")
+@click.option("--path", "root", type=click.Path(path_type=Path), default=None,
+              help="Release folder with dev.json / dev_gold.sql / train_gold.sql (default: DATA_DIR/spider).")
+@click.option("--n", "n", type=int, default=None, help="Number of contracts (default 815, the published mix).")
+@click.option("--seed", type=int, default=None, help="Random seed (default from settings, 42).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("out/routing/contracts.jsonl"),
+              show_default=True, help="JSONL export of the contracts.")
+@click.option("--llm", "use_llm", is_flag=True, help="Word requests with the configured LLM (template otherwise).")
+@_errors
+def routing_generate(name: str, root: Path | None, n: int | None, seed: int | None, output: Path, use_llm: bool) -> None:
+    """Build source units from gold SQL, then validated contracts of the five behaviours."""
+    from routing.generate import DEFAULT_N, targets
+    from routing.pipeline import release_size, run_generate
+    from service.graph import apply_schema, get_graph
+    from service.llm import configured_model
+
+    settings = get_settings()
+    root = root or settings.data_dir / "spider"
+    n = n or DEFAULT_N
+    llm = configured_model(settings) if use_llm else None
+    if use_llm and llm is None:
+        raise click.ClickException("--llm needs DIBENCH_LLM_PROVIDER")
+    graph = get_graph()
+    apply_schema(graph)
+    with _bars(("executing gold SQL", release_size(root)), ("building contracts", sum(targets(n).values()))) as (up, cp):
+        s = run_generate(graph, catalog=name, root=root, n=n, seed=settings.seed if seed is None else seed,
+                         out=output, llm=llm, unit_progress=up, contract_progress=cp)
+    u = s.units
+    _table("source units", ["gold queries", "units", "dev", "train", "failed", "seconds"],
+           [[u.read, len(u.units), u.by_source.get("dev", 0), u.by_source.get("train", 0),
+             ", ".join(f"{k} {v}" for k, v in sorted(u.failure_counts().items())) or "0", s.unit_seconds]])
+    r = s.report
+    _table("contracts", ["behaviour", "target", "produced"], [[b, t, r.produced.get(b, 0)] for b, t in r.targets.items()]
+           + [["total", sum(r.targets.values()), len(r.contracts)]])
+    for behaviour, reason in r.skipped().items():
+        console.print(f"[yellow]skipped[/yellow] {behaviour}: {reason}", highlight=False)
+    if r.rejected:
+        console.print("rejected candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items())))
+    console.print(f"contracts built in {s.contract_seconds}s; exported to {output}")
+
+
+@routing.command("eval")
+@click.option("--router", type=click.Choice(ROUTERS), required=True, help="Which reference router to run.")
+@click.option("--catalog", "name", default=DEFAULT_CATALOG, show_default=True, help="Ingested catalog to use.")
+@click.option("--contracts", "contracts_file", type=click.Path(path_type=Path, exists=True), default=None,
+              help="JSONL contracts (default: the catalog's RoutingTask nodes).")
+@click.option("--ask", type=click.Choice(["never", "once"]), default="never", show_default=True,
+              help="Clarification policy: 'once' lets the router ask one question per task.")
+@click.option("--seed", type=int, default=None, help="Seed of the random router (default 42).")
+@click.option("--decimals", type=int, default=2, show_default=True, help="Round numbers half-up; -1 for exact.")
+@click.option("--executor", type=click.Choice(["oracle", "llm"]), default="oracle", show_default=True,
+              help="Who writes SQL for contributions without any: the gold unit SQL on a right route (oracle), "
+                   "or text-to-SQL by the configured LLM.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write results as JSON.")
+@_errors
+def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, seed: int | None, decimals: int,
+                 executor: str, output: Path | None) -> None:
+    """Route every contract, execute the routes, print RA-Set, RA-Graph, EA-Micro, Route+Exec-Graph."""
+    from routing.evaluate import evaluate, retrieval_audit
+    from routing.pipeline import load_eval
+    from routing.report import METRICS, pct, result_to_dict, save_result
+    from routing.scoring import ScoreConfig
+    from service.graph import get_graph
+
+    from service.llm import configured_model
+
+    llm = configured_model() if executor == "llm" else None
+    if executor == "llm" and llm is None:
+        raise click.ClickException("--executor llm needs DIBENCH_LLM_PROVIDER")
+    setup = load_eval(get_graph(), name, contracts_file, llm)
+    if not setup.contracts:
+        raise click.ClickException(f"no contracts for catalog {name!r}; run `dibench routing generate` first")
+    chosen = _router(router, setup.contracts, ask, get_settings().seed if seed is None else seed)
+    cfg = ScoreConfig(None if decimals < 0 else decimals)
+    with _progress(f"routing with {chosen.name}", len(setup.contracts)) as advance:
+        result = evaluate(setup.contracts, setup.indexes, setup.route_executor, chosen, clarify=ask == "once",
+                          cfg=cfg, progress=advance)
+    audit = retrieval_audit(setup.contracts, setup.indexes)
+    s = result.summary
+    _table(f"router {result.router} on {s.tasks} contracts (EA by {result.executor})", ["behaviour", "tasks", *(n for _, n in METRICS)],
+           [[b, x.tasks, *(pct(getattr(x, k)) for k, _ in METRICS)] for b, x in s.by_behaviour.items()]
+           + [["all", s.tasks, *(pct(getattr(s, k)) for k, _ in METRICS)]])
+    _table("selection", ["precision", "recall", "over-selection", "under-selection", "asked", "invalid routes"],
+           [[pct(s.precision), pct(s.recall), pct(s.over_selection), pct(s.under_selection), result.asked,
+             result.invalid_routes]])
+    _table("retrieval audit (BM25, capability summaries)", ["K", "Recall@K", "complete set in top K"],
+           [[a.k, pct(a.recall), pct(a.complete)] for a in audit])
+    data = result_to_dict(result, audit, contracts=len(setup.contracts), catalog=name)
+    save_result(data)  # for the routing section of `dibench report`
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(data, indent=1))
+        console.print(f"results written to {output}")
+    setup.executor.close()
+
+
+def _router(kind: str, contracts: list[Any], ask: str, seed: int) -> Any:
+    from routing.routers.layout import LayoutRouter
+    from routing.routers.lexical import LexicalRouter
+    from routing.routers.llm import LLMRouter
+    from routing.routers.oracle import OracleRouter
+    from routing.routers.random_router import RandomRouter
+    from service.llm import configured_model
+
+    if kind == "oracle":
+        return OracleRouter(contracts, seed)
+    if kind == "random":
+        return RandomRouter(seed)
+    if kind == "layout":
+        return LayoutRouter(seed)
+    if kind == "lexical":
+        return LexicalRouter("once" if ask == "once" else "never")
+    model = configured_model()
+    if model is None:
+        raise click.ClickException("--router llm needs DIBENCH_LLM_PROVIDER (module:factory of a chat model)")
+    return LLMRouter(model)
+
+
+@routing.command("report")
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="HTML file to write.")
+@_errors
+def routing_report(results: tuple[Path, ...], output: Path) -> None:
+    """Render eval result files (from `routing eval -o`) as an HTML routing section."""
+    from routing.report import render_section
+
+    html = render_section([json.loads(p.read_text()) for p in results])
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(f"<!doctype html><meta charset='utf-8'><title>dibench routing</title>\n{html}\n")
+    console.print(f"wrote {output}")

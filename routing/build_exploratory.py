@@ -1,0 +1,74 @@
+"""Exploratory contracts: the request names capabilities; the required set is the unique
+minimum set of databases whose capabilities cover them all.
+
+Capabilities are entity labels of the public catalog (what `search entities` shows), so a
+router can check the cover itself. A contract is kept only when the minimum cover is unique.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from routing.build_common import BuildContext, contract_unit, one_branch_contract
+from routing.models import AnswerCondition, Contract, ContractUnit
+from routing.pool import UnitInfo, prefer_questions
+
+COVER_SIZES = (2, 3, 4)
+COVER_WEIGHTS = (50, 35, 15)
+
+
+def minimum_covers(capabilities: list[str], holders: dict[str, frozenset[str]], limit: int = 2) -> list[frozenset[str]]:
+    """All minimum-size sets of databases covering every capability (stops after `limit` found)."""
+    for size in range(1, len(capabilities) + 1):
+        found: list[frozenset[str]] = []
+        _search(capabilities, holders, frozenset(), size, found, limit)
+        if found:
+            return found
+    return []
+
+
+def _search(caps: list[str], holders: dict[str, frozenset[str]], chosen: frozenset[str], size: int,
+            found: list[frozenset[str]], limit: int) -> None:
+    if len(found) >= limit:
+        return
+    uncovered = [c for c in caps if not holders[c] & chosen]
+    if not uncovered:
+        if chosen not in found:
+            found.append(chosen)
+        return
+    if len(chosen) >= size:
+        return
+    # branch on the databases able to cover the first uncovered capability (exact set cover)
+    for db in sorted(holders[uncovered[0]]):
+        _search(caps, holders, chosen | {db}, size, found, limit)
+
+
+def _unit_for(ctx: BuildContext, db: str, caps: set[str]) -> UnitInfo | None:
+    db_view = ctx.pool.view.databases[db]
+    tables = {name for name, t in db_view.tables.items() if t.entity in caps}
+    options = [i for i in ctx.pool.by_database.get(db, []) if i.tables & tables]
+    best = prefer_questions([i for i in options if i.distinctive] or options)
+    return ctx.rng.choice(best) if best else None
+
+
+def exploratory_candidates(ctx: BuildContext) -> Iterator[Contract]:
+    holders = ctx.pool.entity_index()
+    dbs = sorted(d for d in ctx.pool.by_database if ctx.pool.view.databases[d].entities)
+    sizes = [(k, w) for k, w in zip(COVER_SIZES, COVER_WEIGHTS) if k <= len(dbs)]
+    while sizes:  # a small catalog draws only the cover sizes it has databases for
+        k = ctx.rng.choices([k for k, _ in sizes], weights=[w for _, w in sizes])[0]
+        picked = ctx.rng.sample(dbs, k)
+        caps = sorted({ctx.rng.choice(ctx.pool.view.databases[d].entities) for d in picked})
+        covers = minimum_covers(caps, holders)
+        if len(covers) != 1:
+            continue  # no unique minimum cover: the required set would be a matter of taste
+        units: list[ContractUnit] = []
+        for db in sorted(covers[0]):
+            info = _unit_for(ctx, db, {c for c in caps if db in holders[c]})
+            if info is None:
+                break
+            units.append(contract_unit(info.unit))
+        else:
+            yield one_branch_contract(ctx, "exploratory", units, AnswerCondition(
+                kind="covering-set", description="the fewest sources that together cover every named capability, "
+                                                 "and each one's result", final_units=[u.unit_id for u in units]),
+                capabilities=caps)

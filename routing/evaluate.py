@@ -1,0 +1,77 @@
+"""Run a router over contracts in the environment, execute its routes, score, and audit retrieval."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from routing.clarify import ClarificationSimulator
+from routing.environment import CatalogIndexes, RoutingEnvironment
+from routing.errors import RouteInvalid
+from routing.execution import Outcome, RouteExecutor, gold_branch_route
+from routing.models import Contract, Route
+from routing.routers import Router, RouterTask
+from routing.scoring import ScoreConfig, Summary, TaskScore, match_branches, score_task, summarise
+
+AUDIT_KS = (10, 50)
+
+
+@dataclass
+class AuditRow:
+    k: int
+    recall: float  # mean share of required sources within the top k
+    complete: float  # share of tasks whose whole required set is within the top k
+
+
+@dataclass
+class EvalResult:
+    router: str
+    summary: Summary
+    executor: str  # which reference executor wrote the SQL of contributions that brought none
+    scores: list[TaskScore]
+    invalid_routes: int = 0
+    asked: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def retrieval_audit(contracts: list[Contract], indexes: CatalogIndexes, ks: tuple[int, ...] = AUDIT_KS) -> list[AuditRow]:
+    """BM25 over capability summaries with the request as query (the lexical router's retriever)."""
+    rows = []
+    rankings = [[pid for pid, _ in indexes.capabilities.rank(c.request)] for c in contracts]
+    for k in ks:
+        recall = complete = 0.0
+        for c, ranking in zip(contracts, rankings):
+            required = c.required_databases()
+            found = required & set(ranking[:k])
+            recall += len(found) / len(required)
+            complete += found == required
+        n = max(len(contracts), 1)
+        rows.append(AuditRow(k, recall / n, complete / n))
+    return rows
+
+
+def evaluate(contracts: list[Contract], indexes: CatalogIndexes, route_executor: RouteExecutor, router: Router,
+             *, clarify: bool = False, cfg: ScoreConfig = ScoreConfig(),
+             progress: Callable[[int], None] | None = None) -> EvalResult:
+    simulator = ClarificationSimulator(contracts) if clarify else None
+    scores: list[TaskScore] = []
+    invalid = 0
+    errors: list[str] = []
+    for c in contracts:
+        env = RoutingEnvironment(indexes, simulator.for_task(c.task_id) if simulator else None)
+        try:
+            route = router.route(RouterTask(c.task_id, c.request), env)
+        except RouteInvalid as exc:
+            invalid += 1
+            errors.append(f"{c.task_id}: {exc}")
+            route = Route(behaviour="single", branches=[])
+        # each submitted branch runs against the gold branch it is scored with (the oracle executor's only input)
+        scored = c.scored_branches()
+        gold_of = {si: scored[gi] for gi, si in enumerate(match_branches(scored, route.branches)) if si is not None}
+        outcomes: list[dict[str, Outcome]] = [route_executor.run_branch(b, gold_of.get(i))
+                                              for i, b in enumerate(route.branches)]
+        gold = [route_executor.run_branch(gold_branch_route(b)) for b in scored]
+        scores.append(score_task(c, route, outcomes, gold, cfg))
+        if progress:
+            progress(1)
+    return EvalResult(router.name, summarise(scores), route_executor.writer.name, scores, invalid,
+                      sum(s.asked for s in scores), errors)

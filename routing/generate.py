@@ -1,0 +1,115 @@
+"""Contract generation: candidates per behaviour -> validate -> word -> keep, until each target is met.
+
+Targets follow the published mix (92 single, 305 parallel, 22 sequential, 291 exploratory,
+105 interactive) scaled to `n`. A behaviour whose candidates run out is reported short, never
+padded.
+"""
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from routing.build_common import BuildContext
+from routing.build_exploratory import exploratory_candidates
+from routing.build_interactive import interactive_candidates
+from routing.build_sequential import sequential_candidates
+from routing.build_simple import parallel_candidates, single_candidates
+from routing.errors import ContractInvalid
+from routing.models import BEHAVIOURS, Behaviour, Contract
+from routing.render import render
+from routing.validate import Validator
+
+REFERENCE_MIX: dict[Behaviour, int] = {"single": 92, "parallel": 305, "sequential": 22, "exploratory": 291,
+                                       "interactive": 105}
+DEFAULT_N = sum(REFERENCE_MIX.values())  # 815
+ATTEMPTS_PER_CONTRACT = 30  # bound on candidates drawn per contract kept, for endless streams
+
+SKIP_REASONS: dict[str, str] = {
+    "single": "no unit that only one database can answer",
+    "parallel": "fewer than two databases with a unit only they can answer",
+    "sequential": "no single-row result of one database that a filter of another database uses",
+    "exploratory": "no capability set with a unique minimum cover of two or more databases",
+    "interactive": "no question that two databases answer differently",
+}
+
+STREAMS: dict[Behaviour, Callable[[BuildContext], Iterator[Contract]]] = {
+    "single": single_candidates, "parallel": parallel_candidates, "sequential": sequential_candidates,
+    "exploratory": exploratory_candidates, "interactive": interactive_candidates,
+}
+
+
+def targets(n: int) -> dict[Behaviour, int]:
+    """The reference mix scaled to n (largest remainders), every behaviour at least 1."""
+    total = DEFAULT_N
+    raw = {b: n * REFERENCE_MIX[b] / total for b in BEHAVIOURS}
+    out = {b: max(1, int(v)) for b, v in raw.items()}
+    for b in sorted(BEHAVIOURS, key=lambda b: raw[b] - int(raw[b]), reverse=True):
+        if sum(out.values()) >= n:
+            break
+        out[b] += 1
+    return out
+
+
+@dataclass
+class GenerationReport:
+    contracts: list[Contract]
+    targets: dict[str, int]
+    produced: dict[str, int]
+    rejected: dict[str, int] = field(default_factory=dict)  # "behaviour/check" -> count
+    duplicates: int = 0
+
+    def skipped(self) -> dict[str, str]:
+        """Behaviours the catalog produced none of, with why (a small catalog cannot give every kind)."""
+        return {b: SKIP_REASONS[b] for b in self.targets if not self.produced.get(b)}
+
+    def shortfalls(self) -> dict[str, int]:
+        return {b: t - self.produced.get(b, 0) for b, t in self.targets.items() if self.produced.get(b, 0) < t}
+
+
+def normalised_request(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def contract_key(c: Contract) -> str:
+    """Equal for two contracts asking the same units the same way, whatever order they were drawn in."""
+    return "|".join([c.behaviour, *sorted(u.unit_id for u in c.units()), *sorted(c.capabilities)])
+
+
+def generate(ctx: BuildContext, validator: Validator, n: int = DEFAULT_N, *, llm: BaseChatModel | None = None,
+             progress: Callable[[int], None] | None = None) -> GenerationReport:
+    goal = targets(n)
+    kept: list[Contract] = []
+    seen: set[str] = set()
+    rejected: Counter[str] = Counter()
+    duplicates = 0
+    for behaviour in BEHAVIOURS:
+        # each behaviour draws from its own seeded stream, so changing one target leaves the others unchanged
+        ctx.rng = random.Random(f"{ctx.seed}:{behaviour}")
+        count = 0
+        for attempt, cand in enumerate(STREAMS[behaviour](ctx)):
+            if count >= goal[behaviour] or attempt >= ATTEMPTS_PER_CONTRACT * goal[behaviour]:
+                break
+            if cand.task_id in seen or contract_key(cand) in seen:
+                duplicates += 1
+                continue
+            try:
+                validator.validate(cand)
+                worded = render(cand, validator, llm)
+            except ContractInvalid as exc:
+                rejected[f"{behaviour}/{exc.check}"] += 1
+                continue
+            if normalised_request(worded.request) in seen:
+                duplicates += 1
+                continue
+            seen |= {worded.task_id, contract_key(worded), normalised_request(worded.request)}
+            kept.append(worded)
+            count += 1
+            if progress:
+                progress(1)
+    produced: dict[str, int] = dict(Counter(str(c.behaviour) for c in kept))
+    return GenerationReport(kept, {str(b): t for b, t in goal.items()}, produced, dict(rejected), duplicates)

@@ -1,0 +1,93 @@
+"""The routing jobs end to end: generate contracts; set up an evaluation.
+
+generate: catalog view -> source units (executed) -> unit pool -> contracts (validated, worded)
+-> RoutingUnit / RoutingTask nodes -> JSONL export.
+"""
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from routing.build_common import BuildContext
+from routing.environment import CatalogIndexes
+from routing.execution import OracleSql, RouteExecutor, SqlWriter, TextToSql
+from routing.generate import DEFAULT_N, GenerationReport, generate
+from routing.models import Contract
+from routing.pool import UnitPool
+from routing.sqlite_exec import SqliteExecutor
+from routing.task_store import export_jsonl, import_jsonl, read_contracts, write_contracts, write_units
+from routing.units import UnitBuild, build_units, read_release
+from routing.validate import Validator
+from routing.view import CatalogView, Locations
+from service.graph import Graph
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class GenerateSummary:
+    units: UnitBuild
+    report: GenerationReport
+    unit_seconds: float
+    contract_seconds: float
+    out: Path | None
+
+
+def release_size(root: Path) -> int:
+    return len(read_release(root))
+
+
+def run_generate(graph: Graph, *, catalog: str, root: Path, n: int = DEFAULT_N, seed: int = 42,
+                 out: Path | None = None, llm: BaseChatModel | None = None, only_databases: set[str] | None = None,
+                 unit_progress: Progress | None = None, contract_progress: Progress | None = None) -> GenerateSummary:
+    """Build units and contracts for `catalog` (whose databases must be ingested) and store them.
+
+    only_databases: restrict units to these public ids (tests use a small catalog subset).
+    """
+    view = CatalogView.load(graph, catalog)
+    locations = Locations.load(graph, catalog)
+    with SqliteExecutor() as executor:
+        started = time.perf_counter()
+        units = build_units(root, catalog, view, locations, executor, unit_progress)
+        if only_databases is not None:
+            units.units = [u for u in units.units if u.database in only_databases]
+            units.failures = [f for f in units.failures if f.database in only_databases]
+        write_units(graph, catalog, units.units, units.failures)
+        unit_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        pool = UnitPool.build(view, units.units)
+        ctx = BuildContext(catalog, pool, locations, executor, random.Random(seed), seed)
+        validator = Validator(view, locations, executor, {u.unit_id: u for u in units.units})
+        report = generate(ctx, validator, n, llm=llm, progress=contract_progress)
+        write_contracts(graph, catalog, report.contracts)
+        if out is not None:
+            export_jsonl(report.contracts, out)
+        contract_seconds = time.perf_counter() - started
+    return GenerateSummary(units, report, round(unit_seconds, 2), round(contract_seconds, 2), out)
+
+
+@dataclass
+class EvalSetup:
+    contracts: list[Contract]
+    indexes: CatalogIndexes
+    route_executor: RouteExecutor
+    executor: SqliteExecutor
+
+
+def load_eval(graph: Graph, catalog: str, contracts_file: Path | None = None,
+              llm: BaseChatModel | None = None) -> EvalSetup:
+    """Contracts (from a JSONL file, else from Neo4j), the public indexes and the private executor.
+
+    With llm, contributions without SQL get text-to-SQL from it; otherwise the oracle executor.
+    """
+    contracts = import_jsonl(contracts_file) if contracts_file else read_contracts(graph, catalog)
+    view = CatalogView.load(graph, catalog)
+    locations = Locations.load(graph, catalog)
+    writer: SqlWriter = TextToSql(llm, view) if llm is not None else OracleSql()
+    executor = SqliteExecutor()
+    return EvalSetup(contracts, CatalogIndexes(view), RouteExecutor(locations, executor, writer), executor)

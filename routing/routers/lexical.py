@@ -1,0 +1,54 @@
+"""The lexical router: BM25 over capability summaries, one source per request segment.
+
+Segments are the request's sentences (a request carries no other structure); each goes to its
+top-ranked database. One database makes a single-source route, several a parallel one. With the
+clarification policy "once" it asks its one question on every single-segment request and, if
+the answer names the reading the user means, routes that reading.
+"""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from routing.clarify import MEANT_PREFIX
+from routing.environment import RoutingEnvironment
+from routing.models import Behaviour, Route, RouteBranch, RouteContribution
+from routing.routers import RouterTask
+
+AskPolicy = Literal["never", "once"]
+_SENTENCE_END = re.compile(r"(?<=[.?!:;])\s+")
+
+
+def segments(request: str) -> list[str]:
+    """The request's sentences, each one ask (or a topic line)."""
+    return [p.strip() for p in _SENTENCE_END.split(request.strip()) if len(p.strip()) > 3] or [request.strip()]
+
+
+class LexicalRouter:
+    def __init__(self, ask: AskPolicy = "never") -> None:
+        self.ask = ask
+        self.name = "lexical" if ask == "never" else "lexical+ask"
+
+    @staticmethod
+    def _top(env: RoutingEnvironment, text: str) -> str:
+        return env.search(text, "capabilities", 1)[0]["database"]
+
+    def _branch(self, env: RoutingEnvironment, segs: list[str]) -> RouteBranch:
+        contribs: dict[str, RouteContribution] = {}
+        order: list[str] = []
+        for s in segs:
+            db = self._top(env, s)
+            order.append(db)
+            contribs.setdefault(db, RouteContribution(database=db, request=s))
+        return RouteBranch(databases=sorted(contribs), contributions=list(contribs.values()))
+
+    def route(self, task: RouterTask, env: RoutingEnvironment) -> Route:
+        segs = segments(task.request)
+        if len(segs) == 1 and self.ask == "once" and env.can_clarify:
+            answer = env.ask_clarification("Could this request mean more than one thing? If so, which do you mean?")
+            if answer.startswith(MEANT_PREFIX):
+                reading = answer.removeprefix(MEANT_PREFIX)
+                return env.submit_route(Route(behaviour="interactive", branches=[self._branch(env, [reading])]))
+        branch = self._branch(env, segs)
+        behaviour: Behaviour = "single" if len(branch.databases) == 1 else "parallel"
+        return env.submit_route(Route(behaviour=behaviour, branches=[branch]))
