@@ -476,6 +476,59 @@ def impact_cmd(rule_id: str, domain: str | None, as_json: bool) -> None:
                + ", ".join(f"{k} {v}" for k, v in tc["by_analysis_type"].items()))
 
 
+def _print_drift(log: dict[str, Any]) -> None:
+    moved = [t for t in log["tasks"] if t["outcome"] in ("drifted", "failed")]
+    if moved:
+        print_table("tasks drifted or failed", ["task", "type", "metric", "outcome", "action", "version", "reason"],
+                    [[t["key"], t["analysis_type"], t["metric_id"], t["outcome"], t["action"],
+                      f"{t['version_before']} -> {t['version_after']}", t["reason"][:120]] for t in moved])
+    c, tm = log["counts"], log["timing"]
+    click.echo(f"drift {log['domain']}: {c['skipped']} skipped (tables unchanged), {c['unchanged']} unchanged, "
+               f"{c['drifted']} drifted, {c['failed']} failed; {log['not_computed']} knowledge tasks not computed "
+               f"from data; {tm['seconds']}s ({tm['sql_statements']} SQL statements, {tm['fingerprint_queries']} "
+               f"fingerprint queries){'; applied' if log['applied'] else ''}; record {log['check_key']}")
+
+
+@main.command("drift")
+@click.argument("domain_name")
+@click.option("--apply", "apply_", is_flag=True,
+              help="Version drifted tasks with their new answers (old version kept) and record fingerprints.")
+@click.option("--pack", "pack_path", default=None,
+              help="Pack folder of the domain, when it is not built in (its own database, if it names one).")
+@click.option("--json", "as_json", is_flag=True, help="Print the changelog as JSON.")
+@handle_errors
+def drift_cmd(domain_name: str, apply_: bool, pack_path: str | None, as_json: bool) -> None:
+    """Re-execute the stored gold and base SQL of DOMAIN's tasks on today's data and record what moved.
+
+    Tasks whose tables have the data fingerprint they recorded are skipped; the others are
+    re-executed and compared with their stored answers under their answer contracts. The
+    changelog is written to the graph as a DriftCheck node."""
+    from ingest.drift import run_drift
+    from service.graph import apply_schema, get_graph
+
+    graph = get_graph()
+    apply_schema(graph)
+    with console.status(f"drift check of {domain_name}: fingerprints, re-executing stored SQL"):
+        plan = run_drift(graph, _domain_warehouse(domain_name, pack_path), domain_name, apply=apply_)
+    log = plan.changelog()
+    if as_json:
+        print_json(log)
+    else:
+        _print_drift(log)
+
+
+def _domain_warehouse(domain_name: str, pack_path: str | None) -> Any:
+    """The warehouse of a domain: its pack's own database if the pack names one."""
+    from ingest.pack import DOMAINS_DIR, load_pack, warehouse_for
+    from service.warehouse import get_warehouse
+
+    if pack_path is not None:
+        return warehouse_for(load_pack(pack_path))
+    if (DOMAINS_DIR / domain_name / "pack.yaml").is_file():
+        return warehouse_for(load_pack(domain_name))
+    return get_warehouse()
+
+
 @main.command("export")
 @click.option("--cypher", "cypher_text", default=None, help="Read-only Cypher returning task keys (RETURN t.key AS key, or RETURN t).")
 @click.option("--preset", type=click.Choice(["domain", "analysis_type", "tier", "rule", "metric", "status"]), default=None,
