@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from sqlglot import exp
@@ -74,14 +75,25 @@ def sql_reads(sqls: Iterable[str | None]) -> Reads | None:
     for sql in sqls:
         if not sql:
             continue
-        tree = parse(sql, where="stored SQL")
-        outputs = {a.alias for a in tree.find_all(exp.Alias)}
-        if any(not c.table and c.name not in outputs for c in tree.find_all(exp.Column)):
+        reads = _one_sql_reads(sql)
+        if reads is None:
             return None
-        for table in tables_read(tree):
-            out.setdefault(table, set())
-        for table, col in columns_read(tree):
-            out.setdefault(table, set()).add(col)
+        for table, cols in reads.items():
+            out.setdefault(table, set()).update(cols)
+    return {t: frozenset(c) for t, c in out.items()}
+
+
+@lru_cache(maxsize=4096)
+def _one_sql_reads(sql: str) -> Reads | None:
+    # Cached: a rule task's variants and many tasks of one skeleton share their SQL, and
+    # parsing dominates a check in which every table kept its fingerprint.
+    tree = parse(sql, where="stored SQL")
+    outputs = {a.alias for a in tree.find_all(exp.Alias)}
+    if any(not c.table and c.name not in outputs for c in tree.find_all(exp.Column)):
+        return None
+    out: dict[str, set[str]] = {t: set() for t in tables_read(tree)}
+    for table, col in columns_read(tree):
+        out.setdefault(table, set()).add(col)
     return {t: frozenset(c) for t, c in out.items()}
 
 

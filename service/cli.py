@@ -537,8 +537,11 @@ def _domain_warehouse(domain_name: str, pack_path: str | None) -> Any:
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "hf"]), default="jsonl", show_default=True,
               help="Output format.")
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Output folder.")
+@click.option("--dialect", "dialects", default=None,
+              help="Also give the gold SQL in these dialects (comma-separated: duckdb,snowflake,bigquery,trino,spark).")
 @handle_errors
-def export_cmd(cypher_text: str | None, preset: str | None, params: tuple[str, ...], fmt: str, out_dir: str) -> None:
+def export_cmd(cypher_text: str | None, preset: str | None, params: tuple[str, ...], fmt: str, out_dir: str,
+               dialects: str | None) -> None:
     """Export the tasks a graph query selects: public view, private view and manifest."""
     from pathlib import Path
 
@@ -550,7 +553,9 @@ def export_cmd(cypher_text: str | None, preset: str | None, params: tuple[str, .
         raise ExportError("pass exactly one of --cypher and --preset")
     values = dict(parse_param(p) for p in params)
     q = preset_query(preset, values) if preset else ExportQuery(str(cypher_text), values)
-    manifest = export(get_graph(), get_warehouse(), q, fmt, Path(out_dir))
+    from sqlops.transpile import parse_dialects
+
+    manifest = export(get_graph(), get_warehouse(), q, fmt, Path(out_dir), parse_dialects(dialects) if dialects else ())
     c = manifest["counts"]
     click.echo(f"exported {c['tasks']} tasks to {out_dir} ({fmt}): "
                + ", ".join(f"{k} {v}" for k, v in c["by_analysis_type"].items()))
