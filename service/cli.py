@@ -160,6 +160,8 @@ def domain_validate(path: str, offline: bool) -> None:
     if problems:
         sys.exit(1)
     assert pack is not None
+    for w in pack.warnings:
+        err_console.print(f"[yellow]warning[/yellow] {w}", highlight=False, soft_wrap=True)
     click.echo(f"{pack.name}: ok ({len(pack.metrics)} metrics, {len(pack.rules)} rule documents)")
 
 
@@ -190,6 +192,32 @@ def domain_check_rules(pack: str, as_json: bool) -> None:
         sys.exit(1)
 
 
+@domain.command("check")
+@click.argument("pack")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def domain_check(pack: str, as_json: bool) -> None:
+    """Report what PACK finds in its warehouse: row counts, the columns its metrics and dimensions
+    need, and which are missing (exit 1 if any). For a pack over an existing schema (no loader)."""
+    from ingest.domain_check import check_domain
+    from ingest.pack import load_pack, warehouse_for
+
+    pk = load_pack(pack)
+    report = check_domain(pk, warehouse_for(pk))
+    if as_json:
+        print_json(report)
+    else:
+        for w in report["warnings"]:
+            err_console.print(f"[yellow]warning[/yellow] {w}", highlight=False, soft_wrap=True)
+        print_table(f"{report['domain']}: schema {report['schema']} ({report['database']})",
+                    ["table", "exists", "rows", "columns needed", "missing"],
+                    [[t["table"], t["exists"], "-" if t["rows"] is None else f"{t['rows']:,}", ", ".join(t["needed"]),
+                      ", ".join(t["missing"]) or "-"] for t in report["tables"]])
+        click.echo(f"{report['missing']} needed column(s) missing" if report["missing"] else "every needed column exists")
+    if report["missing"] or not report["schema_exists"]:
+        sys.exit(1)
+
+
 # ------------------------------------------------------------------------------ ingest and graph
 @main.command("ingest")
 @click.argument("pack")
@@ -203,21 +231,20 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool) -> None:
     is written in one transaction, all or nothing. A larger one goes in concurrent batch
     transactions (DIBENCH_WRITE_BATCH rows each, DIBENCH_WRITE_WORKERS at a time), each all or
     nothing; after a failure, running the ingest again completes it."""
-    from ingest.pack import load_pack
+    from ingest.pack import load_pack, warehouse_for
     from ingest.pipeline import ingest_pack
     from service.graph import apply_schema, get_graph
     from service.llm import configured_model
-    from service.warehouse import get_warehouse
 
     pk = load_pack(pack)
     graph = get_graph()
     apply_schema(graph)
     with console.status(f"ingesting {pk.name}: schema, catalog, rules, counterfactual verification"):
-        report = ingest_pack(pk, graph, get_warehouse(), configured_model(), verify=not no_verify)
+        report = ingest_pack(pk, graph, warehouse_for(pk), configured_model(), verify=not no_verify)
     if as_json:
         print_json(report.as_dict())
     else:
-        for w in report.warnings:
+        for w in [*pk.warnings, *report.warnings]:
             err_console.print(f"[yellow]warning[/yellow] {w}", highlight=False, soft_wrap=True)
         for f in report.failures:
             err_console.print(f"[red]error[/red] {f}", highlight=False, soft_wrap=True)

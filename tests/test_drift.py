@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from evaluation.rederive import derive_answer, needs_base_rows
@@ -22,8 +23,11 @@ from evaluation.tasks import load_tasks
 from generation.pipeline import generate
 from ingest.drift import latest_check, plan_drift, run_drift
 from ingest.pack import Pack, load_pack
+from evaluation.report import domain_data, render_drift
 from ingest.pipeline import ingest_pack
+from service.api import create_app
 from service.cli import main
+from service.config import Settings
 from service.graph import Graph
 from service.warehouse import Warehouse
 from tests.fixtures.packs import delete_domain, snapshot
@@ -94,6 +98,20 @@ def assert_localised(graph: Graph, plan: Any, day: str, must_move: str) -> None:
     assert min(seen.values()) > 0, seen
 
 
+def assert_reported(graph: Graph, plan: Any) -> None:
+    """The written check, as the HTTP API and the HTML report's drift panel show it."""
+    drifted = [t for t in plan.tasks if t.outcome == "drifted"]
+    api = TestClient(create_app(Settings(api_token="w-token")))
+    got = api.get(f"/domains/{DOMAIN}/drift")
+    assert got.status_code == 200 and got.json()["key"] == plan.key
+    assert got.json()["counts"] == plan.counts() and "old" not in got.json()["tasks"][0]
+    html = render_drift(domain_data(graph, DOMAIN))
+    assert "Data drift" in html and f"<td>orders</td><td>{drifted[0].metric_id}</td>" in html
+    assert api.post(f"/domains/{DOMAIN}/drift").status_code == 401
+    posted = api.post(f"/domains/{DOMAIN}/drift", headers={"Authorization": "Bearer w-token"})
+    assert posted.status_code == 200 and posted.json()["counts"] == plan.counts()
+
+
 def test_nothing_changed_everything_skipped(pack: Pack, graph: Graph, warehouse: Warehouse) -> None:
     plan = run_drift(graph, warehouse, DOMAIN)
     c = plan.counts()
@@ -113,7 +131,9 @@ def test_insert(pack: Pack, graph: Graph, warehouse: Warehouse) -> None:
                    f"SELECT 100000 + c.customer_id, c.customer_id, CAST(:day AS timestamp) + interval '1 hour', 1500, "
                    f"'web', 1 FROM {SCHEMA}.customers c", day=day)
     try:
-        assert_localised(graph, plan_drift(graph, warehouse, DOMAIN), day, key)
+        plan = run_drift(graph, warehouse, DOMAIN)
+        assert_localised(graph, plan, day, key)
+        assert_reported(graph, plan)
     finally:
         sql(warehouse, f"DELETE FROM {SCHEMA}.orders WHERE order_id >= 100000")
     assert set(outcomes(plan_drift(graph, warehouse, DOMAIN)).values()) == {"skipped"}
