@@ -127,11 +127,10 @@ def _one_line(exc: Exception) -> str:
 def reexecute(rec: TaskRecord, props: dict[str, Any], run: _Runner) -> dict[str, dict[str, Any]]:
     """{answer property: answer derived from today's data} for every stored answer with SQL."""
     rows: dict[str, list[tuple[Any, ...]]] = {}
-    params = {"gold_sql": rec.params, "base_sql": rec.base_params}
-    for sql_field, _params_field, answer in ANSWERS:
+    for sql_field, params_field, answer in ANSWERS:
         sql = props.get(sql_field)
         if sql and (props.get(answer) is not None or (sql_field == "base_sql" and needs_base_rows(rec))):
-            rows[sql_field] = run.rows(sql, params[sql_field])
+            rows[sql_field] = run.rows(sql, json.loads(props.get(params_field) or "{}"))
     out = {}
     if props.get("gold_answer") is not None and "gold_sql" in rows:
         out["gold_answer"] = derive_answer(rec, rows["gold_sql"], rows.get("base_sql"))
@@ -154,6 +153,24 @@ def compare(rec: TaskRecord, props: dict[str, Any], new: dict[str, dict[str, Any
     return out
 
 
+def _changed(stored: fpr.Fingerprint, reads: fpr.Reads, fp: fpr.Fingerprinter) -> list[str]:
+    """Tables whose fingerprint moved; all of them when a fingerprint cannot be taken any more
+    (a recorded column is gone): the task's own SQL then says whether it still runs."""
+    try:
+        return fpr.changed_tables(stored, reads, fp)
+    except WarehouseError:
+        return sorted(reads)
+
+
+def _fingerprint(stored: fpr.Fingerprint | None, reads: fpr.Reads | None,
+                 fp: fpr.Fingerprinter) -> fpr.Fingerprint | None:
+    """Today's fingerprint for a re-executed task; None (re-execute next time) if it cannot be taken."""
+    try:
+        return fpr.refreshed(stored, reads, fp)
+    except WarehouseError:
+        return None
+
+
 def check_task(props: dict[str, Any], rounding: int | None, schema: str, run: _Runner,
                fp: fpr.Fingerprinter) -> TaskDrift:
     reads: fpr.Reads | None = None
@@ -167,7 +184,7 @@ def check_task(props: dict[str, Any], rounding: int | None, schema: str, run: _R
         td.tables = sorted(reads or {})
         if fpr.covers(stored, reads, schema):
             assert stored is not None and reads is not None
-            td.changed_tables = fpr.changed_tables(stored, reads, fp)
+            td.changed_tables = _changed(stored, reads, fp)
             if not td.changed_tables:
                 td.outcome, td.reason = "skipped", "no table the task reads changed since its gold was computed"
                 return td
@@ -176,7 +193,7 @@ def check_task(props: dict[str, Any], rounding: int | None, schema: str, run: _R
     except FAILURES as exc:
         td.outcome, td.reason = "failed", _one_line(exc)
         return td
-    td.fingerprint = fpr.refreshed(stored, reads, fp)
+    td.fingerprint = _fingerprint(stored, reads, fp)
     changed = ", ".join(td.changed_tables) if td.changed_tables else "no recorded fingerprint"
     if mismatches:
         td.outcome, td.reason = "drifted", f"changed: {changed}; " + "; ".join(mismatches)

@@ -163,6 +163,22 @@ def test_delete(pack: Pack, graph: Graph, warehouse: Warehouse) -> None:
     assert set(outcomes(plan_drift(graph, warehouse, DOMAIN)).values()) == {"skipped"}
 
 
+def test_sql_that_fails_now_is_reported_in_one_line(pack: Pack, graph: Graph, warehouse: Warehouse) -> None:
+    sql(warehouse, f"ALTER TABLE {SCHEMA}.orders RENAME COLUMN rating TO stars")
+    try:
+        plan = plan_drift(graph, warehouse, DOMAIN)
+    finally:
+        sql(warehouse, f"ALTER TABLE {SCHEMA}.orders RENAME COLUMN stars TO rating")
+    by_metric: dict[str, set[str]] = {}
+    for t in plan.tasks:
+        by_metric.setdefault(t.metric_id, set()).add(t.outcome)
+        if t.outcome == "failed":
+            assert "rating" in t.reason and "\n" not in t.reason and "SELECT" not in t.reason, t.reason
+    assert by_metric["MINI-SAT-001"] == {"failed"}  # reads the rating
+    assert by_metric["MINI-REV-001"] == {"unchanged"}  # does not: re-executed, same answers
+    assert by_metric["MINI-VIS-001"] == {"skipped"}
+
+
 def test_apply_versions_drifted_tasks(pack: Pack, graph: Graph, warehouse: Warehouse) -> None:
     key, day = target_task(graph)
     before = tasks(graph)
