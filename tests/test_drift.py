@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from ingest.pipeline import ingest_pack
 from service.api import create_app
 from service.cli import main
 from service.config import Settings
+from service.export import export, preset_query
 from service.graph import Graph
 from service.warehouse import Warehouse
 from tests.fixtures.packs import delete_domain, snapshot
@@ -161,6 +163,25 @@ def test_delete(pack: Pack, graph: Graph, warehouse: Warehouse) -> None:
         sql(warehouse, f"INSERT INTO {SCHEMA}.orders SELECT * FROM {SCHEMA}.orders_kept")
         sql(warehouse, f"DROP TABLE {SCHEMA}.orders_kept")
     assert set(outcomes(plan_drift(graph, warehouse, DOMAIN)).values()) == {"skipped"}
+
+
+def test_export_carries_fingerprint_and_dialects(pack: Pack, graph: Graph, warehouse: Warehouse,
+                                                 tmp_path: Path) -> None:
+    q = preset_query("domain", {"domain": DOMAIN})
+    manifest = export(graph, warehouse, q, "jsonl", tmp_path, dialects=["duckdb", "trino"])
+    fps = [t["data_fingerprint"] for t in manifest["tasks"].values()]
+    assert all(fp and fp["schema"] == SCHEMA and "orders" in fp["tables"] for fp in fps)
+    records = [json.loads(line) for line in (tmp_path / "private.jsonl").read_text().splitlines()]
+    computed = [r for r in records if r["gold_sql"]]
+    assert computed and all("$start_date" in r["gold_sql_dialects"]["duckdb"]["sql"] for r in computed)
+    trino = computed[0]["gold_sql_dialects"]["trino"]
+    assert ":" not in trino["sql"].replace("::", "") and trino["param_order"][0] in computed[0]["params"]
+    api = TestClient(create_app(Settings(api_token="w-token")))
+    body = {"preset": "domain", "params": {"domain": DOMAIN}, "view": "private", "dialects": ["bigquery"]}
+    got = api.post("/export", json=body, headers={"Authorization": "Bearer w-token"})
+    assert got.status_code == 200 and "@start_date" in got.text
+    assert api.post("/export", json={**body, "dialects": ["oracle"]},
+                    headers={"Authorization": "Bearer w-token"}).status_code == 400
 
 
 def test_sql_that_fails_now_is_reported_in_one_line(pack: Pack, graph: Graph, warehouse: Warehouse) -> None:
