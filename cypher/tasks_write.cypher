@@ -5,7 +5,7 @@ SET p.state = 'done', p.done_at = $now
 WITH run, s
 UNWIND $rows AS row
 MERGE (t:Task {key: row.key})
-SET t += row.props
+SET t += row.props, t.data_fingerprint = run.data_fingerprint
 MERGE (t)-[:FROM_SKELETON]->(s)
 MERGE (t)-[:GENERATED_BY]->(run)
 WITH t, row

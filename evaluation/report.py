@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from evaluation.ablation import PairingReport, variant_rows
 from evaluation.contracts import ANALYSIS_TYPES
@@ -23,6 +24,7 @@ from evaluation.plots import bar_chart, grouped_bars, heatmap
 from evaluation.reporting_tables import FAILURE_CLASSES, TIER_ORDER, Bucket
 from evaluation.scoring import Report
 from evaluation.tasks import TaskRecord, load_tasks
+from ingest.drift import latest_check
 from service.errors import DibenchError, NotFound
 from service.graph import Graph
 
@@ -40,6 +42,7 @@ class DomainData:
     metrics: list[str]
     rules: list[str]
     edges: set[tuple[str, str]]  # verified (metric, rule)
+    drift: dict[str, Any] | None = None  # the latest `dibench drift` check, if any
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,11 @@ def domain_data(graph: Graph, domain: str) -> DomainData:
     metrics = [r["metric"]["id"] for r in graph.read("eval_metrics", domain=domain)]
     rules = [r["rule"]["id"] for r in graph.read("eval_rules", domain=domain)]
     edges = {(e["metric_id"], e["rule_id"]) for e in graph.read("eval_rule_edges", domain=domain) if e["verified"]}
-    return DomainData(domain, tasks, metrics, rules, edges)
+    try:
+        drift: dict[str, Any] | None = latest_check(graph, domain)
+    except NotFound:
+        drift = None
+    return DomainData(domain, tasks, metrics, rules, edges, drift)
 
 
 def routing_section() -> str | None:
@@ -177,6 +184,26 @@ def render_domain(d: DomainData) -> str:
     return "".join(parts)
 
 
+def render_drift(d: DomainData) -> str:
+    """The latest drift check: outcomes, and the tasks that moved by table and metric."""
+    if d.drift is None:
+        return ""
+    moved: Counter[tuple[str, str, str]] = Counter()
+    for t in d.drift["tasks"]:
+        if t["outcome"] in ("drifted", "failed"):
+            for table in t.get("changed_tables") or t.get("tables") or ["-"]:
+                moved[(table, t["metric_id"], t["outcome"])] += 1
+    c = d.drift["counts"]
+    rows = [[tb, m, moved[(tb, m, "drifted")], moved[(tb, m, "failed")]]
+            for tb, m in sorted({(tb, m) for tb, m, _o in moved})]
+    return "".join([f"<h3>Data drift ({escape(d.name)}): check of {escape(str(d.drift['at']))}"
+                    f"{', applied' if d.drift.get('applied') else ''}</h3>",
+                    _table(["skipped (tables unchanged)", "unchanged", "drifted", "failed"],
+                           [[c["skipped"], c["unchanged"], c["drifted"], c["failed"]]]),
+                    _table(["table", "metric", "tasks drifted", "tasks failed"], rows) if rows else
+                    '<p class="note">No task moved.</p>'])
+
+
 def render_accuracy(runs: Sequence[RunData]) -> str:
     if not runs:
         return ("<h2>Accuracy</h2><p class=\"note\">No evaluation results given (run `dibench eval ... -o DIR` "
@@ -248,7 +275,7 @@ def render_ablations(ablations: Sequence[PairingReport]) -> str:
 def render_html(data: ReportData) -> str:
     body = [f"<h1>dibench evaluation report</h1><p class=\"note\">Generated {escape(data.generated_at)}; domains: "
             f"{escape(', '.join(d.name for d in data.domains))}.</p>"]
-    body += [render_domain(d) for d in data.domains]
+    body += [render_domain(d) + render_drift(d) for d in data.domains]
     body.append(render_accuracy(data.runs))
     body.append(render_ablations(data.ablations))
     if data.routing_html:

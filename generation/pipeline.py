@@ -19,7 +19,8 @@ from generation.skeletons import Skeleton, enumerate_all
 from generation.workers import work, work_entry
 from generation.writeback import GOLD_VERSION
 from ingest.keys import dimension_key, metric_key, rule_key
-from ingest.pack import Pack
+from ingest import fingerprint
+from ingest.pack import Pack, warehouse_for
 from service.graph import Graph
 from service.llm import configured_model
 
@@ -69,7 +70,9 @@ def create_run(graph: Graph, pack: Pack, seed: int, target: int) -> str:
     props = {"domain": pack.name, "seed": seed, "target": target, "code_version": CODE_VERSION,
              "phraser": type(llm).__name__ if llm else "template", "judge": type(llm).__name__ if llm else "skipped",
              "phrase_prompt_version": questions.PROMPT_VERSION, "judge_prompt_version": validation.JUDGE_PROMPT_VERSION,
-             "started_at": stamp.isoformat(timespec="seconds"), "gold_version": GOLD_VERSION}
+             "started_at": stamp.isoformat(timespec="seconds"), "gold_version": GOLD_VERSION,
+             # What the gold answers were computed on; every task of the run copies it (tasks_write).
+             "data_fingerprint": fingerprint.dumps(fingerprint.pack_fingerprint(warehouse_for(pack), pack))}
     graph.write("run_create", key=key, props=props)
     return key
 

@@ -15,7 +15,7 @@ from generation.skeletons import Skeleton
 from generation.tasks import build_candidates, vocabulary
 from generation.writeback import task_rows
 from ingest.database import schema_columns
-from ingest.pack import load_pack
+from ingest.pack import load_pack, warehouse_for
 from service.graph import Graph, Tx
 from service.llm import configured_model
 from service.warehouse import Warehouse
@@ -51,8 +51,8 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
          use_llm: bool = True, on_skeleton: Callable[[], None] | None = None) -> dict[str, Any]:
     """Process skeletons of `run_key` until none is left to claim (or max_skeletons processed)."""
     worker = worker or f"{os.uname().nodename}:{os.getpid()}"
-    graph, wh = Graph(), Warehouse()
     pack = load_pack(pack_path)
+    graph, wh = Graph(), Warehouse(warehouse_for(pack).settings)  # the pack's own database, if it names one
     vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(wh, pack.schema).items()})
     llm = configured_model() if use_llm else None
     ex = Executor(wh)

@@ -54,6 +54,9 @@ def replacing_schema(engine: Engine, schema: str, ddl: Path) -> Iterator[psycopg
 def _loader(pack: Pack) -> Any:
     """Import the loader: as a module on sys.path, else as `<pack root>/<last module part>.py`
     (so a user's pack outside this repo can carry its own loader)."""
+    if pack.spec.loader is None:
+        raise DibenchError(f"{pack.root}/pack.yaml: no loader: the pack reads a schema that already exists",
+                           hint=f"`dibench domain check {pack.name}` reports what it finds there")
     module_name, func_name = pack.spec.loader.entry.split(":")
     try:
         module = importlib.import_module(module_name)
@@ -73,6 +76,7 @@ def _loader(pack: Pack) -> Any:
 def load_database(pack: Pack, wh: Warehouse, **overrides: Any) -> dict[str, Any]:
     """Call `module:function(engine, schema, **options)`; returns the loader's report (row counts)."""
     func = _loader(pack)
+    assert pack.spec.loader is not None  # _loader refused a pack without one
     options = {**pack.spec.loader.options, **{k: v for k, v in overrides.items() if v is not None}}
     started = time.perf_counter()
     report = func(wh.admin(), pack.schema, **options) or {}

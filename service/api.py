@@ -66,6 +66,8 @@ class ExportRequest(BaseModel):
     preset: str | None = Field(None, description="domain | analysis_type | tier | rule | metric | status")
     params: dict[str, Any] = Field(default_factory=dict)
     view: str = Field("public", pattern="^(public|private)$")
+    dialects: list[str] = Field(default_factory=list,
+                                description="private view: gold SQL also in these dialects (duckdb, snowflake, ...)")
 
 
 def _bearer(request: Request) -> str | None:
@@ -174,7 +176,27 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
         if (req.cypher is None) == (req.preset is None):
             raise ExportError("pass exactly one of cypher and preset")
         q = preset_query(req.preset, req.params) if req.preset else ExportQuery(str(req.cypher), req.params)
-        lines: Iterator[str] = iter(list(stream_records(graph_of(), q, req.view)))  # errors before the first byte
+        from sqlops.transpile import parse_dialects
+
+        dialects = parse_dialects(",".join(req.dialects)) if req.dialects else []
+        lines: Iterator[str] = iter(list(stream_records(graph_of(), q, req.view, dialects)))  # errors before the first byte
         return StreamingResponse(lines, media_type="application/x-ndjson")
+
+    @app.get("/domains/{domain}/drift", dependencies=[Depends(read_access)],
+             summary="The latest drift check of a domain (outcome counts and per-task outcomes, no answers)")
+    def drift_latest(domain: str) -> dict[str, Any]:
+        from ingest.drift import latest_check
+
+        check = latest_check(graph_of(), domain)
+        check["tasks"] = [{k: v for k, v in t.items() if k not in ("old", "new")} for t in check["tasks"]]
+        return check
+
+    @app.post("/domains/{domain}/drift", dependencies=[Depends(write_access)],
+              summary="Run a drift check now (apply=true versions drifted tasks); returns the changelog")
+    def drift_run(domain: str, apply: bool = False) -> dict[str, Any]:
+        from ingest.drift import run_drift
+        from service.warehouse import get_warehouse
+
+        return run_drift(graph_of(), get_warehouse(), domain, apply=apply).changelog()
 
     return app

@@ -151,6 +151,8 @@ def domain_validate(path: str, offline: bool) -> None:
     if problems:
         sys.exit(1)
     assert pack is not None
+    for w in pack.warnings:
+        err_console.print(f"[yellow]warning[/yellow] {w}", highlight=False, soft_wrap=True)
     click.echo(f"{pack.name}: ok ({len(pack.metrics)} metrics, {len(pack.rules)} rule documents)")
 
 
@@ -181,6 +183,32 @@ def domain_check_rules(pack: str, as_json: bool) -> None:
         sys.exit(1)
 
 
+@domain.command("check")
+@click.argument("pack")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def domain_check(pack: str, as_json: bool) -> None:
+    """Report what PACK finds in its warehouse: row counts, the columns its metrics and dimensions
+    need, and which are missing (exit 1 if any). For a pack over an existing schema (no loader)."""
+    from ingest.domain_check import check_domain
+    from ingest.pack import load_pack, warehouse_for
+
+    pk = load_pack(pack)
+    report = check_domain(pk, warehouse_for(pk))
+    if as_json:
+        print_json(report)
+    else:
+        for w in report["warnings"]:
+            err_console.print(f"[yellow]warning[/yellow] {w}", highlight=False, soft_wrap=True)
+        print_table(f"{report['domain']}: schema {report['schema']} ({report['database']})",
+                    ["table", "exists", "rows", "columns needed", "missing"],
+                    [[t["table"], t["exists"], "-" if t["rows"] is None else f"{t['rows']:,}", ", ".join(t["needed"]),
+                      ", ".join(t["missing"]) or "-"] for t in report["tables"]])
+        click.echo(f"{report['missing']} needed column(s) missing" if report["missing"] else "every needed column exists")
+    if report["missing"] or not report["schema_exists"]:
+        sys.exit(1)
+
+
 # ------------------------------------------------------------------------------ ingest and graph
 @main.command("ingest")
 @click.argument("pack")
@@ -194,21 +222,20 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool) -> None:
     is written in one transaction, all or nothing. A larger one goes in concurrent batch
     transactions (DIBENCH_WRITE_BATCH rows each, DIBENCH_WRITE_WORKERS at a time), each all or
     nothing; after a failure, running the ingest again completes it."""
-    from ingest.pack import load_pack
+    from ingest.pack import load_pack, warehouse_for
     from ingest.pipeline import ingest_pack
     from service.graph import apply_schema, get_graph
     from service.llm import configured_model
-    from service.warehouse import get_warehouse
 
     pk = load_pack(pack)
     graph = get_graph()
     apply_schema(graph)
     with console.status(f"ingesting {pk.name}: schema, catalog, rules, counterfactual verification"):
-        report = ingest_pack(pk, graph, get_warehouse(), configured_model(), verify=not no_verify)
+        report = ingest_pack(pk, graph, warehouse_for(pk), configured_model(), verify=not no_verify)
     if as_json:
         print_json(report.as_dict())
     else:
-        for w in report.warnings:
+        for w in [*pk.warnings, *report.warnings]:
             err_console.print(f"[yellow]warning[/yellow] {w}", highlight=False, soft_wrap=True)
         for f in report.failures:
             err_console.print(f"[red]error[/red] {f}", highlight=False, soft_wrap=True)
@@ -496,6 +523,59 @@ def impact_cmd(rule_id: str, domain: str | None, as_json: bool) -> None:
                + ", ".join(f"{k} {v}" for k, v in tc["by_analysis_type"].items()))
 
 
+def _print_drift(log: dict[str, Any]) -> None:
+    moved = [t for t in log["tasks"] if t["outcome"] in ("drifted", "failed")]
+    if moved:
+        print_table("tasks drifted or failed", ["task", "type", "metric", "outcome", "action", "version", "reason"],
+                    [[t["key"], t["analysis_type"], t["metric_id"], t["outcome"], t["action"],
+                      f"{t['version_before']} -> {t['version_after']}", t["reason"][:120]] for t in moved])
+    c, tm = log["counts"], log["timing"]
+    click.echo(f"drift {log['domain']}: {c['skipped']} skipped (tables unchanged), {c['unchanged']} unchanged, "
+               f"{c['drifted']} drifted, {c['failed']} failed; {log['not_computed']} knowledge tasks not computed "
+               f"from data; {tm['seconds']}s ({tm['sql_statements']} SQL statements, {tm['fingerprint_queries']} "
+               f"fingerprint queries){'; applied' if log['applied'] else ''}; record {log['check_key']}")
+
+
+@main.command("drift")
+@click.argument("domain_name")
+@click.option("--apply", "apply_", is_flag=True,
+              help="Version drifted tasks with their new answers (old version kept) and record fingerprints.")
+@click.option("--pack", "pack_path", default=None,
+              help="Pack folder of the domain, when it is not built in (its own database, if it names one).")
+@click.option("--json", "as_json", is_flag=True, help="Print the changelog as JSON.")
+@handle_errors
+def drift_cmd(domain_name: str, apply_: bool, pack_path: str | None, as_json: bool) -> None:
+    """Re-execute the stored gold and base SQL of DOMAIN's tasks on today's data and record what moved.
+
+    Tasks whose tables have the data fingerprint they recorded are skipped; the others are
+    re-executed and compared with their stored answers under their answer contracts. The
+    changelog is written to the graph as a DriftCheck node."""
+    from ingest.drift import run_drift
+    from service.graph import apply_schema, get_graph
+
+    graph = get_graph()
+    apply_schema(graph)
+    with console.status(f"drift check of {domain_name}: fingerprints, re-executing stored SQL"):
+        plan = run_drift(graph, _domain_warehouse(domain_name, pack_path), domain_name, apply=apply_)
+    log = plan.changelog()
+    if as_json:
+        print_json(log)
+    else:
+        _print_drift(log)
+
+
+def _domain_warehouse(domain_name: str, pack_path: str | None) -> Any:
+    """The warehouse of a domain: its pack's own database if the pack names one."""
+    from ingest.pack import DOMAINS_DIR, load_pack, warehouse_for
+    from service.warehouse import get_warehouse
+
+    if pack_path is not None:
+        return warehouse_for(load_pack(pack_path))
+    if (DOMAINS_DIR / domain_name / "pack.yaml").is_file():
+        return warehouse_for(load_pack(domain_name))
+    return get_warehouse()
+
+
 @main.command("export")
 @click.option("--cypher", "cypher_text", default=None, help="Read-only Cypher returning task keys (RETURN t.key AS key, or RETURN t).")
 @click.option("--preset", type=click.Choice(["domain", "analysis_type", "tier", "rule", "metric", "status"]), default=None,
@@ -504,8 +584,11 @@ def impact_cmd(rule_id: str, domain: str | None, as_json: bool) -> None:
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "hf"]), default="jsonl", show_default=True,
               help="Output format.")
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Output folder.")
+@click.option("--dialect", "dialects", default=None,
+              help="Also give the gold SQL in these dialects (comma-separated: duckdb,snowflake,bigquery,trino,spark).")
 @handle_errors
-def export_cmd(cypher_text: str | None, preset: str | None, params: tuple[str, ...], fmt: str, out_dir: str) -> None:
+def export_cmd(cypher_text: str | None, preset: str | None, params: tuple[str, ...], fmt: str, out_dir: str,
+               dialects: str | None) -> None:
     """Export the tasks a graph query selects: public view, private view and manifest."""
     from pathlib import Path
 
@@ -517,7 +600,9 @@ def export_cmd(cypher_text: str | None, preset: str | None, params: tuple[str, .
         raise ExportError("pass exactly one of --cypher and --preset")
     values = dict(parse_param(p) for p in params)
     q = preset_query(preset, values) if preset else ExportQuery(str(cypher_text), values)
-    manifest = export(get_graph(), get_warehouse(), q, fmt, Path(out_dir))
+    from sqlops.transpile import parse_dialects
+
+    manifest = export(get_graph(), get_warehouse(), q, fmt, Path(out_dir), parse_dialects(dialects) if dialects else ())
     c = manifest["counts"]
     click.echo(f"exported {c['tasks']} tasks to {out_dir} ({fmt}): "
                + ", ".join(f"{k} {v}" for k, v in c["by_analysis_type"].items()))

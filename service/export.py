@@ -21,7 +21,7 @@ import io
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from service.graph import Graph, load
 from service.policy import domain_policies
 from service.warehouse import Warehouse
 from sqlops.dialect import parse, render
+from sqlops.transpile import transpile_all
 
 PRESETS = ("domain", "analysis_type", "tier", "rule", "metric", "status")
 FORMATS = ("jsonl", "csv", "hf")
@@ -44,7 +45,7 @@ PRIVATE_FIELDS = ("task_id", "domain", "analysis_type", "tier", "question", "ans
                   "base_answer", "gold_sql", "base_sql", "params", "contract", "metric_ids", "rule_ids", "variant",
                   "featured_rule", "decisive_rules", "policy", "lifted_answer")
 JSON_TEXT_FIELDS = ("gold_answer", "base_answer", "params", "contract", "metadata", "metric_ids", "rule_ids",
-                    "decisive_rules", "policy", "lifted_answer")
+                    "decisive_rules", "policy", "lifted_answer", "gold_sql_dialects")
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 FINGERPRINT_SQL = ("SELECT COUNT(*) AS n_rows, MD5(STRING_AGG(MD5(CAST(dibench_fp_row AS TEXT)), '' "
                    "ORDER BY MD5(CAST(dibench_fp_row AS TEXT)))) AS checksum FROM fp_table AS dibench_fp_row")
@@ -120,6 +121,8 @@ def private_record(t: dict[str, Any]) -> dict[str, Any]:
     }
     if t.get("contract"):
         rec["contract"] = _loads(t["contract"])
+    if t.get("gold_sql_dialects"):
+        rec["gold_sql_dialects"] = t["gold_sql_dialects"]
     return rec
 
 
@@ -246,7 +249,8 @@ def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any],
         "graph_update_seq": {c["domain"]: c["seq"] for c in snap.clock if c["domain"] in fp},
         "data_fingerprint": fp, "runs": [runs[k] for k in sorted(runs)],
         "incomplete_policies": policies or {},
-        "tasks": {rec["task_id"]: {"sha256": sha256(dumps(rec).encode()), "rule_versions": t.get("rule_versions") or []}
+        "tasks": {rec["task_id"]: {"sha256": sha256(dumps(rec).encode()), "rule_versions": t.get("rule_versions") or [],
+                                   "data_fingerprint": _loads(t.get("data_fingerprint"))}
                   for rec, t in zip(private, tasks)},
     }
     if fmt == "hf":
@@ -257,11 +261,19 @@ def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any],
     return files
 
 
-def export(graph: Graph, wh: Warehouse, q: ExportQuery, fmt: str, out: Path) -> dict[str, Any]:
+def with_dialects(snap: Snapshot, dialects: Sequence[str]) -> Snapshot:
+    """Each task's gold SQL transpiled to `dialects` (sqlops/transpile.py), in its private record."""
+    for r in snap.rows:
+        r["task"]["gold_sql_dialects"] = transpile_all(r["task"].get("gold_sql"), list(dialects)) if dialects else None
+    return snap
+
+
+def export(graph: Graph, wh: Warehouse, q: ExportQuery, fmt: str, out: Path,
+           dialects: Sequence[str] = ()) -> dict[str, Any]:
     """Run the export and write its files under `out`; returns the manifest."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
-    snap = read_snapshot(graph, q)
+    snap = with_dialects(read_snapshot(graph, q), dialects)
     schemas = {c["domain"]: c["schema"] for c in snap.clock}
     domains = sorted({r["task"]["domain"] for r in snap.rows})
     incomplete = {d: [p.as_dict() for p in domain_policies(graph, d).values() if not p.complete] for d in domains}
@@ -274,11 +286,11 @@ def export(graph: Graph, wh: Warehouse, q: ExportQuery, fmt: str, out: Path) -> 
     return dict(json.loads(files["manifest.json"]))
 
 
-def stream_records(graph: Graph, q: ExportQuery, view: str = "public") -> Iterator[str]:
+def stream_records(graph: Graph, q: ExportQuery, view: str = "public", dialects: Sequence[str] = ()) -> Iterator[str]:
     """JSONL lines of one consistent snapshot (the HTTP API streams these)."""
     if view not in ("public", "private"):
         raise ExportError(f"unknown view {view!r}: public or private")
-    snap = read_snapshot(graph, q)
+    snap = with_dialects(read_snapshot(graph, q), dialects)
     make = public_record if view == "public" else private_record
     for r in snap.rows:
         yield dumps(make(r["task"])) + "\n"

@@ -47,7 +47,11 @@ class PackSpec(Strict):
     description: str = Field(min_length=10)
     db_schema: str = Field(alias="schema", pattern=r"^[a-z_][a-z0-9_]*$", description="Postgres schema of the data")
     dialect: Literal["postgres"] = "postgres"
-    loader: LoaderSpec
+    loader: LoaderSpec | None = Field(None, description="absent: the schema already exists (a team's own warehouse)")
+    database_env: str | None = Field(
+        None, pattern=r"^[A-Z_][A-Z0-9_]*$",
+        description="name of the environment variable holding the SQLAlchemy URL of the pack's own database "
+                    "(a secret: read at run time, never stored or printed); absent: DIBENCH_DATABASE_URL")
     metrics: str = "metrics.yaml"
     rules: str = "rules"
     dimensions: list[DimensionSpec] = Field(min_length=1)

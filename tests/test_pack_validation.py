@@ -82,9 +82,9 @@ CASES = [
     Case("missing-pack-field", _replace("pack.yaml", "schema: mini\n", ""), "pack.yaml", "schema", "Field required"),
     Case("missing-front-matter", _replace("rules/privacy.md", "---\nid: MINI-R-PRIVACY", "id: MINI-R-PRIVACY"),
          "rules/privacy.md", "front matter", "missing"),
-    Case("short-body", lambda r: (r / "rules/privacy.md").write_text(
-        (r / "rules/privacy.md").read_text().split("\n---\n")[0] + "\n---\nToo short.\n"),
-         "rules/privacy.md", "body", "shorter than 50 words"),
+    Case("empty-body", lambda r: (r / "rules/privacy.md").write_text(
+        (r / "rules/privacy.md").read_text().split("\n---\n")[0] + "\n---\n\n"),
+         "rules/privacy.md", "body", "missing"),
     # unknown enumerations
     Case("unknown-rule-type", _front("strict.md", lambda f: f.update(rule_type="advisory")), "rules/strict.md",
          "rule_type", "Input should be 'definitional'"),

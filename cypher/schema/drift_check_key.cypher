@@ -1,0 +1,1 @@
+CREATE CONSTRAINT drift_check_key IF NOT EXISTS FOR (n:DriftCheck) REQUIRE n.key IS UNIQUE

@@ -1,0 +1,44 @@
+"""`dibench domain check NAME`: what a pack finds in the warehouse it reads, before any ingest.
+
+For a data team's own warehouse (a pack without a loader, possibly on its own database): per
+table the pack needs, whether it exists, its row count (through the read-only path), the
+columns its metric templates, rule effects and declared dimensions need, and which of them are
+missing. Plus the pack's warnings (e.g. short rule documents). The database is named by the
+environment variable that holds its URL, never by the URL.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ingest.database import schema_columns
+from ingest.fingerprint import Fingerprinter, pack_columns
+from ingest.pack import Pack
+from service.warehouse import Warehouse
+
+
+def needed_columns(pack: Pack) -> dict[str, set[str]]:
+    """{table: columns} the pack's metrics, effects and every declared dimension read."""
+    out = pack_columns(pack)
+    for d in pack.spec.dimensions:
+        table, col = d.column.split(".", 1)
+        out.setdefault(table, set()).add(col)
+    return out
+
+
+def check_domain(pack: Pack, wh: Warehouse) -> dict[str, Any]:
+    present = schema_columns(wh, pack.schema)
+    rows = Fingerprinter(wh, pack.schema)
+    tables: list[dict[str, Any]] = []
+    missing = 0
+    for table, cols in sorted(needed_columns(pack).items()):
+        exists = table in present
+        gone = sorted(cols - set(present.get(table, {})))
+        missing += len(gone)
+        tables.append({"table": table, "exists": exists, "rows": rows.table(table, [])["rows"] if exists else None,
+                       "needed": sorted(cols), "missing": gone})
+    return {
+        "domain": pack.name, "schema": pack.schema, "schema_exists": bool(present),
+        "loader": pack.spec.loader.entry if pack.spec.loader else None,
+        "database": f"from ${pack.spec.database_env}" if pack.spec.database_env else "DIBENCH_DATABASE_URL",
+        "tables": tables, "missing": missing, "warnings": list(pack.warnings),
+    }
