@@ -30,13 +30,14 @@ class Executor:
     """Runs SQL on the read-only path and accounts the time Postgres spent."""
 
     wh: Warehouse
+    schema: str | None = None  # the domain's: its read-only role runs every statement
     sql_seconds: float = 0.0
     statements: int = 0
 
     def run(self, sql: str, params: dict[str, Any]) -> QueryResult:
         started = time.perf_counter()
         try:
-            return self.wh.execute_readonly(sql, params)
+            return self.wh.execute_readonly(sql, params, schema=self.schema)
         finally:
             self.sql_seconds += time.perf_counter() - started
             self.statements += 1
@@ -124,6 +125,6 @@ def choose_window(lo: dt.date, hi: dt.date, rng: random.Random, months: int | No
     return start, month_add(start, length)
 
 
-def data_window(wh: Warehouse, metric: MetricSpec) -> tuple[dt.date, dt.date]:
-    lo, hi = metric_window(wh, metric)
+def data_window(wh: Warehouse, metric: MetricSpec, *, schema: str | None = None) -> tuple[dt.date, dt.date]:
+    lo, hi = metric_window(wh, metric, schema=schema)
     return as_date(lo), as_date(hi)

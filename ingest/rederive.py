@@ -60,7 +60,7 @@ def rederive(task: dict[str, Any], skeleton: Skeleton, rules: tuple[RuleRef, ...
     metric = pack.metric_by_id[task["metric_id"]]
     analysis = analysis_named(task["analysis_type"])
     if metric.id not in windows:
-        windows[metric.id] = data_window(ex.wh, metric)
+        windows[metric.id] = data_window(ex.wh, metric, schema=ex.schema)
     own = {r.id for r in skeleton.rules}
     # The context keeps the skeleton's own rule set (with current operations) so that the seeded
     # draws that look at rules (a conditional rule's value) are the ones generation made; the
