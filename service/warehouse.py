@@ -41,6 +41,7 @@ FORBIDDEN_FUNCTIONS = frozenset({
     "cursor_to_xmlschema", "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml",
     "schema_to_xmlschema", "schema_to_xml_and_xmlschema", "database_to_xml", "database_to_xmlschema",
     "database_to_xml_and_xmlschema", "loread", "lowrite", "pg_import_system_collations", "pg_stat_reset",
+    "pg_show_all_settings", "pg_show_all_file_settings", "pg_hba_file_rules", "pg_ident_file_mappings", "pg_config",
 })
 # Families refused by prefix: large objects, directory listings, locks, signals, dblink, WAL/replication
 # control and the statistics resets.
@@ -54,6 +55,9 @@ SECRET_RELATIONS = frozenset({
     "pg_db_role_setting", "pg_config", "pg_stat_ssl", "pg_stat_gssapi",
 })
 _SQL_STATE_CLASS_SYNTAX = "42"
+# Permission denied, or an unknown table: a schema without USAGE is silently left out of the
+# search_path, so a recreated schema that lost its grants shows as "relation does not exist".
+_MAYBE_STALE_GRANTS = ("42501", "42P01")
 _MAX_ERROR_CHARS = 160
 
 
@@ -216,7 +220,8 @@ class Warehouse:
         try:
             columns, rows = _run_readonly(engine, sql, params or {}, timeout_ms)
         except DBAPIError as exc:
-            if not (schema is not None and getattr(exc.orig, "sqlstate", None) == "42501" and self._regranted(schema)):
+            if not (schema is not None and getattr(exc.orig, "sqlstate", None) in _MAYBE_STALE_GRANTS
+                    and self._regranted(schema)):
                 self._raise(exc, sql)
             try:  # the schema was recreated behind our back and has its grants again: one retry
                 columns, rows = _run_readonly(engine, sql, params or {}, timeout_ms)
