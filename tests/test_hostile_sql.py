@@ -37,7 +37,7 @@ from tests.fixtures.packs import copy_pack, edit_front, edit_metrics, ensure_min
 A, B = "hostile_a", "hostile_b"
 SECRET = "gold-SECRET-4242"
 NESTED_3000 = "(" * 3000 + "1" + ")" * 3000
-OR_CHAIN = " OR ".join(f"t.id = {i}" for i in range(40_000))  # about 450 KB
+OR_CHAIN = " OR ".join(f"t.id = {i}" for i in range(40_000))  # 629 KB (the issue had 450 KB)
 
 Outcome = Literal["refused", "harmless"]
 
