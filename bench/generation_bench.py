@@ -138,7 +138,7 @@ def sql_clock() -> Iterator[SqlClock]:
 def loaded_rows(wh: Warehouse, pack: Pack, table: str) -> int | None:
     query = exp.select(exp.func("COUNT", exp.Star())).from_(exp.table_(table, db=pack.schema))
     try:
-        res = wh.execute_readonly(render(query), {})
+        res = wh.execute_readonly(render(query), {}, schema=pack.schema)
     except WarehouseError:  # no such schema or table yet: the loader builds it
         return None
     return int(res.rows[0][0])

@@ -33,6 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaluation.contracts import AnswerContract, check_answer
+from evaluation.harness import domain_schema
 from evaluation.kb import Bm25Index
 from evaluation.rederive import DerivationError, derive_answer, needs_base_rows
 from evaluation.reporting_tables import Bucket, bucket
@@ -213,6 +214,7 @@ class PairingRun:
 
 def pairing_ablation(graph: Graph, wh: Warehouse, domain: str, *, seed: int = 42, run: str | None = None,
                      include_rejected: bool = False) -> PairingReport:
+    wh = wh.for_schema(domain_schema(graph, domain))  # task SQL runs as the domain's read-only role
     metrics = {m["metric"]["id"]: metric_spec(m["metric"]) for m in graph.read("eval_metrics", domain=domain)}
     rules = load_rules(graph, domain)
     by_id = {r.id: r for r in rules}

@@ -97,7 +97,7 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
     agent = make_agent(agent_name, schema=schema, max_turns=max_turns, chat_model=chat_model)
     tasks = load_tasks(graph, domain, run=run, variants=variants, limit=limit)
     kb = load_knowledge_base(graph, domain)
-    return run_tasks(tasks, agent, wh, kb, out_dir, domain=domain, run=run,
+    return run_tasks(tasks, agent, wh.for_schema(domain_schema(graph, domain)), kb, out_dir, domain=domain, run=run,
                      variants=sorted(set(variants or ("standard", "oracle", "no_rule"))), max_turns=max_turns,
                      progress=progress)
 

@@ -43,6 +43,7 @@ class Executor:
     top-value statements, and the warehouse does not change under a generation run."""
 
     wh: Warehouse
+    schema: str | None = None  # the domain's: its read-only role runs every statement
     sql_seconds: float = 0.0
     statements: int = 0
     cache: dict[tuple[str, str], QueryResult] = field(default_factory=dict)
@@ -54,7 +55,7 @@ class Executor:
             return hit
         started = time.perf_counter()
         try:
-            result = self.wh.execute_readonly(sql, params)
+            result = self.wh.execute_readonly(sql, params, schema=self.schema)
         finally:
             self.sql_seconds += time.perf_counter() - started
             self.statements += 1
@@ -245,13 +246,13 @@ def choose_window(lo: dt.date, hi: dt.date, rng: random.Random, months: int | No
     return start, month_add(start, length)
 
 
-def data_window(wh: Warehouse, metric: MetricSpec,
-                metrics: dict[str, MetricSpec] | None = None) -> tuple[dt.date, dt.date]:
+def data_window(wh: Warehouse, metric: MetricSpec, metrics: dict[str, MetricSpec] | None = None, *,
+                schema: str | None = None) -> tuple[dt.date, dt.date]:
     """[first day, day after last) of the metric's data; a derived metric's: where all inputs have data."""
     if metric.derived is None:
-        lo, hi = metric_window(wh, metric)
+        lo, hi = metric_window(wh, metric, schema=schema)
         return as_date(lo), as_date(hi)
-    spans = [data_window(wh, (metrics or {})[mid]) for mid in metric.derived.inputs.values()]
+    spans = [data_window(wh, (metrics or {})[mid], schema=schema) for mid in metric.derived.inputs.values()]
     lo, hi = max(s[0] for s in spans), min(s[1] for s in spans)
     if lo >= hi:
         raise RewriteError(f"metric {metric.id}: its inputs have no period of data in common")

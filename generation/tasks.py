@@ -124,7 +124,7 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
     metric = pack.metric_by_id[sk.metric]
     windows = windows if windows is not None else {}
     if metric.id not in windows:
-        windows[metric.id] = data_window(ex.wh, metric, pack.metric_by_id)
+        windows[metric.id] = data_window(ex.wh, metric, pack.metric_by_id, schema=ex.schema)
     docs = {r.id: r for r in pack.rules}
     out: list[Candidate] = []
     for analysis in registry():

@@ -55,7 +55,7 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
     graph, wh = Graph(), Warehouse(warehouse_for(pack).settings)  # the pack's own database, if it names one
     vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(wh, pack.schema).items()})
     llm = configured_model() if use_llm else None
-    ex = Executor(wh)
+    ex = Executor(wh, schema=pack.schema)
     windows: dict[str, Any] = {}
     done = tasks = 0
     started = time.perf_counter()

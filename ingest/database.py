@@ -14,34 +14,21 @@ from psycopg import sql
 from sqlalchemy import Engine, inspect
 
 from ingest.pack import Pack
+from service.config import get_settings
 from service.errors import DibenchError
-from service.warehouse import Warehouse
+from service.pgroles import ensure_readonly_role
+from service.warehouse import Warehouse, admin_cursor
 
-
-@contextmanager
-def admin_cursor(engine: Engine) -> Iterator[psycopg.Cursor[Any]]:
-    """A psycopg cursor in one transaction on the admin engine: committed on success, else rolled
-    back. Loaders use it for COPY and composed identifiers, which are psycopg 3 API, not DBAPI."""
-    conn = engine.raw_connection()
-    try:
-        driver = conn.driver_connection
-        if not isinstance(driver, psycopg.Connection):
-            raise DibenchError(f"loaders need a postgresql+psycopg engine, got {type(driver).__name__}",
-                               hint="set DIBENCH_DATABASE_URL to a postgresql+psycopg:// URL")
-        with driver.cursor() as cur:
-            yield cur
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise
-    finally:
-        conn.close()
+__all__ = ["admin_cursor", "load_database", "replacing_schema", "schema_columns"]
 
 
 @contextmanager
 def replacing_schema(engine: Engine, schema: str, ddl: Path) -> Iterator[psycopg.Cursor[Any]]:
     """One transaction that drops and recreates `schema`, runs the DDL file in it and yields the
-    cursor for the loader's COPYs; the old schema survives any failure before the commit."""
+    cursor for the loader's COPYs; the old schema survives any failure before the commit. The
+    domain's read-only role is granted the new tables in the same transaction, so readers never
+    see the schema without its grants."""
+    settings = get_settings()
     with admin_cursor(engine) as cur:
         cur.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
         cur.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
@@ -49,6 +36,8 @@ def replacing_schema(engine: Engine, schema: str, ddl: Path) -> Iterator[psycopg
         cur.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
         cur.execute(ddl.read_text())
         yield cur
+        ensure_readonly_role(cur, schema, timeout_ms=int(1000 * settings.statement_timeout_s),
+                             password=settings.readonly_password)
 
 
 def _loader(pack: Pack) -> Any:
@@ -80,6 +69,8 @@ def load_database(pack: Pack, wh: Warehouse, **overrides: Any) -> dict[str, Any]
     options = {**pack.spec.loader.options, **{k: v for k, v in overrides.items() if v is not None}}
     started = time.perf_counter()
     report = func(wh.admin(), pack.schema, **options) or {}
+    # Whatever the loader did (its own DDL, a restore from a dump), the read-only role sees the result.
+    wh.ensure_role(pack.schema)
     report = dict(report)
     report["seconds"] = round(time.perf_counter() - started, 2)
     return report

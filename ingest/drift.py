@@ -214,7 +214,7 @@ def plan_drift(graph: Graph, wh: Warehouse, domain: str) -> DriftPlan:
     stamp = dt.datetime.now(dt.timezone.utc)
     plan = DriftPlan(domain, schema, seq, f"drift:{domain}/{stamp:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
                      stamp.isoformat(timespec="seconds"), int(stamp.timestamp() * 1000))
-    run, fp = _Runner(wh), fpr.Fingerprinter(wh, schema)
+    run, fp = _Runner(wh.for_schema(schema)), fpr.Fingerprinter(wh, schema)
     for row in graph.read("eval_tasks", domain=domain, run=None, statuses=["admitted"]):
         props = row["task"]
         if not props.get("gold_sql"):

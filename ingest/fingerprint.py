@@ -128,7 +128,7 @@ class Fingerprinter:
     def table(self, table: str, columns: Iterable[str]) -> dict[str, Any]:
         cols = tuple(sorted(set(columns)))
         if (table, cols) not in self.cache:
-            res = self.wh.execute_readonly(fingerprint_sql(self.schema, table, cols))
+            res = self.wh.execute_readonly(fingerprint_sql(self.schema, table, cols), schema=self.schema)
             n, checksum = res.rows[0]
             self.queries += 1
             self.seconds += res.elapsed_s

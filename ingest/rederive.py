@@ -22,7 +22,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from generation.analyses import Analysis, Outcome, registry
 from generation.grounding import Executor, data_window
 from generation.skeletons import Skeleton
-from generation.tasks import MAX_WINDOW_TRIES, candidate, ground
+from generation.tasks import candidate, ground
 from generation.validation import Candidate, Vocabulary
 from ingest.pack import Pack
 
@@ -47,7 +47,7 @@ def rederive(task: dict[str, Any], skeleton: Skeleton, pack: Pack, ex: Executor,
     metric = pack.metric_by_id[task["metric_id"]]
     analysis = analysis_named(task["analysis_type"])
     if metric.id not in windows:
-        windows[metric.id] = data_window(ex.wh, metric, pack.metric_by_id)
+        windows[metric.id] = data_window(ex.wh, metric, pack.metric_by_id, schema=ex.schema)
     rng = random.Random(f"{seed}|{task['skeleton_key']}|{analysis.NAME}")
     docs = {r.id: r for r in pack.rules}
 
@@ -55,7 +55,7 @@ def rederive(task: dict[str, Any], skeleton: Skeleton, pack: Pack, ex: Executor,
         return analysis.NAME == "knowledge_retrieval" or canonical(result.base_params) == task["base_params"]
 
     g = ground(analysis, skeleton, metric, ex, rng, windows[metric.id], docs, accept=own_grounding,
-               tries=MAX_WINDOW_TRIES, metrics=pack.metric_by_id)
+               metrics=pack.metric_by_id)  # as many windows as generation tried
     if g is None or not own_grounding(g.result):
         return None
     # Same facts: the question still asks exactly this, so it keeps its wording.

@@ -122,8 +122,8 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, v
             metric = pack.metric_by_id[eff.metric]
             if verify:
                 if metric.id not in windows:
-                    windows[metric.id] = metric_window(wh, metric)
-                check = verify_effect(wh, metric, doc.id, eff, windows[metric.id])
+                    windows[metric.id] = metric_window(wh, metric, schema=pack.schema)
+                check = verify_effect(wh, metric, doc.id, eff, windows[metric.id], schema=pack.schema)
             else:
                 check = EdgeCheck(doc.id, metric.id, False, (), 0, "not verified (--no-verify)")
             plan.checks.append(check)

@@ -28,7 +28,7 @@ class SchemaPlan:
 def _cardinality(wh: Warehouse, schema: str, table: str, column: str) -> int:
     query = exp.select(exp.func("COUNT", exp.Distinct(expressions=[exp.column(column)]))).from_(
         exp.table_(table, db=schema))
-    return int(wh.execute_readonly(render(query)).rows[0][0])
+    return int(wh.execute_readonly(render(query), schema=schema).rows[0][0])
 
 
 def plan_schema(pack: Pack, wh: Warehouse) -> SchemaPlan:

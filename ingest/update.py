@@ -311,7 +311,7 @@ def plan_regeneration(plan: UpdatePlan, graph: Graph, ctx: _Ctx, policies: dict[
 # ------------------------------------------------------------------------------ plans
 def _context(pack: Pack, wh: Warehouse, llm: BaseChatModel | None, update_key: str) -> _Ctx:
     vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(wh, pack.schema).items()})
-    return _Ctx(pack, Executor(wh), vocab, llm, {}, update_key)
+    return _Ctx(pack, Executor(wh, schema=pack.schema), vocab, llm, {}, update_key)
 
 
 def plan_update(pack: Pack, doc: RuleDoc, graph: Graph, wh: Warehouse, llm: BaseChatModel | None = None, *,

@@ -11,8 +11,9 @@ from ingest.pack import Pack, _rel, load_pack
 from service.models import MetricSpec
 from service.errors import DibenchError, PackError, PackErrors
 from service.warehouse import Warehouse, check_readonly
-from sqlops.dialect import parse, parse_expression, placeholders
+from sqlops.dialect import STATEMENT_LIMITS, check_size, parse, parse_expression, placeholders
 from sqlops.ops import Bound, apply_effect
+from sqlops.scope import foreign_schemas
 from sqlops.tree import columns_read, outer_select, table_alias, tables_read, value_projection
 
 # The pipeline appends these clauses itself (GROUP BY a dimension, HAVING for suppression),
@@ -32,6 +33,11 @@ def _metric_problems(pack: Pack, columns: dict[str, dict[str, str]]) -> list[Pac
             out += [PackError(file, f"{at}.{f}", msg) for f, msg in _derived_problems(pack, m)]
             continue
         try:
+            check_size(m.template, STATEMENT_LIMITS, where="sql")
+        except DibenchError as exc:
+            out.append(PackError(file, f"{at}.sql", str(exc).split(": ", 1)[-1]))
+            continue
+        try:
             tree = check_readonly(m.template)
         except DibenchError as exc:
             out.append(PackError(file, f"{at}.sql", f"not a single SELECT: {exc}"))
@@ -42,6 +48,7 @@ def _metric_problems(pack: Pack, columns: dict[str, dict[str, str]]) -> list[Pac
             out.append(PackError(file, f"{at}.sql", str(exc)))
         out += [PackError(file, f"{at}.{f}", msg)
                 for f, msg in _template_shape(m.template, m.time_ref, m.dimensions, columns)]
+        out += [PackError(file, f"{at}.sql", p) for p in foreign_schemas(tree, {pack.schema})]
         holes = placeholders(tree)
         for need in ("start_date", "end_date"):
             if need not in holes:
@@ -150,9 +157,8 @@ def _component_cycles(pack: Pack) -> list[tuple[int, list[str]]]:
     return sorted(found.values())
 
 
-def _expression_refs(text: str, tree: exp.Expression, columns: dict[str, dict[str, str]]) -> list[str]:
+def _expression_refs(expr: exp.Expression, tree: exp.Expression, columns: dict[str, dict[str, str]]) -> list[str]:
     """Problems of the alias.column references of an effect expression against the metric's SQL tree."""
-    expr = parse_expression(text)
     # An expression may bring its own subquery (and aliases) along with the metric's.
     alias_to_table = {t.alias_or_name: t.name for src in (tree, expr) for t in src.find_all(exp.Table)}
     out = []
@@ -197,13 +203,18 @@ def _rule_problems(pack: Pack, columns: dict[str, dict[str, str]] | None = None)
                 if not text:
                     continue
                 try:
-                    parse_expression(text, where=f"{at}.{fname}")
+                    expr = parse_expression(text, where=fname)
                 except DibenchError as exc:
                     parsed = False
-                    out.append(PackError(file, f"{at}.{fname}", str(exc)))
+                    out.append(PackError(file, f"{at}.{fname}", str(exc).split(": ", 1)[-1]))
+                    continue
+                foreign = foreign_schemas(expr, {pack.schema})
+                if foreign:
+                    parsed = False  # never rewritten: apply_effect would refuse it the same way
+                    out += [PackError(file, f"{at}.{fname}", p) for p in foreign]
                     continue
                 if tree is not None:
-                    out += [PackError(file, f"{at}.{fname}", p) for p in _expression_refs(text, tree, columns)]
+                    out += [PackError(file, f"{at}.{fname}", p) for p in _expression_refs(expr, tree, columns)]
             if eff.op == "threshold" and eff.param not in metric.params:
                 out.append(PackError(file, f"{at}.param", f"metric {metric.id} has no parameter {eff.param!r}"))
             elif parsed and tree is not None:

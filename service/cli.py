@@ -172,7 +172,7 @@ def domain_check_rules(pack: str, as_json: bool) -> None:
     for doc in pk.rules:
         for eff in doc.front.effects or []:
             metric = pk.metric_by_id[eff.metric]
-            results.append(verify_effect(wh, metric, doc.id, eff))
+            results.append(verify_effect(wh, metric, doc.id, eff, schema=pk.schema))
     if as_json:
         print_json([r.__dict__ for r in results])
     else:

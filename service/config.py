@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     )
     pg_port: int = Field(55432, description="port of the local PostgreSQL cluster")
     statement_timeout_s: float = Field(30.0, description="timeout of generated SQL, seconds")
+    readonly_password: str | None = Field(
+        None, description="password of the per-domain read-only roles (dibench_ro_<schema>); unset: no password, "
+                          "for a cluster that trusts loopback logins like the local one. Never commit it")
     ingest_tx_rows: int = Field(
         20_000, description="an ingest plan of at most this many rows is written in one transaction (all or "
                             "nothing); a larger one in concurrent batch transactions (each all or nothing)")

@@ -174,6 +174,7 @@ class LocalPostgres:
     def start(self) -> None:
         self.init()
         if self._pid():
+            self.ensure_readonly_roles()
             return
         stale = self.data / "postmaster.pid"
         if stale.exists():
@@ -191,6 +192,17 @@ class LocalPostgres:
             tail = self.log.read_text()[-400:] if self.log.exists() else res.stderr
             raise ServiceError(f"PostgreSQL did not start: {tail.strip()}")
         self._ensure_database()
+        self.ensure_readonly_roles()
+
+    def ensure_readonly_roles(self) -> None:
+        """Every domain schema already loaded (by us or by hand) gets its read-only role."""
+        from service.warehouse import Warehouse
+
+        wh = Warehouse(self.settings)
+        try:
+            wh.ensure_all_roles()
+        finally:
+            wh.dispose()
 
     def _ensure_database(self) -> None:
         import psycopg

@@ -2,32 +2,68 @@
 
 `execute_readonly` is the only way generated SQL runs. It accepts a single SELECT / WITH
 query (checked on the sqlglot tree), runs it in a READ ONLY transaction with a statement
-timeout, and always rolls back.
+timeout, and always rolls back. Given the domain's schema it runs as that domain's read-only
+role (service.pgroles): the checker is then the second wall, the role's privileges the first.
 """
 from __future__ import annotations
 
+import copy
+import re
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, NoReturn
 
+import psycopg
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlglot import exp
 
 from service.config import Settings, get_settings
-from service.errors import QueryTimeout, ReadOnlyViolation, RewriteError, ServiceError, WarehouseError
+from service.errors import (
+    DibenchError, QueryTimeout, ReadOnlyViolation, RewriteError, ServiceError, WarehouseError,
+)
+from service.pgroles import ensure_all_readonly_roles, ensure_readonly_role, readonly_role
 from sqlops.dialect import parse
 
-# Functions with side effects, or that reach outside the database, never run on the read-only path.
+# Functions with side effects, that reach outside the database or other sessions, or that run SQL
+# given as a string (which this checker would never see), never run on the read-only path.
 FORBIDDEN_FUNCTIONS = frozenset({
-    "setval", "nextval", "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile",
-    "dblink", "dblink_exec", "dblink_connect", "lo_import", "lo_export", "lo_unlink", "pg_read_file",
-    "pg_read_binary_file", "pg_ls_dir", "pg_stat_file", "pg_advisory_lock", "pg_advisory_xact_lock",
-    "pg_switch_wal", "pg_create_restore_point", "set_config", "pg_promote", "pg_logical_emit_message",
-    "txid_current", "pg_current_xact_id", "query_to_xml", "query_to_xml_and_xmlschema", "pg_file_write",
+    "setval", "nextval", "pg_reload_conf", "pg_rotate_logfile", "lo_import", "lo_export", "lo_unlink",
+    "pg_read_file", "pg_read_binary_file", "pg_stat_file", "pg_switch_wal", "pg_create_restore_point",
+    "set_config", "current_setting", "pg_promote", "pg_logical_emit_message", "txid_current", "pg_current_xact_id",
+    "pg_notify", "pg_file_write", "pg_file_unlink", "pg_file_rename", "pg_sleep_until",
+    "ts_stat", "ts_rewrite", "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml",
+    "cursor_to_xmlschema", "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml",
+    "schema_to_xmlschema", "schema_to_xml_and_xmlschema", "database_to_xml", "database_to_xmlschema",
+    "database_to_xml_and_xmlschema", "loread", "lowrite", "pg_import_system_collations", "pg_stat_reset",
+    "pg_show_all_settings", "pg_show_all_file_settings", "pg_hba_file_rules", "pg_ident_file_mappings", "pg_config",
 })
+# Families refused by prefix: large objects, directory listings, locks, signals, dblink, WAL/replication
+# control and the statistics resets.
+FORBIDDEN_PREFIXES = ("lo_", "pg_ls_", "pg_read_", "pg_advisory", "pg_try_advisory", "pg_cancel", "pg_terminate",
+                      "dblink", "pg_replication_", "pg_create_", "pg_drop_", "pg_wal_", "pg_stat_reset",
+                      "pg_file_", "pg_log_")
+# Catalogs that hold secrets or server files (password hashes, user mappings, configuration).
+SECRET_RELATIONS = frozenset({
+    "pg_shadow", "pg_authid", "pg_user_mappings", "pg_user_mapping", "pg_hba_file_rules", "pg_ident_file_mappings",
+    "pg_file_settings", "pg_settings", "pg_largeobject", "pg_largeobject_metadata", "pg_stat_activity",
+    "pg_db_role_setting", "pg_config", "pg_stat_ssl", "pg_stat_gssapi",
+})
+_SQL_STATE_CLASS_SYNTAX = "42"
+# Permission denied, or an unknown table: a schema without USAGE is silently left out of the
+# search_path, so a recreated schema that lost its grants shows as "relation does not exist".
+_MAYBE_STALE_GRANTS = ("42501", "42P01")
+_MAX_ERROR_CHARS = 160
+
+
+def forbidden_function(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in FORBIDDEN_FUNCTIONS or lowered.startswith(FORBIDDEN_PREFIXES)
 
 
 @dataclass(frozen=True)
@@ -44,6 +80,22 @@ def statement_kind(tree: exp.Expression) -> str:
     return tree.key.upper()
 
 
+def _refusal(node: exp.Expression) -> str | None:
+    """Why one node of a query may not run on the read-only path, or None."""
+    if isinstance(node, (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop,
+                         exp.Alter, exp.Command, exp.Copy, exp.Into)):
+        return statement_kind(node)
+    if isinstance(node, exp.Lock):
+        return "SELECT ... FOR UPDATE/SHARE"
+    if isinstance(node, (exp.Anonymous, exp.Func)):
+        fname = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+        if forbidden_function(fname):
+            return f"call to {fname.lower()}()"
+    if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and node.name.lower() in SECRET_RELATIONS:
+        return f"read of system catalog {node.name.lower()}"
+    return None
+
+
 def check_readonly(sql: str) -> exp.Expression:
     """Raise ReadOnlyViolation unless sql is one side-effect-free query."""
     try:
@@ -51,20 +103,40 @@ def check_readonly(sql: str) -> exp.Expression:
     except RewriteError as exc:
         if "expected one statement" in str(exc):
             raise ReadOnlyViolation("multi-statement", sql) from exc
+        if "too large" in str(exc) or "too deep" in str(exc):
+            raise ReadOnlyViolation(str(exc).split(": ", 1)[-1], sql) from exc
         raise ReadOnlyViolation("unparseable", sql) from exc
     if not isinstance(tree, exp.Query):
         raise ReadOnlyViolation(statement_kind(tree), sql)
     for node in tree.walk():
-        if isinstance(node, (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop,
-                             exp.Alter, exp.Command, exp.Copy, exp.Into)):
-            raise ReadOnlyViolation(statement_kind(node), sql)
-        if isinstance(node, exp.Lock):
-            raise ReadOnlyViolation("SELECT ... FOR UPDATE/SHARE", sql)
-        if isinstance(node, (exp.Anonymous, exp.Func)):
-            fname = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
-            if fname in FORBIDDEN_FUNCTIONS:
-                raise ReadOnlyViolation(f"call to {fname}()", sql)
+        reason = _refusal(node)
+        if reason is not None:
+            raise ReadOnlyViolation(reason, sql)
     return tree
+
+
+def sanitized_error(orig: BaseException | None) -> str:
+    """A bounded, value-free description of a database error: SQLSTATE and its class, plus, for
+    syntax and undefined-object errors (class 42) only, the first line of the message, whose
+    quoted identifiers come from the query itself (shortened) and whose literals are blanked.
+    Messages of other classes may carry data (an invalid value, a DETAIL row, a file read
+    through a function), so their text is never kept."""
+    sqlstate = getattr(orig, "sqlstate", None) or "?????"
+    kind = re.sub(r"(?<!^)(?=[A-Z])", " ", type(orig).__name__).lower() if orig is not None else "error"
+    out = f"SQLSTATE {sqlstate} ({kind})"
+    if sqlstate.startswith(_SQL_STATE_CLASS_SYNTAX) and orig is not None:
+        lines = str(orig).strip().splitlines()
+        first = re.sub(r"'[^']*'?", "'…'", lines[0] if lines else "")
+        first = re.sub(r'"([^"]{0,40})[^"]*"?', r'"\1"', first)
+        out += f": {first}"
+    return out[:_MAX_ERROR_CHARS]
+
+
+def bounded_message(text: str) -> str:
+    """First line of an error message, at most a few hundred characters (for stored errors)."""
+    lines = text.strip().splitlines()
+    first = lines[0] if lines else ""
+    return first if len(first) <= 2 * _MAX_ERROR_CHARS else first[:2 * _MAX_ERROR_CHARS] + "…"
 
 
 def _plain(value: Any) -> Any:
@@ -73,60 +145,163 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@contextmanager
+def admin_cursor(engine: Engine) -> Iterator[psycopg.Cursor[Any]]:
+    """A psycopg cursor in one transaction on the admin engine: committed on success, else rolled
+    back. Loaders use it for COPY and composed identifiers, which are psycopg 3 API, not DBAPI."""
+    conn = engine.raw_connection()
+    try:
+        driver = conn.driver_connection
+        if not isinstance(driver, psycopg.Connection):
+            raise DibenchError(f"loaders need a postgresql+psycopg engine, got {type(driver).__name__}",
+                               hint="set DIBENCH_DATABASE_URL to a postgresql+psycopg:// URL")
+        with driver.cursor() as cur:
+            yield cur
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    finally:
+        conn.close()
+
+
+def _discard_session(dbapi_connection: Any, _record: Any) -> None:
+    """Back in the pool, a read-only role's connection forgets everything its query left behind
+    (advisory locks, prepared statements, temp state, settings): DISCARD ALL needs autocommit."""
+    if dbapi_connection is None:
+        return
+    dbapi_connection.autocommit = True
+    try:
+        dbapi_connection.execute("DISCARD ALL")
+    finally:
+        dbapi_connection.autocommit = False
+
+
+def _run_readonly(engine: Engine, sql: str, params: dict[str, Any],
+                  timeout_ms: int) -> tuple[list[str], list[tuple[Any, ...]]]:
+    with engine.connect() as conn:
+        try:
+            # The driver has just opened the transaction: this is its first statement.
+            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+            conn.exec_driver_sql(f"SET LOCAL statement_timeout = {timeout_ms:d}")
+            result = conn.execute(text(sql), params)
+            return list(result.keys()), [tuple(_plain(v) for v in row) for row in result.fetchall()]
+        finally:
+            conn.rollback()
+
+
 class Warehouse:
     def __init__(self, settings: Settings | None = None, engine: Engine | None = None) -> None:
         self.settings = settings or get_settings()
         self.engine = engine or create_engine(self.settings.database_url, pool_pre_ping=True, pool_size=5)
+        self._role_engines: dict[str, Engine] = {}
+        self._lock = threading.Lock()
+        self.default_schema: str | None = None
+
+    def for_schema(self, schema: str) -> Warehouse:
+        """This warehouse with `schema` as the default of `execute_readonly(schema=...)`: a handle
+        for code that passes a Warehouse around on behalf of one domain. Engines are shared."""
+        readonly_role(schema)
+        scoped = copy.copy(self)
+        scoped.default_schema = schema
+        return scoped
 
     def execute_readonly(self, sql: str, params: dict[str, Any] | None = None,
                          *, timeout_s: float | None = None, schema: str | None = None) -> QueryResult:
-        """schema: resolve unqualified names in that schema only (search_path, for this transaction)."""
+        """Run one checked query in a READ ONLY transaction with a statement timeout, always rolled
+        back. With `schema` (or a default from `for_schema`), it runs as that domain's read-only role
+        (see service.pgroles), which can read that schema only; without, as the admin role (only
+        for callers with no domain)."""
         check_readonly(sql)
+        schema = schema if schema is not None else self.default_schema
         timeout_ms = int(1000 * (timeout_s if timeout_s is not None else self.settings.statement_timeout_s))
+        engine = self.engine if schema is None else self.role_engine(schema)
         started = time.perf_counter()
         try:
-            with self.engine.connect() as conn:
-                conn.exec_driver_sql("BEGIN TRANSACTION READ ONLY")
-                try:
-                    conn.exec_driver_sql(f"SET LOCAL statement_timeout = {timeout_ms:d}")
-                    if schema is not None:
-                        quoted = exp.to_identifier(schema, quoted=True).sql(dialect="postgres")
-                        conn.exec_driver_sql(f"SET LOCAL search_path TO {quoted}")
-                    result = conn.execute(text(sql), params or {})
-                    columns = list(result.keys())
-                    rows = [tuple(_plain(v) for v in row) for row in result.fetchall()]
-                finally:
-                    conn.exec_driver_sql("ROLLBACK")
-        except OperationalError as exc:
-            self._raise(exc, sql)
+            columns, rows = _run_readonly(engine, sql, params or {}, timeout_ms)
         except DBAPIError as exc:
-            self._raise(exc, sql)
+            if not (schema is not None and getattr(exc.orig, "sqlstate", None) in _MAYBE_STALE_GRANTS
+                    and self._regranted(schema)):
+                self._raise(exc, sql)
+            try:  # the schema was recreated behind our back and has its grants again: one retry
+                columns, rows = _run_readonly(engine, sql, params or {}, timeout_ms)
+            except DBAPIError as again:
+                self._raise(again, sql)
         return QueryResult(columns, rows, time.perf_counter() - started)
 
+    def _regranted(self, schema: str) -> bool:
+        """After a permission error: if the role lacks a grant on its own schema (dropped and
+        recreated outside our loaders), grant it again and say so; a query that reached for
+        another schema leaves everything as it is."""
+        role = readonly_role(schema)
+        with self.admin().connect() as conn:
+            complete = conn.execute(text(
+                "SELECT has_schema_privilege(:role, :schema, 'USAGE') AND coalesce(bool_and("
+                "has_table_privilege(:role, c.oid, 'SELECT')), true) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = :schema AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"),
+                {"role": role, "schema": schema}).scalar()
+        if complete:
+            return False
+        self.ensure_role(schema)
+        return True
+
     @staticmethod
-    def _raise(exc: DBAPIError, sql: str) -> None:
+    def _raise(exc: DBAPIError, sql: str) -> NoReturn:
         orig = exc.orig
         sqlstate = getattr(orig, "sqlstate", None)
-        message = str(orig).strip().splitlines()[0] if orig else str(exc)
         if sqlstate == "57014":
-            raise QueryTimeout(f"statement timed out: {message}") from exc
+            raise QueryTimeout("statement timed out (SQLSTATE 57014)") from exc
         if sqlstate == "25006":
             raise ReadOnlyViolation("write in read-only transaction", sql) from exc
-        if sqlstate is None and "connect" in message.lower():
-            raise ServiceError(f"PostgreSQL is not reachable: {message}", hint="run `dibench services up`") from exc
-        raise WarehouseError(f"SQL failed ({sqlstate}): {message}") from exc
+        if sqlstate is None and isinstance(exc, OperationalError):
+            raise ServiceError(f"PostgreSQL is not reachable: {bounded_message(str(orig or exc))}",
+                               hint="run `dibench services up`") from exc
+        raise WarehouseError(f"SQL failed: {sanitized_error(orig)}") from exc
+
+    def role_engine(self, schema: str) -> Engine:
+        """The pooled engine of `schema`'s read-only role, made (and the role granted) on first use."""
+        with self._lock:
+            engine = self._role_engines.get(schema)
+            if engine is None:
+                role = self.ensure_role(schema)
+                url = self.engine.url.set(username=role, password=self.settings.readonly_password)
+                engine = create_engine(url, pool_pre_ping=True, pool_size=5)
+                event.listen(engine, "checkin", _discard_session)
+                self._role_engines[schema] = engine
+            return engine
+
+    def ensure_role(self, schema: str) -> str:
+        """Create or update `schema`'s read-only role on the admin path; returns its name."""
+        readonly_role(schema)  # a bad name fails before any SQL
+        with admin_cursor(self.admin()) as cur:
+            if cur.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() is None:
+                raise WarehouseError(f"schema {schema!r} is not loaded", hint="dibench domain load <pack>")
+            return ensure_readonly_role(cur, schema, timeout_ms=self.role_timeout_ms,
+                                        password=self.settings.readonly_password)
+
+    def ensure_all_roles(self) -> list[str]:
+        """A read-only role for every domain schema already in the warehouse (idempotent)."""
+        with admin_cursor(self.admin()) as cur:
+            return ensure_all_readonly_roles(cur, timeout_ms=self.role_timeout_ms,
+                                             password=self.settings.readonly_password)
+
+    @property
+    def role_timeout_ms(self) -> int:
+        return int(1000 * self.settings.statement_timeout_s)
 
     def admin(self) -> Engine:
         """The engine for loaders and DDL (never used for generated SQL)."""
         return self.engine
 
     def dispose(self) -> None:
+        with self._lock:
+            for engine in self._role_engines.values():
+                engine.dispose()
+            self._role_engines.clear()
         self.engine.dispose()
 
 
 @lru_cache(maxsize=1)
 def get_warehouse() -> Warehouse:
     return Warehouse()
-
-
-_ = event  # sqlalchemy.event kept importable for listeners added by loaders

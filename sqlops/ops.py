@@ -31,6 +31,7 @@ from service.models import (
     WeightEffect, WhereEffect,
 )
 from sqlops.dialect import parse_expression
+from sqlops.scope import foreign_schemas, schemas_named
 from sqlops.tree import aliased_column, column, outer_select, value_projection
 
 AnyEffect = (WhereEffect | ExcludeEffect | HavingEffect | ThresholdEffect | AdjustEffect | WeightEffect | OverrideEffect
@@ -80,17 +81,25 @@ def bind_literals(expr: exp.Expression, prefix: str, params: dict[str, Any]) -> 
         name = f"{prefix}_{len(params)}"
         params[name] = f"{iv.this.this} {unit.name}" if unit is not None else str(iv.this.this)
         iv.replace(exp.cast(exp.Placeholder(this=name), exp.DataType.build("INTERVAL")))
-    for lit in list(expr.find_all(exp.Literal)):
-        if lit.find_ancestor(exp.DataType) is not None:
-            continue
+    # Pruning type names while walking keeps this linear; asking each literal for a DataType
+    # ancestor walked up the whole tree (quadratic on a long OR chain).
+    literals = [n for n in expr.walk(prune=lambda n: isinstance(n, exp.DataType)) if isinstance(n, exp.Literal)]
+    for lit in literals:
         name = f"{prefix}_{len(params)}"
         params[name] = _literal_value(lit)
         lit.replace(exp.Placeholder(this=name))
     return expr
 
 
-def _condition(sql: str, where: str, prefix: str, params: dict[str, Any]) -> exp.Expression:
-    return bind_literals(parse_expression(sql, where=where), prefix, params)
+def document_expression(text: str, where: str, tree: exp.Expression, prefix: str,
+                        params: dict[str, Any]) -> exp.Expression:
+    """A rule's expression, parsed within the size limits, refused when it names a schema the
+    metric's tree does not read (or a non-built-in function), its literals bound as parameters."""
+    expr = parse_expression(text, where=where)
+    problems = foreign_schemas(expr, schemas_named(tree))
+    if problems:
+        raise RewriteError(f"{where}: {problems[0]}")
+    return bind_literals(expr, prefix, params)
 
 
 def _guard(tree: exp.Expression, eff: AnyEffect, metric: MetricSpec, prefix: str,
@@ -115,7 +124,7 @@ def _coalesce_false(e: exp.Expression) -> exp.Expression:
 
 def _where(tree: exp.Expression, eff: WhereEffect | ExcludeEffect, metric: MetricSpec, prefix: str,
            params: dict[str, Any]) -> exp.Expression:
-    pred = _condition(eff.predicate, f"effect on {eff.metric}: predicate", prefix, params)
+    pred = document_expression(eff.predicate, f"effect on {eff.metric}: predicate", tree, prefix, params)
     guard = _guard(tree, eff, metric, prefix, params)
     if isinstance(eff, ExcludeEffect):
         matched = exp.and_(guard, exp.paren(pred)) if guard is not None else pred
@@ -131,7 +140,7 @@ def _having(tree: exp.Expression, eff: HavingEffect, metric: MetricSpec, prefix:
             params: dict[str, Any]) -> exp.Expression:
     if eff.applies_when or eff.from_date:
         raise RewriteError(f"effect on {eff.metric}: op having takes no applies_when/from_date")
-    pred = _condition(eff.predicate, f"effect on {eff.metric}: predicate", prefix, params)
+    pred = document_expression(eff.predicate, f"effect on {eff.metric}: predicate", tree, prefix, params)
     return outer_select(tree).having(exp.paren(pred), copy=False)
 
 
@@ -139,7 +148,7 @@ def _suppress(tree: exp.Expression, eff: SuppressEffect, metric: MetricSpec, pre
               params: dict[str, Any]) -> exp.Expression:
     if eff.applies_when or eff.from_date:
         raise RewriteError(f"effect on {eff.metric}: op suppress takes no applies_when/from_date")
-    counted = bind_literals(parse_expression(eff.count, where=f"effect on {eff.metric}: count"), prefix, params)
+    counted = document_expression(eff.count, f"effect on {eff.metric}: count", tree, prefix, params)
     name = f"{prefix}_min_n"
     params[name] = eff.min_n
     return outer_select(tree).having(exp.GTE(this=counted, expression=exp.Placeholder(this=name)), copy=False)
@@ -193,7 +202,7 @@ def _weighted(agg: exp.Expression, w: exp.Expression, where: exp.Expression | No
 
 def _weight(tree: exp.Expression, eff: WeightEffect, metric: MetricSpec, prefix: str,
             params: dict[str, Any]) -> exp.Expression:
-    w = bind_literals(parse_expression(eff.weight, where=f"effect on {eff.metric}: weight"), prefix, params)
+    w = document_expression(eff.weight, f"effect on {eff.metric}: weight", tree, prefix, params)
     guard = _guard(tree, eff, metric, prefix, params)
     if guard is not None:
         w = exp.Case(ifs=[exp.If(this=guard, true=exp.paren(w))], default=exp.Literal.number(1))
@@ -236,7 +245,7 @@ def _override(tree: exp.Expression, eff: OverrideEffect, metric: MetricSpec, pre
               params: dict[str, Any]) -> exp.Expression:
     if eff.from_date:
         raise RewriteError(f"effect on {eff.metric}: op override takes applies_when, not from_date")
-    new = bind_literals(parse_expression(eff.expression, where=f"effect on {eff.metric}: expression"), prefix, params)
+    new = document_expression(eff.expression, f"effect on {eff.metric}: expression", tree, prefix, params)
     proj = value_projection(tree)
     guard = _guard(tree, eff, metric, prefix, params)
     if guard is not None:

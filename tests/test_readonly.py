@@ -5,7 +5,7 @@ import pytest
 from sqlalchemy import text
 
 from service.errors import QueryTimeout, ReadOnlyViolation, WarehouseError
-from service.warehouse import Warehouse
+from service.warehouse import Warehouse, check_readonly
 
 SCHEMA = "ro_test"
 
@@ -79,3 +79,48 @@ def test_select_returns_columns_rows_and_time(warehouse: Warehouse, scratch: Non
     assert res.columns == ["n"]
     assert res.rows == [(10,)]
     assert res.elapsed_s >= 0
+
+
+BLOCKLIST = [
+    "SELECT * FROM ts_stat('SELECT to_tsvector(name) FROM ro_test.t')",
+    "SELECT ts_rewrite('a'::tsquery, 'SELECT 1')",
+    "SELECT query_to_xml('SELECT 1', true, true, '')",
+    "SELECT cursor_to_xml('c', 1, true, true, '')",
+    "SELECT table_to_xml('ro_test.t'::regclass, true, true, '')",
+    "SELECT * FROM pg_ls_logdir()",
+    "SELECT * FROM pg_ls_waldir()",
+    "SELECT current_setting('data_directory')",
+    "SELECT lo_creat(-1)",
+    "SELECT lo_get(1)",
+    "SELECT pg_try_advisory_lock(1)",
+    "SELECT pg_advisory_unlock_all()",
+    "SELECT pg_cancel_backend(1)",
+    "SELECT dblink_connect('x')",
+    "SELECT passwd FROM pg_shadow",
+    "SELECT rolpassword FROM pg_catalog.pg_authid",
+    "SELECT * FROM pg_user_mappings",
+    "SELECT * FROM pg_hba_file_rules",
+    "SELECT * FROM pg_file_settings",
+    "SELECT pg_catalog.pg_read_file('/etc/passwd')",
+]
+
+
+@pytest.mark.parametrize("sql", BLOCKLIST)
+def test_blocklist_refuses_with_one_line(sql: str) -> None:
+    with pytest.raises(ReadOnlyViolation) as info:
+        check_readonly(sql)
+    assert "\n" not in str(info.value)
+    assert "refused" in str(info.value)
+
+
+def test_read_only_transaction_is_real(warehouse: Warehouse, scratch: None) -> None:
+    """The transaction is READ ONLY even on the admin path (no schema): a write hidden in a
+    function fails with PostgreSQL's read-only error, not only by the rollback."""
+    with pytest.raises(ReadOnlyViolation, match="write in read-only transaction"):
+        warehouse.execute_readonly(f"SELECT {SCHEMA}.sneaky()")
+
+
+def test_sql_error_is_reduced_to_sqlstate_and_class(warehouse: Warehouse, scratch: None) -> None:
+    with pytest.raises(WarehouseError) as info:
+        warehouse.execute_readonly(f"SELECT CAST(name AS int) FROM {SCHEMA}.t")
+    assert str(info.value) == "SQL failed: SQLSTATE 22P02 (invalid text representation)"
