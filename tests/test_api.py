@@ -3,7 +3,9 @@ rule updates, and bearer-token protection with and without configured tokens."""
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -27,8 +29,9 @@ def pack(tmp_path_factory: pytest.TempPathFactory, graph: Graph, warehouse: Ware
     delete_domain(graph, DOMAIN)
 
 
-def client(token: str | None = WRITE, read_token: str | None = None) -> TestClient:
-    return TestClient(create_app(Settings(api_token=token, api_read_token=read_token)))
+def client(token: str | None = WRITE, read_token: str | None = None, roots: list[Path] | None = None) -> TestClient:
+    return TestClient(create_app(Settings(api_token=token, api_read_token=read_token,
+                                          api_pack_roots=roots or [Path(tempfile.gettempdir())])))
 
 
 def auth(token: str) -> dict[str, str]:
@@ -69,12 +72,12 @@ def test_tasks_filters_and_pages(pack: Pack, graph: Graph) -> None:
 def test_export_streams_jsonl_and_refuses_writes(pack: Pack) -> None:
     c = client()
     r = c.post("/export", json={"cypher": "MATCH (t:Task {domain: $d, status: 'admitted'}) RETURN t.key AS key",
-                                "params": {"d": DOMAIN}})
+                                "params": {"d": DOMAIN}, "domain": DOMAIN})
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")
     rows = [json.loads(x) for x in r.text.splitlines()]
     assert rows and all("gold_answer" not in x for x in rows)
     bad = c.post("/export", json={"cypher": "MATCH (t:Task) SET t.x = 1 RETURN t.key AS key"})
-    assert bad.status_code == 400 and bad.json()["error"] == "CypherWriteRefused"
+    assert bad.status_code == 400 and bad.json()["error"] == "CypherRefused"
     assert c.post("/export", json={"preset": "domain", "params": {"domain": DOMAIN}, "view": "private"}).status_code == 401
     private = c.post("/export", json={"preset": "domain", "params": {"domain": DOMAIN}, "view": "private"},
                      headers=auth(WRITE))
