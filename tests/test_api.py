@@ -120,3 +120,18 @@ def test_reads_protected_when_a_read_token_is_set(pack: Pack) -> None:
     assert c.get("/tasks", params={"domain": DOMAIN}, headers=auth(READ)).status_code == 200
     assert c.post("/export", json={"preset": "domain", "params": {"domain": DOMAIN}}).status_code == 401
     assert c.get("/health").status_code == 200
+
+
+def test_export_over_http_refuses_oracles_and_hides_server_text(pack: Pack, graph: Graph) -> None:
+    c = client()
+    oracle = c.post("/export", json={"cypher": "MATCH (t:Task) WHERE t.gold_answer STARTS WITH '{' "
+                                               "RETURN t.key AS key", "domain": DOMAIN})
+    assert oracle.status_code == 400 and "private audience" in oracle.json()["detail"]
+    leak = c.post("/export", json={"cypher": "MATCH (t:Task) RETURN date(t.gold_answer + t.gold_sql) AS key",
+                                   "domain": DOMAIN, "view": "private"}, headers=auth(WRITE))
+    assert leak.status_code == 400 and leak.json()["detail"].startswith("refused Cypher: Neo4j error Neo.")
+    golds = [t["gold_sql"][:30] for t in tasks_of(graph, DOMAIN).values() if t.get("gold_sql")]
+    assert golds and not [g for g in golds if g in leak.text]
+    load = c.post("/export", json={"cypher": "MATCH (t:Task) // x\rLOAD CSV FROM 'http://127.0.0.1:9/' AS r "
+                                             "RETURN t.key AS key", "domain": DOMAIN})
+    assert load.status_code == 400 and load.json()["error"] == "CypherRefused"

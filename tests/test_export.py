@@ -208,3 +208,52 @@ def test_export_during_an_update_sees_one_state(pack: Pack, graph: Graph, wareho
         assert len(s["versions"]) == 1, s
         assert {lab.split("#", 1)[1] for lab in s["labels"]} == {h[:12] for h in s["versions"]}, s
     assert seen[-1]["versions"] == {doc.content_hash}
+
+
+def _cli_export(out: str) -> Any:
+    return CliRunner().invoke(main, ["export", "--preset", "domain", "--param", f"domain={DOMAIN}", "-o", out])
+
+
+@pytest.mark.parametrize("out", ["../x", "a/../../x", "/proc/x", "/proc/self/x", "/dev/x"])
+def test_export_refuses_unsafe_folders(pack: Pack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    r = _cli_export(out)
+    assert r.exit_code == 1 and "Traceback" not in r.output and r.output.count("\n") == 1, r.output
+    assert not (tmp_path.parent / "x").exists()
+
+
+def test_export_does_not_write_through_symlinks(pack: Pack, tmp_path: Path) -> None:
+    target = tmp_path / "victim.txt"
+    target.write_text("keep me")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "public.jsonl").symlink_to(target)
+    r = _cli_export(str(out))
+    assert r.exit_code == 1 and "not a regular file" in r.output and "Traceback" not in r.output
+    assert target.read_text() == "keep me" and not (out / "manifest.json").exists()
+    (tmp_path / "linked").symlink_to(out)
+    r = _cli_export(str(tmp_path / "linked"))
+    assert r.exit_code == 1 and "symlink" in r.output
+
+
+def test_public_cli_export_has_no_private_file(pack: Pack, tmp_path: Path) -> None:
+    r = _cli_export(str(tmp_path / "pub"))
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in (tmp_path / "pub").iterdir()) == ["manifest.json", "public.jsonl"]
+    text = (tmp_path / "pub" / "manifest.json").read_text() + (tmp_path / "pub" / "public.jsonl").read_text()
+    assert "gold_answer" not in text and "gold_sql" not in text
+
+
+def test_each_task_is_exported_once(pack: Pack, graph: Graph, warehouse: Warehouse, tmp_path: Path) -> None:
+    """A task linked to two runs (GENERATED_BY twice) is one row, with its current run."""
+    task = sorted(k for k, t in tasks_of(graph, DOMAIN).items() if t["status"] == "admitted")[0]
+    graph.write("test_export_extra_run", task=task, run=f"run:{DOMAIN}/old", domain=DOMAIN)
+    try:
+        m = export(graph, warehouse, preset_query("domain", {"domain": DOMAIN}), "jsonl", tmp_path, domain=DOMAIN,
+                   audience="private")
+        for view in ("public", "private"):
+            ids = [json.loads(x)["task_id"] for x in (tmp_path / f"{view}.jsonl").read_text().splitlines()]
+            assert len(ids) == len(set(ids)) == m["counts"]["tasks"]
+        assert f"run:{DOMAIN}/old" not in [r["key"] for r in m["runs"]]
+    finally:
+        graph.write("test_export_extra_run_delete", run=f"run:{DOMAIN}/old")
