@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from anyio import CapacityLimiter
+from anyio.to_thread import run_sync
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -42,6 +44,9 @@ MAX_BODY_BYTES = 1 << 20
 MAX_CYPHER_CHARS = 20_000
 MAX_OFFSET = 1_000_000_000
 MAX_422_ERRORS = 10
+# Blocking rules-for calls at a time: more threads than the machine has cores only queue on the
+# GIL and on Neo4j's own workers, and stretch the tail (bench/api_load_bench.py).
+RULES_POOL = 8
 WRITE_ROUTES = frozenset({("POST", "/rules/update")})
 OPEN_ROUTES = frozenset({"/health"})
 Scope = MutableMapping[str, Any]
@@ -226,8 +231,10 @@ def pack_under_roots(pack: str, roots: list[Path]) -> str:
 
 
 def create_app(settings: Settings | None = None, graph_factory: Callable[[], Graph] | None = None,
-               insecure_local: bool = False) -> FastAPI:
+               insecure_local: bool = False, rules_route: str = "async") -> FastAPI:
+    """`rules_route`: `async` (default) or `sync`, the old path, kept for bench/api_load_bench.py."""
     cfg = settings or get_settings()
+    limiter = CapacityLimiter(RULES_POOL)
     graph_of = graph_factory or get_graph
     app = FastAPI(title="dibench", version="0.1.0",
                   description="Verifiable benchmarks for enterprise data agents: the knowledge service.")
@@ -255,8 +262,7 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
 
         return graph_stats(graph_of(), domain)
 
-    @app.get("/metrics/{metric_id}/rules", summary="Rules affecting a metric")
-    def metric_rules(metric_id: str, domain: str | None = None, tasks: bool = False) -> list[dict[str, Any]]:
+    def metric_rules(metric_id: str, domain: str | None, tasks: bool) -> list[dict[str, Any]]:
         from service.queries import rules_for, tasks_for_rules
 
         rows = rules_for(graph_of(), metric_id, domain)
@@ -265,6 +271,17 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
             for r in rows:
                 r["tasks"] = found.get(r["rule_id"], [])
         return rows
+
+    rules_path, rules_summary = "/metrics/{metric_id}/rules", "Rules affecting a metric"
+    if rules_route == "sync":
+        @app.get(rules_path, summary=rules_summary)
+        def metric_rules_sync(metric_id: str, domain: str | None = None, tasks: bool = False) -> list[dict[str, Any]]:
+            return metric_rules(metric_id, domain, tasks)
+    else:
+        @app.get(rules_path, summary=rules_summary)
+        async def metric_rules_async(metric_id: str, domain: str | None = None,
+                                     tasks: bool = False) -> list[dict[str, Any]]:
+            return await run_sync(metric_rules, metric_id, domain, tasks, limiter=limiter)
 
     @app.get("/rules/{rule_id}/impact", summary="What a rule affects")
     def rule_impact(rule_id: str, domain: str | None = None) -> dict[str, Any]:

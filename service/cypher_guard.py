@@ -182,6 +182,13 @@ def _integer_subscript(toks: list[Token], i: int) -> bool:
     return j < len(toks)
 
 
+def check_text(query: str, public: bool) -> None:
+    """Both text passes: cheap, for a clear message before anything reaches the server."""
+    check_read_only(query)
+    if public:
+        check_public(query)
+
+
 # ------------------------------------------------------------------------------ the plan
 def operators(plan: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
     """Every operator of a ResultSummary plan, depth first."""
@@ -232,9 +239,7 @@ def run_user_query(driver: Any, database: str, text: str, params: dict[str, Any]
                    timeout_s: float = USER_QUERY_TIMEOUT_S, max_rows: int = MAX_ROWS) -> list[dict[str, Any]]:
     """Rows of user Cypher, run only after Neo4j's EXPLAIN of the same text and parameters shows a
     read plan; one READ transaction with a server-side timeout, at most `max_rows` rows."""
-    check_read_only(text)
-    if public:
-        check_public(text)
+    check_text(text, public)
 
     @unit_of_work(timeout=timeout_s)
     def work(tx: ManagedTransaction) -> list[dict[str, Any]]:

@@ -35,7 +35,7 @@ from typing import Any
 from sqlglot import exp
 
 from ingest.database import schema_columns
-from service.cypher_guard import run_user_query
+from service.cypher_guard import check_text, run_user_query
 from service.errors import DibenchError
 from service.graph import Graph, load
 from service.warehouse import Warehouse
@@ -187,6 +187,7 @@ def read_snapshot(graph: Graph, q: ExportQuery, domain: str | None = None, audie
     domains' update sequence: an update that commits meanwhile makes us read again, so an export
     never mixes two states."""
     statement = "export_tasks_public" if _public(audience) else "export_tasks"
+    check_text(q.text, _public(audience))  # a hostile query is refused before any other question
     for _ in range(retries):
         before = graph.read("export_clock")
         scope = resolve_domain(before, domain)
