@@ -12,9 +12,10 @@ client's GIL does not time the server), cycling over the domain's metric ids, an
 throughput side by side per configuration, and writes them to `--out` with the load average.
 
 Configurations: `sync` is the route as it was (a plain `def` FastAPI runs in its default
-thread pool of 40 threads, each call blocking a thread on two Neo4j round trips); `async` is the
-route as it is now (`async def` handing the blocking driver calls to a bounded pool whose size
-matches the driver's connection pool, see `service.api.RULES_POOL`).
+thread pool of 40 threads, each call blocking a thread on two Neo4j round trips); `async` is an
+`async def` route handing the blocking driver calls to a bounded pool (`service.api.RULES_POOL`);
+`cached` is the route as served now: `async` plus answers reused for 1 s
+(`service.api.RULES_CACHE_S`).
 """
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ TOKEN = "bench-token"
 SERVER = """
 import sys, uvicorn
 from service.api import create_app
-uvicorn.run(create_app(rules_route=sys.argv[2]), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+route, cache = {"sync": ("sync", 0.0), "async": ("async", 0.0), "cached": ("async", 1.0)}[sys.argv[2]]
+uvicorn.run(create_app(rules_route=route, rules_cache_s=cache), host="127.0.0.1", port=int(sys.argv[1]),
+            log_level="warning")
 """
 
 
@@ -135,7 +138,7 @@ def load(port: int, paths: list[str], clients: int, requests: int, duration: flo
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--domain", default="demo")
-    ap.add_argument("--configs", default="sync,async", help="comma-separated: sync, async")
+    ap.add_argument("--configs", default="sync,async,cached", help="comma-separated: sync, async, cached")
     ap.add_argument("--clients", type=int, default=32)
     ap.add_argument("--requests", type=int, default=3000, help="total timed requests per configuration")
     ap.add_argument("--warmup", type=int, default=300)

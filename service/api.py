@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import json
 import tempfile
+import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from anyio import CapacityLimiter
 from anyio.to_thread import run_sync
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
@@ -47,6 +48,10 @@ MAX_422_ERRORS = 10
 # Blocking rules-for calls at a time: more threads than the machine has cores only queue on the
 # GIL and on Neo4j's own workers, and stretch the tail (bench/api_load_bench.py).
 RULES_POOL = 8
+# A rules-for answer is reused for this long: under load most calls ask about the same few
+# metrics, and a second of staleness costs less than queueing every call behind Neo4j.
+RULES_CACHE_S = 1.0
+RULES_CACHE_SIZE = 10_000
 WRITE_ROUTES = frozenset({("POST", "/rules/update")})
 OPEN_ROUTES = frozenset({"/health"})
 Scope = MutableMapping[str, Any]
@@ -230,9 +235,32 @@ def pack_under_roots(pack: str, roots: list[Path]) -> str:
                            hint="use a pack under Settings.api_pack_roots (DIBENCH_API_PACK_ROOTS)")
 
 
+class RulesCache:
+    """rules-for answers per (metric, domain, tasks) as JSON bytes, each reused for `ttl_s`
+    seconds; bounded (cleared when full). Bytes, so a hit costs no validation or encoding."""
+
+    def __init__(self, ttl_s: float, size: int = RULES_CACHE_SIZE) -> None:
+        self.ttl_s, self.size = ttl_s, size
+        self.entries: dict[tuple[Any, ...], tuple[float, bytes]] = {}
+
+    def get(self, key: tuple[Any, ...]) -> bytes | None:
+        entry = self.entries.get(key)
+        return entry[1] if entry is not None and entry[0] >= time.monotonic() else None
+
+    def put(self, key: tuple[Any, ...], rows: list[dict[str, Any]]) -> bytes:
+        data = json.dumps(rows, default=str).encode()
+        if self.ttl_s > 0:
+            if len(self.entries) >= self.size:
+                self.entries.clear()
+            self.entries[key] = (time.monotonic() + self.ttl_s, data)
+        return data
+
+
 def create_app(settings: Settings | None = None, graph_factory: Callable[[], Graph] | None = None,
-               insecure_local: bool = False, rules_route: str = "async") -> FastAPI:
-    """`rules_route`: `async` (default) or `sync`, the old path, kept for bench/api_load_bench.py."""
+               insecure_local: bool = False, rules_route: str = "async",
+               rules_cache_s: float = RULES_CACHE_S) -> FastAPI:
+    """`rules_route`: `async` (default) or `sync`, the old path, kept for bench/api_load_bench.py;
+    `rules_cache_s`: how long an async rules-for answer is reused (0: never)."""
     cfg = settings or get_settings()
     limiter = CapacityLimiter(RULES_POOL)
     graph_of = graph_factory or get_graph
@@ -272,16 +300,21 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
                 r["tasks"] = found.get(r["rule_id"], [])
         return rows
 
+    cache = RulesCache(rules_cache_s)
     rules_path, rules_summary = "/metrics/{metric_id}/rules", "Rules affecting a metric"
     if rules_route == "sync":
         @app.get(rules_path, summary=rules_summary)
         def metric_rules_sync(metric_id: str, domain: str | None = None, tasks: bool = False) -> list[dict[str, Any]]:
             return metric_rules(metric_id, domain, tasks)
     else:
-        @app.get(rules_path, summary=rules_summary)
-        async def metric_rules_async(metric_id: str, domain: str | None = None,
-                                     tasks: bool = False) -> list[dict[str, Any]]:
-            return await run_sync(metric_rules, metric_id, domain, tasks, limiter=limiter)
+        @app.get(rules_path, summary=rules_summary, response_class=Response,
+                 responses={200: {"content": {"application/json": {}}, "description": "the rules, as JSON"}})
+        async def metric_rules_async(metric_id: str, domain: str | None = None, tasks: bool = False) -> Response:
+            key = (metric_id, domain, tasks)
+            data = cache.get(key)
+            if data is None:
+                data = cache.put(key, await run_sync(metric_rules, metric_id, domain, tasks, limiter=limiter))
+            return Response(data, media_type="application/json")
 
     @app.get("/rules/{rule_id}/impact", summary="What a rule affects")
     def rule_impact(rule_id: str, domain: str | None = None) -> dict[str, Any]:
