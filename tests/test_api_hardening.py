@@ -176,3 +176,18 @@ def test_one_domain_per_export() -> None:
 def test_attack_list_is_covered() -> None:
     assert len(HTTP_ATTACKS) == len(set(HTTP_ATTACKS)) >= 18
     assert json.dumps(HTTP_ATTACKS)
+
+
+def test_rules_cache_reuses_for_its_ttl_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from service import api
+
+    now = [100.0]
+    monkeypatch.setattr(api.time, "monotonic", lambda: now[0])
+    cache = api.RulesCache(1.0, size=2)
+    assert cache.put(("M", None, False), [{"rule_id": "R"}]) == b'[{"rule_id": "R"}]'
+    assert cache.get(("M", None, False)) == b'[{"rule_id": "R"}]'
+    now[0] += 1.5
+    assert cache.get(("M", None, False)) is None
+    off = api.RulesCache(0.0)
+    off.put(("M", None, False), [])
+    assert off.get(("M", None, False)) is None
