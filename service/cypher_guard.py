@@ -51,7 +51,8 @@ READ_OPERATORS = frozenset({
 # is NOT read-only: it takes locks for MERGE, so `Locking` variants are excluded).
 _READ_OPERATOR_FAMILY = re.compile(
     r"^(Node|MultiNode|Directed|Undirected)(Unique)?(Relationship)?(Type)?Index\w*(Seek|Scan)\w*$"
-    r"|^(Directed|Undirected)RelationshipTypeScan$|^PartitionedAllNodesScan$")
+    r"|^(Directed|Undirected)RelationshipTypeScan$|^PartitionedAllNodesScan$"
+    r"|^(Expand|OptionalExpand|VarLengthExpand|StatefulShortestPath)\([A-Za-z,]+\)$")
 # Task properties only the private audience may read, filter on or return (gold, SQL, judge...).
 PRIVATE_PROPERTIES = frozenset({
     "gold_answer", "base_answer", "gold_sql", "base_sql", "gold_params", "base_params", "judge", "facts",
@@ -60,6 +61,16 @@ PRIVATE_PROPERTIES = frozenset({
 _PRIVATE_NAME = re.compile(r"^(gold|base)_|^(" + "|".join(sorted(PRIVATE_PROPERTIES)) + r")$", re.IGNORECASE)
 # Ways to reach a property without naming it: whole-map projections and dynamic access.
 _DYNAMIC = frozenset({"properties", "keys"})
+# Words after which `[` opens a list literal or comprehension, not a subscript.
+_KEYWORDS_BEFORE_LIST = frozenset({
+    "in", "return", "with", "unwind", "and", "or", "xor", "not", "where", "then", "else", "when", "case",
+    "contains", "starts", "ends", "distinct", "by", "as", "is", "yield", "skip", "limit",
+})
+# In plan details integer literals show as `$autoint_N` and cached property reads as `cache[t.x]`;
+# any other subscript, `properties(...)`, `keys(...)` or `.*` could reach a private property.
+_PLAN_INDEX = r"(?:\$autoint_\d+|-?\d+)?(?:\.\.(?:\$autoint_\d+|-?\d+)?)?\]"
+_DYNAMIC_IN_PLAN = re.compile(r"\b(?:properties|keys)\(|\.\*|\b(?!cache\[)\w+\[(?!" + _PLAN_INDEX + r")|[)\]]\[(?!"
+                              + _PLAN_INDEX + r")")
 USER_QUERY_TIMEOUT_S = 10.0
 MAX_ROWS = 1_000_000
 _LINE_END = "\n\r\u2028\u2029\u0085\x0b\x0c"
@@ -166,20 +177,29 @@ def check_public(query: str) -> None:
             raise CypherRefused(f"{t.text.lower()}() is only for the private audience", *_where(query, t.pos))
         if t.text == "*" and prev == ".":
             raise CypherRefused("map projections with .* are only for the private audience", *_where(query, t.pos))
-        if t.text == "[" and i > 0 and (toks[i - 1].kind in ("word", "param") or prev in (")", "]", "}")) \
-                and not _integer_subscript(toks, i):
+        if t.text == "[" and _is_subscript(toks, i) and not _integer_subscript(query, toks, i):
             raise CypherRefused("dynamic property or map access is only for the private audience",
                                 *_where(query, t.pos))
 
 
-def _integer_subscript(toks: list[Token], i: int) -> bool:
-    """`xs[0]`, `xs[-1]`, `xs[1..3]`: list indexing with integer literals only."""
-    j = i + 1
-    while j < len(toks) and toks[j].text != "]":
-        if not (toks[j].text.isdigit() or toks[j].text in ("-", ".")):
-            return False
-        j += 1
-    return j < len(toks)
+def _is_subscript(toks: list[Token], i: int) -> bool:
+    """`[` indexing a value (`t[...]`, `f(x)[...]`, `$p[...]`), not a list after a keyword (`IN [...]`)."""
+    if i == 0:
+        return False
+    prev = toks[i - 1]
+    if prev.kind == "word":
+        return prev.text.lower() not in _KEYWORDS_BEFORE_LIST
+    return prev.kind == "param" or prev.text in (")", "]", "}")
+
+
+def _integer_subscript(query: str, toks: list[Token], i: int) -> bool:
+    """`xs[0]`, `xs[-1]`, `xs[1..3]`: list indexing with integer literals only (checked on the
+    raw text, since the tokenizer drops string literals such as `t['gold_answer']`)."""
+    close = next((t for t in toks[i + 1:] if t.text == "]"), None)
+    return close is not None and bool(_INTEGER_INDEX.fullmatch(query[toks[i].pos + 1:close.pos]))
+
+
+_INTEGER_INDEX = re.compile(r"\s*-?\d+\s*|\s*-?\d*\s*\.\.\s*-?\d*\s*")
 
 
 def check_text(query: str, public: bool) -> None:
@@ -215,7 +235,8 @@ def check_plan(query_type: str | None, plan: dict[str, Any] | None, public: bool
         if name not in READ_OPERATORS and not _READ_OPERATOR_FAMILY.match(name):
             raise CypherRefused(f"plan operator {name[:60]} is not allowed in a read-only query")
         details = str((op.get("args") or op.get("arguments") or {}).get("Details", ""))
-        if public and any(_PRIVATE_NAME.search(w) for w in re.findall(r"\w+", details)):
+        if public and (any(_PRIVATE_NAME.search(w) for w in re.findall(r"\w+", details))
+                       or _DYNAMIC_IN_PLAN.search(details)):
             raise CypherRefused("private task properties are only for the private audience")
 
 
