@@ -1,24 +1,34 @@
 """The HTTP API (FastAPI) over the same library functions as the CLI. OpenAPI docs at /docs.
 
-Authentication: write endpoints need `Authorization: Bearer <Settings.api_token>`; with no
-token configured they are disabled (403 with a message). Reads are open unless
-`Settings.api_read_token` is set, then they need that token (the write token is accepted too).
+Authentication happens in `Gate`, an ASGI layer that answers before any route or body parser
+runs: write endpoints need `Authorization: Bearer <Settings.api_token>` (disabled, 403, with no
+token configured); reads are open when only the write token is configured, need the read (or
+write) token when `Settings.api_read_token` is set, and with NO token configured every route but
+/health is refused unless the app was created with `insecure_local` (`dibench serve
+--insecure-local`, 127.0.0.1 only). The same layer bounds request bodies (413, on Content-Length
+and while streaming). 422 bodies name the field and the problem, never the input.
 DibenchError subclasses become HTTP status codes here, and only here.
 """
 from __future__ import annotations
 
 import hmac
+import json
 import tempfile
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from fastapi import Depends, FastAPI, Query, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from anyio import CapacityLimiter
+from anyio.to_thread import run_sync
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
 
 from service.config import Settings, get_settings
-from service.cypher_guard import CypherWriteRefused
+from service.cypher_guard import CypherRefused
 from service.errors import (
     ConfigError, DibenchError, ExtractionError, GraphError, NotFound, PackError, PackErrors, ReadOnlyViolation,
     ServiceError, WarehouseError,
@@ -26,9 +36,28 @@ from service.errors import (
 from service.graph import Graph, get_graph
 
 STATUS: tuple[tuple[type[DibenchError], int], ...] = (
-    (NotFound, 404), (CypherWriteRefused, 400), (ReadOnlyViolation, 400), (PackErrors, 422), (PackError, 422),
+    (NotFound, 404), (CypherRefused, 400), (ReadOnlyViolation, 400), (PackErrors, 422), (PackError, 422),
     (ExtractionError, 422), (ServiceError, 503), (ConfigError, 500), (GraphError, 502), (WarehouseError, 502),
 )
+
+
+MAX_BODY_BYTES = 1 << 20
+MAX_CYPHER_CHARS = 20_000
+MAX_OFFSET = 1_000_000_000
+MAX_422_ERRORS = 10
+# Blocking rules-for calls at a time: more threads than the machine has cores only queue on the
+# GIL and on Neo4j's own workers, and stretch the tail (bench/api_load_bench.py).
+RULES_POOL = 8
+# A rules-for answer is reused for this long: under load most calls ask about the same few
+# metrics, and a second of staleness costs less than queueing every call behind Neo4j.
+RULES_CACHE_S = 1.0
+RULES_CACHE_SIZE = 10_000
+WRITE_ROUTES = frozenset({("POST", "/rules/update")})
+OPEN_ROUTES = frozenset({"/health"})
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
 
 
 class Forbidden(DibenchError):
@@ -53,8 +82,10 @@ def status_of(exc: DibenchError) -> int:
 
 class RuleUpdateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    pack: str = Field(description="pack of the rule: a built-in domain name or a pack folder on the server")
-    document: str = Field(min_length=10, description="the whole rule document: YAML front matter and Markdown body")
+    pack: str = Field(max_length=500, description="pack of the rule: a built-in domain name or a pack folder "
+                                                   "under one of the server's pack roots (Settings.api_pack_roots)")
+    document: str = Field(min_length=10, max_length=MAX_BODY_BYTES,
+                          description="the whole rule document: YAML front matter and Markdown body")
     file_name: str = Field("rule.md", pattern=r"^[A-Za-z0-9_.\-]+\.md$", description="the document's file name")
     regenerate: bool = False
     dry_run: bool = False
@@ -62,64 +93,206 @@ class RuleUpdateRequest(BaseModel):
 
 class ExportRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    cypher: str | None = Field(None, description="read-only Cypher returning task keys (RETURN t.key AS key)")
-    preset: str | None = Field(None, description="domain | analysis_type | tier | rule | metric | status")
+    cypher: str | None = Field(None, max_length=MAX_CYPHER_CHARS,
+                               description="read-only Cypher selecting tasks: RETURN t.key AS key")
+    preset: str | None = Field(None, max_length=40, description="domain | analysis_type | tier | rule | metric | status")
     params: dict[str, Any] = Field(default_factory=dict)
-    view: str = Field("public", pattern="^(public|private)$")
-    dialects: list[str] = Field(default_factory=list,
+    domain: str | None = Field(None, max_length=200,
+                               description="the one domain exported (required when the graph holds several)")
+    view: str = Field("public", pattern="^(public|private)$",
+                      description="the audience: private (gold, SQL) needs the write token")
+    dialects: list[str] = Field(default_factory=list, max_length=8,
                                 description="private view: gold SQL also in these dialects (duckdb, snowflake, ...)")
 
 
-def _bearer(request: Request) -> str | None:
-    auth = request.headers.get("authorization", "")
-    return auth[7:].strip() if auth.lower().startswith("bearer ") else None
+def _bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
+    for name, value in headers:
+        if name.lower() == b"authorization":
+            auth = value.decode("latin-1")
+            return auth[7:].strip() if auth.lower().startswith("bearer ") else None
+    return None
 
 
 def _matches(given: str | None, *expected: str | None) -> bool:
     return given is not None and any(e and hmac.compare_digest(given, e) for e in expected)
 
 
-def create_app(settings: Settings | None = None, graph_factory: Callable[[], Graph] | None = None) -> FastAPI:
+def access_level(cfg: Settings, token: str | None) -> str:
+    """What a bearer token grants: `write`, `read` or `anonymous`."""
+    if _matches(token, cfg.api_token):
+        return "write"
+    return "read" if _matches(token, cfg.api_read_token) else "anonymous"
+
+
+def refusal(cfg: Settings, insecure_local: bool, level: str, need: str) -> Forbidden | None:
+    """Why a request with `level` may not reach a route that needs `need`, or None."""
+    if need == "open":
+        return None
+    if not (cfg.api_token or cfg.api_read_token or insecure_local):
+        return Forbidden("this API is disabled: no API token is configured",
+                         hint="set DIBENCH_API_TOKEN / DIBENCH_API_READ_TOKEN, or run `dibench serve --insecure-local`")
+    if need == "write":
+        if not cfg.api_token:
+            return Forbidden("write endpoints are disabled: no API token is configured",
+                             hint="set DIBENCH_API_TOKEN on the server to enable them")
+        if level != "write":
+            return Forbidden("a valid bearer token is required for write endpoints",
+                             hint="send Authorization: Bearer <token>")
+        return None
+    if cfg.api_read_token and level == "anonymous":
+        return Forbidden("this server requires a bearer token for reads", hint="send Authorization: Bearer <token>")
+    return None
+
+
+def _error_body(exc: DibenchError) -> dict[str, Any]:
+    body = {"error": type(exc).__name__, "detail": str(exc)[:500]}
+    if exc.hint:
+        body["hint"] = exc.hint
+    return body
+
+
+class Gate:
+    """ASGI layer in front of every route: access first, then a bounded body. It runs before
+    FastAPI reads or parses anything, so an unauthenticated 400 MB or malformed body costs one
+    header check, and an authenticated one at most `max_body` bytes."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], cfg: Settings, insecure_local: bool,
+                 max_body: int = MAX_BODY_BYTES) -> None:
+        self.app, self.cfg, self.insecure_local, self.max_body = app, cfg, insecure_local, max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        level = access_level(self.cfg, _bearer(scope.get("headers") or []))
+        path, method = scope.get("path", ""), scope.get("method", "GET")
+        need = "open" if path in OPEN_ROUTES else "write" if (method, path) in WRITE_ROUTES else "read"
+        refused = refusal(self.cfg, self.insecure_local, level, need)
+        if refused is not None:
+            await _send_json(send, status_of(refused), _error_body(refused))
+            return
+        length = _content_length(scope.get("headers") or [])
+        if length is not None and length > self.max_body:
+            await _send_json(send, 413, {"error": "PayloadTooLarge",
+                                         "detail": f"request body over {self.max_body} bytes"})
+            return
+        scope.setdefault("state", {})["access"] = level
+        await self.app(scope, self._bounded(receive), send)
+
+    def _bounded(self, receive: Receive) -> Receive:
+        seen = 0
+
+        async def bounded() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_body:
+                # FastAPI re-raises HTTPException from body reading: the client gets a 413.
+                raise HTTPException(413, f"request body over {self.max_body} bytes")
+            return message
+
+        return bounded
+
+
+def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+    for name, value in headers:
+        if name.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
+    data = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})
+
+
+def bounded_422(exc: RequestValidationError) -> dict[str, Any]:
+    """Field path and message of the first errors, never the input (which can be megabytes)."""
+    errors = list(exc.errors())
+    shown = [{"loc": ".".join(str(p) for p in e.get("loc", ()))[:200], "msg": str(e.get("msg", ""))[:200]}
+             for e in errors[:MAX_422_ERRORS]]
+    return {"error": "RequestValidationError", "detail": shown, "errors": len(errors)}
+
+
+class PackOutsideRoots(DibenchError):
+    """A `pack` the HTTP API refuses to read: outside the configured pack roots."""
+
+
+def pack_under_roots(pack: str, roots: list[Path]) -> str:
+    """`pack` when it is a built-in domain name or a folder under one of `roots` (symlinks
+    resolved); otherwise a one-line PackError (400)."""
+    from ingest.pack import DOMAINS_DIR
+
+    if "/" not in pack and "\\" not in pack and pack not in ("", ".", "..") and (DOMAINS_DIR / pack).is_dir():
+        return pack
+    real = Path(pack).resolve()
+    if any(real == r.resolve() or r.resolve() in real.parents for r in roots):
+        return str(real)
+    raise PackOutsideRoots("pack: not a built-in domain and not under the server's pack roots",
+                           hint="use a pack under Settings.api_pack_roots (DIBENCH_API_PACK_ROOTS)")
+
+
+class RulesCache:
+    """rules-for answers per (metric, domain, tasks) as JSON bytes, each reused for `ttl_s`
+    seconds; bounded (cleared when full). Bytes, so a hit costs no validation or encoding."""
+
+    def __init__(self, ttl_s: float, size: int = RULES_CACHE_SIZE) -> None:
+        self.ttl_s, self.size = ttl_s, size
+        self.entries: dict[tuple[Any, ...], tuple[float, bytes]] = {}
+
+    def get(self, key: tuple[Any, ...]) -> bytes | None:
+        entry = self.entries.get(key)
+        return entry[1] if entry is not None and entry[0] >= time.monotonic() else None
+
+    def put(self, key: tuple[Any, ...], rows: list[dict[str, Any]]) -> bytes:
+        data = json.dumps(rows, default=str).encode()
+        if self.ttl_s > 0:
+            if len(self.entries) >= self.size:
+                self.entries.clear()
+            self.entries[key] = (time.monotonic() + self.ttl_s, data)
+        return data
+
+
+def create_app(settings: Settings | None = None, graph_factory: Callable[[], Graph] | None = None,
+               insecure_local: bool = False, rules_route: str = "async",
+               rules_cache_s: float = RULES_CACHE_S) -> FastAPI:
+    """`rules_route`: `async` (default) or `sync`, the old path, kept for bench/api_load_bench.py;
+    `rules_cache_s`: how long an async rules-for answer is reused (0: never)."""
     cfg = settings or get_settings()
+    limiter = CapacityLimiter(RULES_POOL)
     graph_of = graph_factory or get_graph
     app = FastAPI(title="dibench", version="0.1.0",
                   description="Verifiable benchmarks for enterprise data agents: the knowledge service.")
+    app.add_middleware(Gate, cfg=cfg, insecure_local=insecure_local)
 
     @app.exception_handler(DibenchError)
     async def _dibench_error(_: Request, exc: DibenchError) -> JSONResponse:
-        body = {"error": type(exc).__name__, "detail": str(exc)}
-        if exc.hint:
-            body["hint"] = exc.hint
-        return JSONResponse(status_code=status_of(exc), content=body)
+        return JSONResponse(status_code=status_of(exc), content=_error_body(exc))
 
-    def read_access(request: Request) -> None:
-        if cfg.api_read_token and not _matches(_bearer(request), cfg.api_read_token, cfg.api_token):
-            raise Forbidden("this server requires a bearer token for reads", hint="send Authorization: Bearer <token>")
-
-    def write_access(request: Request) -> None:
-        if not cfg.api_token:
-            raise Forbidden("write endpoints are disabled: no API token is configured",
-                            hint="set DIBENCH_API_TOKEN on the server to enable them")
-        if not _matches(_bearer(request), cfg.api_token):
-            raise Forbidden("a valid bearer token is required for write endpoints",
-                            hint="send Authorization: Bearer <token>")
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(status_code=422, content=bounded_422(exc))
 
     @app.get("/health", summary="Liveness, and whether Neo4j answers")
     def health() -> dict[str, Any]:
         try:
             graph_of().read("export_clock")
             return {"status": "ok", "graph": "up"}
-        except DibenchError as exc:
-            return {"status": "degraded", "graph": str(exc)}
+        except DibenchError:
+            return {"status": "degraded", "graph": "down"}
 
-    @app.get("/graph/stats", dependencies=[Depends(read_access)], summary="Node and edge counts by type")
+    @app.get("/graph/stats", summary="Node and edge counts by type")
     def stats(domain: str | None = None) -> dict[str, Any]:
         from service.queries import graph_stats
 
         return graph_stats(graph_of(), domain)
 
-    @app.get("/metrics/{metric_id}/rules", dependencies=[Depends(read_access)], summary="Rules affecting a metric")
-    def metric_rules(metric_id: str, domain: str | None = None, tasks: bool = False) -> list[dict[str, Any]]:
+    def metric_rules(metric_id: str, domain: str | None, tasks: bool) -> list[dict[str, Any]]:
         from service.queries import rules_for, tasks_for_rules
 
         rows = rules_for(graph_of(), metric_id, domain)
@@ -129,16 +302,32 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
                 r["tasks"] = found.get(r["rule_id"], [])
         return rows
 
-    @app.get("/rules/{rule_id}/impact", dependencies=[Depends(read_access)], summary="What a rule affects")
+    cache = RulesCache(rules_cache_s)
+    rules_path, rules_summary = "/metrics/{metric_id}/rules", "Rules affecting a metric"
+    if rules_route == "sync":
+        @app.get(rules_path, summary=rules_summary)
+        def metric_rules_sync(metric_id: str, domain: str | None = None, tasks: bool = False) -> list[dict[str, Any]]:
+            return metric_rules(metric_id, domain, tasks)
+    else:
+        @app.get(rules_path, summary=rules_summary, response_class=Response,
+                 responses={200: {"content": {"application/json": {}}, "description": "the rules, as JSON"}})
+        async def metric_rules_async(metric_id: str, domain: str | None = None, tasks: bool = False) -> Response:
+            key = (metric_id, domain, tasks)
+            data = cache.get(key)
+            if data is None:
+                data = cache.put(key, await run_sync(metric_rules, metric_id, domain, tasks, limiter=limiter))
+            return Response(data, media_type="application/json")
+
+    @app.get("/rules/{rule_id}/impact", summary="What a rule affects")
     def rule_impact(rule_id: str, domain: str | None = None) -> dict[str, Any]:
         from service.impact import impact
 
         return impact(graph_of(), rule_id, domain)
 
-    @app.get("/tasks", dependencies=[Depends(read_access)], summary="Tasks with filters, paginated")
+    @app.get("/tasks", summary="Tasks with filters, paginated")
     def tasks(domain: str | None = None, analysis_type: str | None = None, tier: str | None = None,
               status: str | None = None, rule: str | None = None, metric: str | None = None,
-              offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
+              offset: int = Query(0, ge=0, le=MAX_OFFSET), limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
         from service.export import public_record
 
         g = graph_of()
@@ -147,18 +336,19 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
         rows = g.read("export_tasks_page", **args, offset=offset, limit=limit)
         return {"total": total, "offset": offset, "limit": limit, "tasks": [public_record(r["task"]) for r in rows]}
 
-    @app.post("/rules/update", dependencies=[Depends(write_access)], summary="Update one rule document")
+    @app.post("/rules/update", summary="Update one rule document (write token)")
     def rules_update(req: RuleUpdateRequest) -> dict[str, Any]:
         from ingest.update import load_document, plan_update
         from ingest.update_write import run_update
         from service.llm import configured_model
         from service.warehouse import get_warehouse
 
+        pack = pack_under_roots(req.pack, list(cfg.api_pack_roots))
         g = graph_of()
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / req.file_name
             path.write_text(req.document)
-            pk, doc = load_document(path, req.pack)
+            pk, doc = load_document(path, pack)
         plan_fn = lambda: plan_update(pk, doc, g, get_warehouse(), configured_model(),  # noqa: E731
                                       regenerate=req.regenerate)
         plan = plan_fn() if req.dry_run else run_update(plan_fn, g)[0]
@@ -166,23 +356,23 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
         log["written"] = log["written"] and not req.dry_run
         return log
 
-    @app.post("/export", dependencies=[Depends(read_access)], summary="Stream the tasks a read-only query selects",
+    @app.post("/export", summary="Stream the tasks a read-only query selects from one domain",
               response_class=StreamingResponse)
     def export_stream(req: ExportRequest, request: Request) -> StreamingResponse:
-        from service.export import ExportError, ExportQuery, preset_query, stream_records
+        from service.export import export_query, stream_records
 
-        if req.view == "private":
-            write_access(request)  # gold answers and SQL: only for holders of the write token
-        if (req.cypher is None) == (req.preset is None):
-            raise ExportError("pass exactly one of cypher and preset")
-        q = preset_query(req.preset, req.params) if req.preset else ExportQuery(str(req.cypher), req.params)
+        if req.view == "private" and getattr(request.state, "access", "anonymous") != "write":
+            raise Forbidden("the private view (gold answers, SQL) needs the write token",
+                            hint="send Authorization: Bearer <write token>")
+        q = export_query(req.cypher, req.preset, req.params)
+        domain = req.domain or q.domain_hint()
         from sqlops.transpile import parse_dialects
 
         dialects = parse_dialects(",".join(req.dialects)) if req.dialects else []
-        lines: Iterator[str] = iter(list(stream_records(graph_of(), q, req.view, dialects)))  # errors before the first byte
+        lines: Iterator[str] = iter(list(stream_records(graph_of(), q, req.view, domain, dialects)))  # errors first
         return StreamingResponse(lines, media_type="application/x-ndjson")
 
-    @app.get("/domains/{domain}/drift", dependencies=[Depends(read_access)],
+    @app.get("/domains/{domain}/drift",
              summary="The latest drift check of a domain (outcome counts and per-task outcomes, no answers)")
     def drift_latest(domain: str) -> dict[str, Any]:
         from ingest.drift import latest_check
@@ -191,9 +381,11 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
         check["tasks"] = [{k: v for k, v in t.items() if k not in ("old", "new")} for t in check["tasks"]]
         return check
 
-    @app.post("/domains/{domain}/drift", dependencies=[Depends(write_access)],
-              summary="Run a drift check now (apply=true versions drifted tasks); returns the changelog")
-    def drift_run(domain: str, apply: bool = False) -> dict[str, Any]:
+    @app.post("/domains/{domain}/drift",
+              summary="Run a drift check now (apply=true versions drifted tasks; write token); returns the changelog")
+    def drift_run(domain: str, request: Request, apply: bool = False) -> dict[str, Any]:
+        if getattr(request.state, "access", "anonymous") != "write":
+            raise Forbidden("running a drift check needs the write token", hint="send Authorization: Bearer <write token>")
         from ingest.drift import run_drift
         from service.warehouse import get_warehouse
 

@@ -577,34 +577,37 @@ def _domain_warehouse(domain_name: str, pack_path: str | None) -> Any:
 
 
 @main.command("export")
-@click.option("--cypher", "cypher_text", default=None, help="Read-only Cypher returning task keys (RETURN t.key AS key, or RETURN t).")
+@click.option("--cypher", "cypher_text", default=None, help="Read-only Cypher selecting tasks: RETURN t.key AS key.")
 @click.option("--preset", type=click.Choice(["domain", "analysis_type", "tier", "rule", "metric", "status"]), default=None,
               help="A named query instead of --cypher (pass its parameter with --param).")
 @click.option("--param", "params", multiple=True, help="Query parameter k=v (repeatable; JSON values are decoded).")
+@click.option("--domain", default=None,
+              help="The one domain to export (required when the graph holds more than one).")
+@click.option("--audience", type=click.Choice(["public", "private"]), default="public", show_default=True,
+              help="public: what an agent may see; private: adds gold answers, SQL and parameters.")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "hf"]), default="jsonl", show_default=True,
               help="Output format.")
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Output folder.")
 @click.option("--dialect", "dialects", default=None,
               help="Also give the gold SQL in these dialects (comma-separated: duckdb,snowflake,bigquery,trino,spark).")
 @handle_errors
-def export_cmd(cypher_text: str | None, preset: str | None, params: tuple[str, ...], fmt: str, out_dir: str,
-               dialects: str | None) -> None:
-    """Export the tasks a graph query selects: public view, private view and manifest."""
+def export_cmd(cypher_text: str | None, preset: str | None, params: tuple[str, ...], domain: str | None,
+               audience: str, fmt: str, out_dir: str, dialects: str | None) -> None:
+    """Export the tasks a graph query selects from one domain: the audience's views and a manifest
+    (--dialect adds the gold SQL in other engines' dialects to the private view)."""
     from pathlib import Path
 
-    from service.export import ExportError, ExportQuery, export, parse_param, preset_query
+    from service.export import export, export_query, parse_param
     from service.graph import get_graph
     from service.warehouse import get_warehouse
 
-    if (cypher_text is None) == (preset is None):
-        raise ExportError("pass exactly one of --cypher and --preset")
-    values = dict(parse_param(p) for p in params)
-    q = preset_query(preset, values) if preset else ExportQuery(str(cypher_text), values)
+    q = export_query(cypher_text, preset, dict(parse_param(p) for p in params))
     from sqlops.transpile import parse_dialects
 
-    manifest = export(get_graph(), get_warehouse(), q, fmt, Path(out_dir), parse_dialects(dialects) if dialects else ())
+    manifest = export(get_graph(), get_warehouse(), q, fmt, Path(out_dir), domain=domain or q.domain_hint(),
+                      audience=audience, dialects=parse_dialects(dialects) if dialects else ())
     c = manifest["counts"]
-    click.echo(f"exported {c['tasks']} tasks to {out_dir} ({fmt}): "
+    click.echo(f"exported {c['tasks']} tasks of {manifest['domain']} ({audience}) to {out_dir} ({fmt}): "
                + ", ".join(f"{k} {v}" for k, v in c["by_analysis_type"].items()))
     for name, digest in manifest["files"].items():
         click.echo(f"  {name}  sha256 {digest[:16]}")
@@ -613,14 +616,19 @@ def export_cmd(cypher_text: str | None, preset: str | None, params: tuple[str, .
 @main.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", default=8765, show_default=True, type=int, help="Port.")
+@click.option("--insecure-local", is_flag=True, default=False,
+              help="Serve without API tokens (reads and public exports open), on 127.0.0.1 only.")
 @handle_errors
-def serve_cmd(host: str, port: int) -> None:
-    """Run the HTTP API (FastAPI; OpenAPI docs at /docs)."""
+def serve_cmd(host: str, port: int, insecure_local: bool) -> None:
+    """Run the HTTP API (FastAPI; OpenAPI docs at /docs). Without DIBENCH_API_TOKEN or
+    DIBENCH_API_READ_TOKEN every route but /health is refused, unless --insecure-local."""
     import uvicorn
 
     from service.api import create_app
 
-    uvicorn.run(create_app(), host=host, port=port)
+    if insecure_local and host != "127.0.0.1":
+        raise click.ClickException("--insecure-local binds 127.0.0.1 only; drop --host")
+    uvicorn.run(create_app(insecure_local=insecure_local), host=host, port=port)
 
 
 from evaluation.cli import score as _score; main.add_command(_score)

@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     llm_provider: str | None = Field(None, description="'module:factory' returning a langchain-core chat model")
     api_token: str | None = Field(None, description="bearer token for write endpoints of the HTTP API")
     api_read_token: str | None = Field(None, description="bearer token required for reads, if set")
+    api_pack_roots: list[Path] = Field(
+        default_factory=lambda: [REPO_ROOT / "domains"],
+        description="folders under which the HTTP API accepts a rule update's `pack` path")
     seed: int = 42
 
     @classmethod

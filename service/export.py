@@ -1,25 +1,31 @@
 """`dibench export`: a task subset chosen by a graph query, as files.
 
-Query contract: the user's Cypher returns task keys, either a column `key` holding
-`Task.key` strings (`MATCH (t:Task) ... RETURN t.key AS key`) or a column holding Task nodes
-(`RETURN t`). It is checked for write clauses before it runs (service.cypher_guard) and runs in
-a READ access-mode session. Presets (cypher/export_preset_<name>.cypher) are named queries of
-the same shape.
+Query contract: the user's Cypher SELECTS tasks: it returns a column `key` holding `Task.key`
+strings (`MATCH (t:Task) ... RETURN t.key AS key`), nothing else reaches the caller. It runs only
+when Neo4j's plan shows a read (service.cypher_guard), in a READ transaction with a server-side
+timeout; for the public audience it may not mention private task properties, so a
+`WHERE t.gold_answer STARTS WITH ...` oracle is refused. The service then materialises the
+records itself, from one domain and a whitelist of properties per audience
+(cypher/export_tasks_public.cypher, cypher/export_tasks.cypher), each task once. Presets
+(cypher/export_preset_<name>.cypher) are named queries of the same shape.
 
-An export holds a public view (what an agent may see: question, type, tier, answer format,
-metadata), a private view (the task record of the answers brief: gold and base answers, SQL,
-params, contract if present) and a manifest (query, parameters, counts, rule versions, a
+Audiences: `public` (what an agent may see: question, type, tier, answer format, metadata) and
+`private` (adds the task record of the answers brief: gold and base answers, SQL, params,
+contract if present). An export holds its audience's views and a manifest (query, parameters, counts, rule versions, a
 fingerprint of the data, Run information, sha256 per task and per file). Output is
 deterministic: sorted keys, tasks in key order, no export-time timestamps, so the same graph and
 query give byte-identical files.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
 import json
+import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +35,7 @@ from typing import Any
 from sqlglot import exp
 
 from ingest.database import schema_columns
-from service.cypher_guard import check_read_only
+from service.cypher_guard import check_text, run_user_query
 from service.errors import DibenchError
 from service.graph import Graph, load
 from service.policy import domain_policies
@@ -39,7 +45,8 @@ from sqlops.transpile import transpile_all
 
 PRESETS = ("domain", "analysis_type", "tier", "rule", "metric", "status")
 FORMATS = ("jsonl", "csv", "hf")
-KEY_CONTRACT = "the query returns task keys: a column `key` with Task.key strings, or a column of Task nodes"
+AUDIENCES = ("public", "private")
+KEY_CONTRACT = "the query returns task keys: a column `key` with Task.key strings (RETURN t.key AS key)"
 PUBLIC_FIELDS = ("task_id", "domain", "analysis_type", "tier", "variant", "question", "answer_format", "metadata")
 PRIVATE_FIELDS = ("task_id", "domain", "analysis_type", "tier", "question", "answer_format", "gold_answer",
                   "base_answer", "gold_sql", "base_sql", "params", "contract", "metric_ids", "rule_ids", "variant",
@@ -64,6 +71,18 @@ class ExportQuery:
     def describe(self) -> dict[str, Any]:
         return {"cypher": self.text, "params": self.params, "preset": self.preset, "contract": KEY_CONTRACT}
 
+    def domain_hint(self) -> str | None:
+        """The domain a `domain` preset names: its export needs no separate --domain."""
+        value = self.params.get("domain") if self.preset == "domain" else None
+        return value if isinstance(value, str) else None
+
+
+def export_query(cypher: str | None, preset: str | None, params: dict[str, Any]) -> ExportQuery:
+    """The query of an export request: exactly one of user Cypher and a preset."""
+    if (cypher is None) == (preset is None):
+        raise ExportError("pass exactly one of --cypher and --preset (HTTP: cypher, preset)")
+    return preset_query(preset, params) if preset else ExportQuery(str(cypher), params)
+
 
 def parse_param(item: str) -> tuple[str, Any]:
     """`k=v`; v is read as JSON when it is a JSON number, boolean, null, list or object, else a string."""
@@ -81,7 +100,7 @@ def parse_param(item: str) -> tuple[str, Any]:
 
 def preset_query(name: str, params: dict[str, Any]) -> ExportQuery:
     if name not in PRESETS:
-        raise ExportError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}")
+        raise ExportError(f"unknown preset {name[:40]!r}; presets: {', '.join(PRESETS)}")
     stmt = load(f"export_preset_{name}")
     if set(params) != set(stmt.params):
         raise ExportError(f"preset {name} takes exactly --param {', '.join(sorted(stmt.params))}=...; "
@@ -89,19 +108,40 @@ def preset_query(name: str, params: dict[str, Any]) -> ExportQuery:
     return ExportQuery(stmt.text, dict(params), name)
 
 
-def task_keys(graph: Graph, q: ExportQuery) -> list[str]:
-    check_read_only(q.text)
-    rows = graph.run_raw_read(q.text, q.params)
+def task_keys(graph: Graph, q: ExportQuery, audience: str = "public") -> list[str]:
+    """Sorted distinct task keys the query selects (column `key`; values that are not task keys
+    are ignored, never echoed)."""
+    rows = run_user_query(graph.driver, graph.database, q.text, q.params, public=_public(audience))
     keys: set[str] = set()
     for r in rows:
-        if "key" in r and isinstance(r["key"], str):
+        if "key" not in r:
+            raise ExportError(f"export query returned no `key` column (columns: {_columns(r)})", hint=KEY_CONTRACT)
+        if isinstance(r["key"], str) and r["key"].startswith("task:"):
             keys.add(r["key"])
-            continue
-        nodes = [v for v in r.values() if isinstance(v, dict) and str(v.get("key", "")).startswith("task:")]
-        if not nodes:
-            raise ExportError(f"export query returned a row without a task key: {sorted(r)}", hint=KEY_CONTRACT)
-        keys.update(str(n["key"]) for n in nodes)
     return sorted(keys)
+
+
+def _columns(row: dict[str, Any]) -> str:
+    """Column names for an error: the caller's own aliases, bounded."""
+    return ", ".join(name[:40] for name in sorted(row)[:10])
+
+
+def _public(audience: str) -> bool:
+    if audience not in AUDIENCES:
+        raise ExportError(f"unknown audience {audience[:40]!r}: public or private")
+    return audience == "public"
+
+
+def resolve_domain(clock: list[dict[str, Any]], domain: str | None) -> str:
+    """The one domain an export covers: the one named, or the graph's only domain."""
+    names = [c["domain"] for c in clock]
+    if domain is None:
+        if len(names) == 1:
+            return str(names[0])
+        raise ExportError(f"the graph holds {len(names)} domains: name one with --domain (HTTP: `domain`)")
+    if domain not in names:
+        raise ExportError(f"no domain {domain[:80]!r} in the graph")
+    return domain
 
 
 # ------------------------------------------------------------------------------ records
@@ -146,17 +186,23 @@ def sha256(data: bytes) -> str:
 class Snapshot:
     rows: list[dict[str, Any]]
     clock: list[dict[str, Any]]
+    domain: str
 
 
-def read_snapshot(graph: Graph, q: ExportQuery, retries: int = 8) -> Snapshot:
-    """Keys and records read between two equal readings of the domains' update sequence: an
-    update that commits meanwhile makes us read again, so an export never mixes two states."""
+def read_snapshot(graph: Graph, q: ExportQuery, domain: str | None = None, audience: str = "public",
+                  retries: int = 8) -> Snapshot:
+    """Keys and one domain's records, for one audience, read between two equal readings of the
+    domains' update sequence: an update that commits meanwhile makes us read again, so an export
+    never mixes two states."""
+    statement = "export_tasks_public" if _public(audience) else "export_tasks"
+    check_text(q.text, _public(audience))  # a hostile query is refused before any other question
     for _ in range(retries):
         before = graph.read("export_clock")
-        keys = task_keys(graph, q)
-        rows = graph.read("export_tasks", keys=keys) if keys else []
+        scope = resolve_domain(before, domain)
+        keys = task_keys(graph, q, audience)
+        rows = graph.read(statement, keys=keys, domain=scope) if keys else []
         if graph.read("export_clock") == before:
-            return Snapshot(rows, before)
+            return Snapshot(rows, before, scope)
     raise ExportError(f"the graph kept changing during {retries} attempts to read a consistent export",
                       hint="retry when the running updates have finished")
 
@@ -221,26 +267,34 @@ def dataset_card(manifest: dict[str, Any]) -> bytes:
     ).encode()
 
 
-def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any],
+def _view_files(fmt: str, view: str, records: list[dict[str, Any]]) -> dict[str, bytes]:
+    fields = PUBLIC_FIELDS if view == "public" else PRIVATE_FIELDS
+    if fmt == "jsonl":
+        return {f"{view}.jsonl": _jsonl(records)}
+    if fmt == "csv":
+        return {f"{view}.csv": _csv(records, fields)}
+    return {f"data/{view}.jsonl": _jsonl(records, as_text=True)}
+
+
+def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any], audience: str = "public",
                 policies: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, bytes]:
-    """{relative path: bytes} of an export, manifest included. Pure. `policies`: per domain, the
-    metrics whose policy is incomplete (a conflict, a rule without effects): generation skipped them."""
+    """{relative path: bytes} of an export, manifest included. Pure. A public export holds the
+    public view only, and its manifest hashes public records (a hash of a private record would
+    let anyone check a guessed gold answer). `policies`: per domain, the metrics whose policy is
+    incomplete (a conflict, a rule without effects): generation skipped them."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
     tasks = [r["task"] for r in snap.rows]
-    private = [private_record(t) for t in tasks]
     public = [public_record(t) for t in tasks]
-    files: dict[str, bytes] = {}
-    if fmt == "jsonl":
-        files = {"public.jsonl": _jsonl(public), "private.jsonl": _jsonl(private)}
-    elif fmt == "csv":
-        files = {"public.csv": _csv(public, PUBLIC_FIELDS), "private.csv": _csv(private, PRIVATE_FIELDS)}
-    else:
-        files = {"data/public.jsonl": _jsonl(public, as_text=True), "data/private.jsonl": _jsonl(private, as_text=True)}
+    files = _view_files(fmt, "public", public)
+    hashed = public
+    if not _public(audience):
+        hashed = [private_record(t) for t in tasks]
+        files.update(_view_files(fmt, "private", hashed))
     versions = {(v["domain"], v["rule_id"], v["hash"]): v for r in snap.rows for v in r["rule_versions"]}
     runs = {r["run"]["key"]: r["run"] for r in snap.rows if r["run"]}
     manifest = {
-        "format": fmt, "query": q.describe(),
+        "format": fmt, "audience": audience, "domain": snap.domain, "query": q.describe(),
         "counts": {"tasks": len(tasks), "by_domain": dict(sorted(Counter(t["domain"] for t in tasks).items())),
                    "by_analysis_type": dict(sorted(Counter(t["analysis_type"] for t in tasks).items())),
                    "by_tier": dict(sorted(Counter(t["tier"] for t in tasks).items())),
@@ -251,7 +305,7 @@ def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any],
         "incomplete_policies": policies or {},
         "tasks": {rec["task_id"]: {"sha256": sha256(dumps(rec).encode()), "rule_versions": t.get("rule_versions") or [],
                                    "data_fingerprint": _loads(t.get("data_fingerprint"))}
-                  for rec, t in zip(private, tasks)},
+                  for rec, t in zip(hashed, tasks)},
     }
     if fmt == "hf":
         files["README.md"] = dataset_card(manifest)
@@ -268,29 +322,113 @@ def with_dialects(snap: Snapshot, dialects: Sequence[str]) -> Snapshot:
     return snap
 
 
-def export(graph: Graph, wh: Warehouse, q: ExportQuery, fmt: str, out: Path,
-           dialects: Sequence[str] = ()) -> dict[str, Any]:
-    """Run the export and write its files under `out`; returns the manifest."""
+def export(graph: Graph, wh: Warehouse, q: ExportQuery, fmt: str, out: Path, *, domain: str | None = None,
+           audience: str = "public", dialects: Sequence[str] = ()) -> dict[str, Any]:
+    """Run the export of one domain for one audience and write its files under `out`; returns
+    the manifest. Nothing is written when the query, the domain or the folder is refused."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
-    snap = with_dialects(read_snapshot(graph, q), dialects)
+    output_folder(out, create=False)  # refuse a bad -o before the query runs
+    snap = with_dialects(read_snapshot(graph, q, domain, audience), () if _public(audience) else dialects)
     schemas = {c["domain"]: c["schema"] for c in snap.clock}
-    domains = sorted({r["task"]["domain"] for r in snap.rows})
-    incomplete = {d: [p.as_dict() for p in domain_policies(graph, d).values() if not p.complete] for d in domains}
-    files = build_files(snap, q, fmt, fingerprint(wh, {d: schemas.get(d) or "" for d in domains}),
-                        {d: ps for d, ps in incomplete.items() if ps})
-    for name, data in files.items():
-        path = out / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+    incomplete = [p.as_dict() for p in domain_policies(graph, snap.domain).values() if not p.complete]
+    files = build_files(snap, q, fmt, fingerprint(wh, {snap.domain: schemas.get(snap.domain) or ""}), audience,
+                        {snap.domain: incomplete} if incomplete else {})
+    write_files(output_folder(out), files)
     return dict(json.loads(files["manifest.json"]))
 
 
-def stream_records(graph: Graph, q: ExportQuery, view: str = "public", dialects: Sequence[str] = ()) -> Iterator[str]:
+def stream_records(graph: Graph, q: ExportQuery, audience: str = "public", domain: str | None = None,
+                   dialects: Sequence[str] = ()) -> Iterator[str]:
     """JSONL lines of one consistent snapshot (the HTTP API streams these)."""
-    if view not in ("public", "private"):
-        raise ExportError(f"unknown view {view!r}: public or private")
-    snap = with_dialects(read_snapshot(graph, q), dialects)
-    make = public_record if view == "public" else private_record
+    snap = with_dialects(read_snapshot(graph, q, domain, audience), () if _public(audience) else dialects)
+    make = public_record if _public(audience) else private_record
     for r in snap.rows:
         yield dumps(make(r["task"])) + "\n"
+
+
+# ------------------------------------------------------------------------------ safe writing
+_SPECIAL_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def output_folder(out: Path, create: bool = True) -> Path:
+    """The export folder, refused (one line) when it climbs with `..`, is a symlink, lies in a
+    kernel file system or is not a folder. Created when missing (with `create`)."""
+    if ".." in out.parts:
+        raise ExportError(f"output folder {str(out)[:200]!r}: `..` is not allowed; give the folder itself")
+    absolute = Path.cwd() / out
+    real = absolute.resolve()
+    if any(real == r or r in real.parents for r in _SPECIAL_ROOTS):
+        raise ExportError(f"output folder {str(out)[:200]!r}: not a place for files (kernel file system)")
+    if absolute.is_symlink():
+        raise ExportError(f"output folder {str(out)[:200]!r} is a symlink; give the real folder")
+    if not create:
+        if absolute.exists() and not absolute.is_dir():
+            raise ExportError(f"output folder {str(out)[:200]!r} is not a folder")
+        return absolute
+    try:
+        absolute.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ExportError(f"output folder {str(out)[:200]!r}: cannot create it ({exc.strerror})") from None
+    if not absolute.is_dir():
+        raise ExportError(f"output folder {str(out)[:200]!r} is not a folder")
+    return absolute
+
+
+def _open_dir(parent_fd: int, name: str) -> int:
+    """A sub-folder opened without following symlinks (created when missing)."""
+    try:
+        os.mkdir(name, 0o755, dir_fd=parent_fd)
+    except FileExistsError:
+        pass
+    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
+
+
+def _check_target(dir_fd: int, name: str, shown: str) -> None:
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise ExportError(f"{shown}: exists and is not a regular file (symlink, folder or device); not overwritten")
+
+
+def write_files(folder: Path, files: dict[str, bytes]) -> None:
+    """Write `files` ({relative path: bytes}) inside `folder` only: every target is checked before
+    anything is written, each file goes to a temp file opened with O_NOFOLLOW | O_EXCL and is
+    renamed over the target, so a symlink planted in the folder is never written through."""
+    for name in files:
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            raise ExportError(f"{name[:200]}: export file names stay inside the output folder")
+    try:
+        root = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise ExportError(f"output folder {str(folder)[:200]!r}: cannot open it ({exc.strerror})") from None
+    fds = {"": root}
+    try:
+        for name in files:
+            parent = str(Path(name).parent) if Path(name).parent != Path(".") else ""
+            if parent not in fds:
+                fds[parent] = _open_dir(root, parent)
+            _check_target(fds[parent], Path(name).name, str(folder / name)[:200])
+        for name, data in files.items():
+            parent = str(Path(name).parent) if Path(name).parent != Path(".") else ""
+            _write_one(fds[parent], Path(name).name, data)
+    except OSError as exc:
+        raise ExportError(f"cannot write the export in {str(folder)[:200]!r}: {exc.strerror}") from None
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+
+
+def _write_one(dir_fd: int, name: str, data: bytes) -> None:
+    tmp = f".{name}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise

@@ -22,6 +22,9 @@ from service.errors import ServiceError
 
 NEO4J_MAIN = "org.neo4j.server.CommunityEntryPoint"
 ADMIN_MAIN = "org.neo4j.cli.AdminTool"
+# The only procedures the server loads: the version check of `services status` and the server
+# information of the benchmarks (cypher/bench_server_info.cypher).
+NEO4J_PROCEDURES = "dbms.components,dbms.listConfig"
 # The JVM options the official `neo4j` launcher adds (bin/neo4j, conf/neo4j.conf defaults).
 NEO4J_JVM_OPTS = [
     "-XX:+UseG1GC",
@@ -286,6 +289,13 @@ class LocalNeo4j:
             f"server.memory.pagecache.size={s.neo4j_pagecache}\n"
             "dbms.memory.transaction.total.max=1g\n"
             "db.transaction.timeout=300s\n"
+            # User Cypher (export) runs only after its plan is checked; these make the server
+            # itself refuse what the check could miss: LOAD CSV reaches no file and no address,
+            # and only the procedures dibench calls exist (none may run unrestricted).
+            "dbms.security.allow_csv_import_from_file_urls=false\n"
+            "internal.dbms.cypher_ip_blocklist=0.0.0.0/0,::/0\n"
+            f"dbms.security.procedures.allowlist={NEO4J_PROCEDURES}\n"
+            "dbms.security.procedures.unrestricted=\n"
             # Keep transaction logs bounded: benchmarks write millions of elements.
             "db.tx_log.rotation.retention_policy=1G size\n"
             "server.jvm.additional=-XX:+UseG1GC\n"

@@ -44,8 +44,8 @@ def _files(root: Path) -> dict[str, bytes]:
 def test_two_exports_are_byte_identical(pack: Pack, graph: Graph, warehouse: Warehouse, tmp_path: Path,
                                         fmt: str) -> None:
     q = preset_query("domain", {"domain": DOMAIN})
-    export(graph, warehouse, q, fmt, tmp_path / "a")
-    export(graph, warehouse, q, fmt, tmp_path / "b")
+    export(graph, warehouse, q, fmt, tmp_path / "a", domain=DOMAIN, audience="private")
+    export(graph, warehouse, q, fmt, tmp_path / "b", domain=DOMAIN, audience="private")
     a, b = _files(tmp_path / "a"), _files(tmp_path / "b")
     assert a == b and len(a) >= 3
     manifest = json.loads(a["manifest.json"])
@@ -55,7 +55,8 @@ def test_two_exports_are_byte_identical(pack: Pack, graph: Graph, warehouse: War
 
 
 def test_views_and_manifest(pack: Pack, graph: Graph, warehouse: Warehouse, tmp_path: Path) -> None:
-    m = export(graph, warehouse, preset_query("domain", {"domain": DOMAIN}), "jsonl", tmp_path)
+    m = export(graph, warehouse, preset_query("domain", {"domain": DOMAIN}), "jsonl", tmp_path, domain=DOMAIN,
+               audience="private")
     admitted = {k: t for k, t in tasks_of(graph, DOMAIN).items() if t["status"] == "admitted"}
     public = [json.loads(x) for x in (tmp_path / "public.jsonl").read_text().splitlines()]
     private = [json.loads(x) for x in (tmp_path / "private.jsonl").read_text().splitlines()]
@@ -110,7 +111,6 @@ def test_write_queries_are_refused_before_they_run(pack: Pack, graph: Graph, nam
     "MATCH (t:Task) WHERE t.question CONTAINS 'create' OR t.question CONTAINS \"DELETE\" RETURN t.key AS key",
     "// SET this, then MERGE\nMATCH (t:Task) /* DETACH DELETE */ RETURN t.key AS key",
     "MATCH (t:Task) RETURN t.key AS key, {set: 1, create: 2} AS m, t.`remove` AS r",
-    "CALL db.labels() YIELD label WITH label MATCH (t:Task) RETURN t.key AS key LIMIT 1",
     "MATCH (t:Task) CALL (t) { RETURN t.key AS k } RETURN k AS key",
 ])
 def test_read_queries_pass_the_guard(query: str) -> None:
@@ -125,9 +125,8 @@ def test_the_read_session_is_a_second_fence(pack: Pack, graph: Graph) -> None:
 
 def test_key_contract_nodes_and_errors(pack: Pack, graph: Graph) -> None:
     by_key = task_keys(graph, ExportQuery(PROBE, {"domain": DOMAIN}))
-    by_node = task_keys(graph, ExportQuery("MATCH (t:Task {domain: $domain}) RETURN t", {"domain": DOMAIN}))
-    assert by_key == by_node == sorted(tasks_of(graph, DOMAIN))
-    with pytest.raises(ExportError, match="without a task key"):
+    assert by_key == sorted(tasks_of(graph, DOMAIN))
+    with pytest.raises(ExportError, match="no `key` column"):
         task_keys(graph, ExportQuery("MATCH (t:Task {domain: $domain}) RETURN t.question AS q", {"domain": DOMAIN}))
     with pytest.raises(ExportError, match="takes exactly"):
         preset_query("rule", {})
@@ -147,17 +146,18 @@ def test_presets_select_what_they_name(pack: Pack, graph: Graph, preset: str, pa
 
 def test_cli_export_and_refusal(pack: Pack, tmp_path: Path) -> None:
     ok = CliRunner().invoke(main, ["export", "--cypher", PROBE, "--param", f"domain={DOMAIN}", "--format", "csv",
-                                   "-o", str(tmp_path / "out")])
+                                   "--domain", DOMAIN, "--audience", "private", "-o", str(tmp_path / "out")])
     assert ok.exit_code == 0, ok.output
     assert (tmp_path / "out" / "private.csv").read_text().startswith("task_id,domain,analysis_type")
     bad = CliRunner().invoke(main, ["export", "--cypher", "MATCH (n) DETACH DELETE n", "-o", str(tmp_path / "x")])
-    assert bad.exit_code == 1 and "refused Cypher: write clause DETACH DELETE" in bad.output
+    assert bad.exit_code == 1 and "refused Cypher: clause DETACH DELETE is not allowed" in bad.output
     assert not (tmp_path / "x").exists()
 
 
 def test_hf_format_loads_with_datasets(pack: Pack, graph: Graph, warehouse: Warehouse, tmp_path: Path) -> None:
     datasets = pytest.importorskip("datasets")
-    m = export(graph, warehouse, preset_query("domain", {"domain": DOMAIN}), "hf", tmp_path / "hf")
+    m = export(graph, warehouse, preset_query("domain", {"domain": DOMAIN}), "hf", tmp_path / "hf", domain=DOMAIN,
+               audience="private")
     card = (tmp_path / "hf" / "README.md").read_text()
     assert card.startswith("---\nconfigs:")
     for view in ("public", "private"):
@@ -179,10 +179,10 @@ def test_export_during_an_update_sees_one_state(pack: Pack, graph: Graph, wareho
     def exporter() -> None:
         try:
             while not stop.is_set():
-                snap = read_snapshot(graph, q)
-                seen.append({"versions": {v["hash"] for r in snap.rows if r["task"]["domain"] == DOMAIN
+                snap = read_snapshot(graph, q, DOMAIN, "private")
+                seen.append({"versions": {v["hash"] for r in snap.rows
                                           for v in r["rule_versions"] if v["rule_id"] == "MINI-R-STRICT"},
-                             "labels": {lab for r in snap.rows if r["task"]["domain"] == DOMAIN
+                             "labels": {lab for r in snap.rows
                                         for lab in r["task"]["rule_versions"] if lab.startswith("MINI-R-STRICT@")}})
         except BaseException as exc:  # noqa: BLE001 - re-raised in the test thread below
             errors.append(exc)
@@ -208,3 +208,52 @@ def test_export_during_an_update_sees_one_state(pack: Pack, graph: Graph, wareho
         assert len(s["versions"]) == 1, s
         assert {lab.split("#", 1)[1] for lab in s["labels"]} == {h[:12] for h in s["versions"]}, s
     assert seen[-1]["versions"] == {doc.content_hash}
+
+
+def _cli_export(out: str) -> Any:
+    return CliRunner().invoke(main, ["export", "--preset", "domain", "--param", f"domain={DOMAIN}", "-o", out])
+
+
+@pytest.mark.parametrize("out", ["../x", "a/../../x", "/proc/x", "/proc/self/x", "/dev/x"])
+def test_export_refuses_unsafe_folders(pack: Pack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    r = _cli_export(out)
+    assert r.exit_code == 1 and "Traceback" not in r.output and r.output.count("\n") == 1, r.output
+    assert not (tmp_path.parent / "x").exists()
+
+
+def test_export_does_not_write_through_symlinks(pack: Pack, tmp_path: Path) -> None:
+    target = tmp_path / "victim.txt"
+    target.write_text("keep me")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "public.jsonl").symlink_to(target)
+    r = _cli_export(str(out))
+    assert r.exit_code == 1 and "not a regular file" in r.output and "Traceback" not in r.output
+    assert target.read_text() == "keep me" and not (out / "manifest.json").exists()
+    (tmp_path / "linked").symlink_to(out)
+    r = _cli_export(str(tmp_path / "linked"))
+    assert r.exit_code == 1 and "symlink" in r.output
+
+
+def test_public_cli_export_has_no_private_file(pack: Pack, tmp_path: Path) -> None:
+    r = _cli_export(str(tmp_path / "pub"))
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in (tmp_path / "pub").iterdir()) == ["manifest.json", "public.jsonl"]
+    text = (tmp_path / "pub" / "manifest.json").read_text() + (tmp_path / "pub" / "public.jsonl").read_text()
+    assert "gold_answer" not in text and "gold_sql" not in text
+
+
+def test_each_task_is_exported_once(pack: Pack, graph: Graph, warehouse: Warehouse, tmp_path: Path) -> None:
+    """A task linked to two runs (GENERATED_BY twice) is one row, with its current run."""
+    task = sorted(k for k, t in tasks_of(graph, DOMAIN).items() if t["status"] == "admitted")[0]
+    graph.write("test_export_extra_run", task=task, run=f"run:{DOMAIN}/old", domain=DOMAIN)
+    try:
+        m = export(graph, warehouse, preset_query("domain", {"domain": DOMAIN}), "jsonl", tmp_path, domain=DOMAIN,
+                   audience="private")
+        for view in ("public", "private"):
+            ids = [json.loads(x)["task_id"] for x in (tmp_path / f"{view}.jsonl").read_text().splitlines()]
+            assert len(ids) == len(set(ids)) == m["counts"]["tasks"]
+        assert f"run:{DOMAIN}/old" not in [r["key"] for r in m["runs"]]
+    finally:
+        graph.write("test_export_extra_run_delete", run=f"run:{DOMAIN}/old")

@@ -1,0 +1,5 @@
+// Test set-up: link a task to a second Run, as a rerun before issue 16's recovery fix did.
+MATCH (t:Task {key: $task})
+MERGE (r:Run {key: $run})
+SET r.domain = $domain
+MERGE (t)-[:GENERATED_BY]->(r)

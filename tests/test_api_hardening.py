@@ -1,0 +1,193 @@
+"""HTTP attacks of issue 16 against the real app: bodies refused before they are read, 422s that
+echo nothing, pack roots, bounded paging, and an API closed when no token is configured.
+
+Body attacks call the ASGI app directly with a `receive` that yields a 400 MB body lazily (64 KiB
+at a time, never allocated whole) and count how many chunks the app pulled. HTTP_ATTACKS lists
+every request refused here (the corpus figure for the issue's closing note).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from service.api import MAX_BODY_BYTES, create_app
+from service.cli import main
+from service.config import Settings
+from service.export import ExportError, resolve_domain
+
+WRITE, READ = "write-secret", "read-secret"
+CHUNK = 64 * 1024
+HUGE = 400 * 1024 * 1024
+
+
+def app_with(token: str | None = WRITE, read_token: str | None = None, insecure_local: bool = False,
+             roots: list[Path] | None = None) -> Any:
+    return create_app(Settings(api_token=token, api_read_token=read_token, api_pack_roots=roots or []),
+                      insecure_local=insecure_local)
+
+
+def huge_body() -> Iterator[bytes]:
+    chunk = b"{" + b" " * (CHUNK - 1)
+    for _ in range(HUGE // CHUNK):
+        yield chunk
+
+
+def call(app: Any, method: str, path: str, headers: dict[str, str], body: Iterator[bytes]) -> tuple[int, bytes, int]:
+    """(status, response body, chunks the app pulled) of one request through the ASGI app."""
+    pulled = 0
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal pulled
+        chunk = next(body, None)
+        if chunk is None:
+            return {"type": "http.request", "body": b"", "more_body": False}
+        pulled += 1
+        return {"type": "http.request", "body": chunk, "more_body": True}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "path": path,
+             "raw_path": path.encode(), "root_path": "", "query_string": b"", "scheme": "http",
+             "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1),
+             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+    asyncio.run(app(scope, receive, send))
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    return start["status"], b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body"), pulled
+
+
+JSON = {"content-type": "application/json"}
+BEARER = {"authorization": f"Bearer {WRITE}"}
+HTTP_ATTACKS = [
+    "400 MB body before auth", "400 MB body with a lying small read", "400 MB declared Content-Length",
+    "400 MB chunked body with auth", "malformed JSON before auth", "giant 422 input", "thousands of 422 errors",
+    "pack outside roots (absolute)", "pack outside roots (..)", "pack through a symlink", "offset 10**30",
+    "negative offset", "limit 0", "offset not an int", "no token configured", "private export with the read token",
+    "insecure-local on a public interface", "write endpoint with insecure-local",
+]
+
+
+def test_huge_body_before_auth_is_not_read() -> None:
+    status, body, pulled = call(app_with(), "POST", "/rules/update", JSON, huge_body())
+    assert status == 401 and pulled == 0
+    assert b"bearer token" in body
+    status, _, pulled = call(app_with(read_token=READ), "POST", "/export", JSON, huge_body())
+    assert status == 401 and pulled == 0
+
+
+def test_declared_huge_body_is_413_before_reading() -> None:
+    headers = {**JSON, **BEARER, "content-length": str(HUGE)}
+    status, body, pulled = call(app_with(), "POST", "/export", headers, huge_body())
+    assert status == 413 and pulled == 0
+    assert len(body) < 200
+
+
+@pytest.mark.parametrize("declared", [None, "10"])
+def test_streamed_huge_body_is_cut_at_the_limit(declared: str | None) -> None:
+    """Chunked, or with a Content-Length that lies: counted while streaming, cut after 1 MiB."""
+    headers = {**JSON, **BEARER, **({"content-length": declared} if declared else {})}
+    status, _, pulled = call(app_with(), "POST", "/export", headers, huge_body())
+    assert status == 413
+    assert pulled <= MAX_BODY_BYTES // CHUNK + 1
+
+
+def test_malformed_json_before_auth_is_401() -> None:
+    c = TestClient(app_with(read_token=READ))
+    r = c.post("/export", content=b"{not json", headers=JSON)
+    assert r.status_code == 401
+    r = TestClient(app_with()).post("/rules/update", content=b"{not json", headers=JSON)
+    assert r.status_code == 401
+
+
+def test_422_bodies_are_bounded_and_echo_nothing() -> None:
+    c = TestClient(app_with())
+    r = c.post("/export", json={"preset": "domain", "view": "x" * 600_000}, headers=BEARER)
+    assert r.status_code == 422 and len(r.content) < 2_000
+    assert "xxxxxxxx" not in r.text and r.json()["detail"][0]["loc"] == "body.view"
+    many = c.post("/export", json={f"field{i}": "secret-value" for i in range(5_000)}, headers=BEARER)
+    assert many.status_code == 422 and len(many.content) < 4_000
+    assert "secret-value" not in many.text and many.json()["errors"] == 5_000
+
+
+@pytest.mark.parametrize("params", [{"offset": 10**30}, {"offset": -1}, {"limit": 0}, {"limit": 10**6},
+                                    {"offset": "1e3"}, {"offset": "abc"}])
+def test_paging_is_validated(params: dict[str, Any]) -> None:
+    r = TestClient(app_with()).get("/tasks", params=params)
+    assert r.status_code == 422, r.text
+    assert len(r.content) < 1_000
+
+
+def test_pack_is_restricted_to_roots(tmp_path: Path) -> None:
+    root, outside = tmp_path / "packs", tmp_path / "elsewhere"
+    root.mkdir()
+    outside.mkdir()
+    (root / "sneaky").symlink_to(outside)
+    c = TestClient(app_with(roots=[root]))
+    doc = "---\nid: X\n---\nsome rule text"
+    for pack in ("/etc", str(root / ".." / "elsewhere"), str(root / "sneaky"), "../../etc"):
+        r = c.post("/rules/update", json={"pack": pack, "document": doc, "dry_run": True}, headers=BEARER)
+        assert r.status_code == 400, (pack, r.text)
+        assert r.json()["error"] == "PackOutsideRoots" and "\n" not in r.json()["detail"]
+
+
+def test_no_token_closes_everything_but_health() -> None:
+    c = TestClient(app_with(token=None))
+    assert c.get("/health").status_code == 200
+    for path in ("/graph/stats", "/tasks", "/metrics/X/rules", "/rules/X/impact", "/docs", "/openapi.json"):
+        r = c.get(path)
+        assert r.status_code == 403 and "insecure-local" in r.json()["hint"], path
+    assert c.post("/export", json={"preset": "domain"}).status_code == 403
+    local = TestClient(app_with(token=None, insecure_local=True))
+    assert local.get("/openapi.json").status_code == 200
+    disabled = local.post("/rules/update", json={}, headers=BEARER)
+    assert disabled.status_code == 403 and "disabled" in disabled.json()["detail"]
+
+
+def test_private_export_needs_the_write_token() -> None:
+    c = TestClient(app_with(read_token=READ))
+    r = c.post("/export", json={"preset": "domain", "params": {"domain": "x"}, "view": "private"},
+               headers={"authorization": f"Bearer {READ}"})
+    assert r.status_code == 401 and "write token" in r.json()["detail"]
+
+
+def test_insecure_local_binds_loopback_only() -> None:
+    r = CliRunner().invoke(main, ["serve", "--insecure-local", "--host", "0.0.0.0"])
+    assert r.exit_code != 0 and "127.0.0.1" in r.output and "Traceback" not in r.output
+
+
+def test_one_domain_per_export() -> None:
+    clock = [{"domain": "a"}, {"domain": "b"}]
+    assert resolve_domain(clock, "b") == "b"
+    assert resolve_domain(clock[:1], None) == "a"
+    with pytest.raises(ExportError, match="holds 2 domains"):
+        resolve_domain(clock, None)
+    with pytest.raises(ExportError, match="no domain"):
+        resolve_domain(clock, "c")
+
+
+def test_attack_list_is_covered() -> None:
+    assert len(HTTP_ATTACKS) == len(set(HTTP_ATTACKS)) >= 18
+    assert json.dumps(HTTP_ATTACKS)
+
+
+def test_rules_cache_reuses_for_its_ttl_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from service import api
+
+    now = [100.0]
+    monkeypatch.setattr(api.time, "monotonic", lambda: now[0])
+    cache = api.RulesCache(1.0, size=2)
+    assert cache.put(("M", None, False), [{"rule_id": "R"}]) == b'[{"rule_id": "R"}]'
+    assert cache.get(("M", None, False)) == b'[{"rule_id": "R"}]'
+    now[0] += 1.5
+    assert cache.get(("M", None, False)) is None
+    off = api.RulesCache(0.0)
+    off.put(("M", None, False), [])
+    assert off.get(("M", None, False)) is None
