@@ -42,8 +42,11 @@ def analysis_named(name: str) -> Analysis:
 
 
 def _replay(analysis: Analysis, ctx: Context, stored_base_params: str) -> Outcome | None:
-    """The seeded attempt whose base parameters are the stored ones (None: not reproducible)."""
-    for _ in range(MAX_WINDOW_TRIES):
+    """The seeded attempt whose base parameters are the stored ones (None: not reproducible).
+    As many attempts as generation may have made (`build_candidates` honours an analysis's own
+    WINDOW_TRIES): with fewer, a task generated on a late window is never found again and an
+    unchanged document would retire it."""
+    for _ in range(getattr(analysis, "WINDOW_TRIES", MAX_WINDOW_TRIES)):
         result = analysis.build(ctx)
         if result is None:
             return None
