@@ -7,6 +7,16 @@ UNWIND $rows AS row
 MERGE (t:Task {key: row.key})
 SET t += row.props
 MERGE (t)-[:FROM_SKELETON]->(s)
+// A task belongs to one current run: a later run that rewrites its key takes it over (the old
+// GENERATED_BY edge goes, the earlier runs stay listed in t.previous_runs), so summaries and
+// exports see each task once.
+WITH run, t, row
+OPTIONAL MATCH (t)-[old:GENERATED_BY]->(prev:Run) WHERE prev <> run
+WITH run, t, row, collect(old) AS olds, collect(prev.key) AS prevs
+FOREACH (e IN olds | DELETE e)
+FOREACH (_ IN CASE WHEN size(prevs) = 0 THEN [] ELSE [1] END |
+  SET t.previous_runs = reduce(acc = coalesce(t.previous_runs, []), k IN prevs |
+                               CASE WHEN k IN acc THEN acc ELSE acc + k END))
 MERGE (t)-[:GENERATED_BY]->(run)
 WITH t, row
 MATCH (m:Metric {key: row.metric_key})
