@@ -2,4 +2,4 @@
 // (`dibench domain remove --data` refuses to drop a schema another domain still reads).
 MATCH (d:Domain {name: $domain})
 RETURN d.schema AS schema,
-       [(o:Domain) WHERE o.schema = d.schema AND o.name <> d.name | o.name] AS shared_with
+       COLLECT { MATCH (o:Domain) WHERE o.schema = d.schema AND o.name <> d.name RETURN o.name } AS shared_with
