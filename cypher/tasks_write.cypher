@@ -18,7 +18,12 @@ FOREACH (_ IN CASE WHEN size(prevs) = 0 THEN [] ELSE [1] END |
   SET t.previous_runs = reduce(acc = coalesce(t.previous_runs, []), k IN prevs |
                                CASE WHEN k IN acc THEN acc ELSE acc + k END))
 MERGE (t)-[:GENERATED_BY]->(run)
+// Rule provenance is rebuilt from the row: a rewrite keeps no edge to a rule (version) the
+// task is no longer computed with.
 WITH t, row
+OPTIONAL MATCH (t)-[u:USES_RULE|USES_RULE_VERSION]->()
+DELETE u
+WITH DISTINCT t, row
 MATCH (m:Metric {key: row.metric_key})
 MERGE (t)-[:ON_METRIC]->(m)
 WITH t, row
