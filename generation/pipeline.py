@@ -4,8 +4,9 @@ prompt versions and code version."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import multiprocessing as mp
+import os
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -15,8 +16,9 @@ from typing import Any
 from generation import questions, validation
 from generation.analyses import registry
 from generation.selection import quality, select
+from generation.runs import Heartbeat, OpenedRun, finish, open_run
 from generation.skeletons import Skeleton, enumerate_all
-from generation.workers import work, work_entry
+from generation.workers import die_with_parent, work, work_entry
 from generation.writeback import GOLD_VERSION
 from ingest.keys import dimension_key, metric_key, rule_key
 from ingest import fingerprint
@@ -46,6 +48,7 @@ class RunSummary:
     stage2: str = "skipped"
     skipped_metrics: dict[str, str] = field(default_factory=dict)  # metric -> why its policy is incomplete
     migrated: int = 0  # tasks of an older gold meaning retired before this run
+    resumed: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -86,24 +89,39 @@ def plan_states(graph: Graph, run_key: str) -> tuple[int, int]:
     return states.get("done", 0), sum(states.values())
 
 
+GRACE_S = 10.0
+
+
 def process(graph: Graph, run_key: str, pack: Pack, seed: int, workers: int,
-            counter: Counter_ | None = None) -> list[dict[str, Any]]:
-    """Run `workers` worker processes (inline for one) until every planned skeleton is done."""
-    if workers <= 1:
-        def tick() -> None:
-            if counter:
-                counter(*plan_states(graph, run_key))
-        return [work(run_key, str(pack.root), seed, "w0", on_skeleton=tick)]
-    ctx = mp.get_context("spawn")
-    with ctx.Pool(workers) as pool:
-        pending = pool.map_async(work_entry, [(run_key, str(pack.root), seed, f"w{i}") for i in range(workers)])
-        while not pending.ready():
-            if counter:
-                counter(*plan_states(graph, run_key))
-            pending.wait(0.5)
+            counter: Counter_ | None = None, beat: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+    """Run `workers` worker processes (inline for one) until every planned skeleton is done.
+    Pool workers die with this process (generation.workers.die_with_parent); `beat` is called
+    while they work (the run's heartbeat)."""
+    def tick() -> None:
         if counter:
             counter(*plan_states(graph, run_key))
-        return pending.get()
+        if beat:
+            beat()
+
+    if workers <= 1:
+        return [work(run_key, str(pack.root), seed, "w0", on_skeleton=tick)]
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(workers, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+        jobs = [pool.apply_async(work_entry, ((run_key, str(pack.root), seed, f"w{i}", os.getpid()),))
+                for i in range(workers)]
+        done_since: float | None = None
+        while not all(j.ready() for j in jobs):
+            tick()
+            jobs[0].wait(0.5)
+            # A worker that died (OOM, a kill) never reports; once the plan is done, the rest
+            # get a grace period to return and the lost one is not waited for.
+            done, total = plan_states(graph, run_key)
+            if done_since is None and done == total:
+                done_since = time.monotonic()
+            if done_since is not None and time.monotonic() - done_since > GRACE_S:
+                break
+        tick()
+        return [j.get() for j in jobs if j.ready()]
 
 
 def summarise(graph: Graph, run_key: str, pack: Pack, skeletons: int) -> RunSummary:
@@ -165,13 +183,20 @@ def migrate(graph: Graph, domain: str, run_key: str) -> int:
                     props={"domain": domain, "gold_version": GOLD_VERSION, "retired": retired, "run": run_key,
                            "reason": reason, "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
     return retired
+def plan_selection(graph: Graph, run_key: str, candidates: list[Skeleton], target: int, seed: int) -> list[str]:
+    """MMR selection plus coverage, planned in the run; the planned keys in order."""
+    sel = select(candidates, target, seed=seed)
+    graph.write("skeletons_plan", run=run_key, rows=plan_rows(list(sel.picked), "mmr", 0)
+                + plan_rows(list(sel.coverage_added), "coverage", len(sel.picked)))
+    return [s.key for s in list(sel.picked) + list(sel.coverage_added)]
 
 
 def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, workers: int = 1,
              min_per_type: int = 3, progress: Callable[[str], None] | None = None,
-             counter: Counter_ | None = None) -> RunSummary:
-    import time
-
+             counter: Counter_ | None = None, resume: str | None = None, new: bool = False) -> RunSummary:
+    """Generate a run's tasks. An unfinished run of the same domain, seed and target whose driver
+    is gone is resumed (or the run `resume` names; `new` forces a fresh run): its plan is kept,
+    the skeletons not yet done are processed, augmentation goes on from what is there."""
     started = time.perf_counter()
     say = progress or (lambda _m: None)
     enum = enumerate_all(graph, pack.name, seed=seed)
@@ -179,22 +204,28 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
     say(f"{len(candidates)} skeletons enumerated")
     for metric, why in sorted(enum.skipped.items()):
         say(f"skipping metric {metric}: {why}")
-    sel = select(candidates, target, seed=seed)
-    chosen = list(sel.picked) + list(sel.coverage_added)
-    run_key = create_run(graph, pack, seed, target)
+    run: OpenedRun = open_run(graph, pack, seed, target, lambda: create_run(graph, pack, seed, target),
+                              resume=resume, new=new)
+    run_key = run.key
+    beat = Heartbeat(graph, run_key)
     migrated = migrate(graph, pack.name, run_key)
     if migrated:
         say(f"{migrated} tasks of an older gold meaning retired (GoldMigration record)")
-    graph.write("skeletons_plan", run=run_key, rows=plan_rows(list(sel.picked), "mmr", 0)
-                + plan_rows(list(sel.coverage_added), "coverage", len(sel.picked)))
-    say(f"{len(sel.picked)} selected by MMR, {len(sel.coverage_added)} added for coverage; generating")
-    stats = process(graph, run_key, pack, seed, workers, counter)
-    summary = summarise(graph, run_key, pack, len(chosen))
+    planned = [r["key"] for r in graph.read("run_planned", run=run_key)]
+    if run.resumed:
+        done, total = plan_states(graph, run_key)
+        say(f"resuming run {run_key}: {done} of {total} skeletons done, {run.released} abandoned claims taken over")
+    if not planned:
+        planned = plan_selection(graph, run_key, candidates, target, seed)
+        selected = sum(1 for r in graph.read("run_planned", run=run_key) if r["selected_by"] == "mmr")
+        say(f"{selected} selected by MMR, {len(planned) - selected} added for coverage; generating")
+    stats = process(graph, run_key, pack, seed, workers, counter, beat)
+    summary = summarise(graph, run_key, pack, len(planned))
     # Minimum coverage augmentation: more compatible skeletons for under-represented types, in
     # rounds, alternating skeletons with and without rules (a rule rarely flips a label such as a
     # significance verdict, so rule-free skeletons are the reliable source for those types).
     analyses = {a.NAME: a for a in registry()}
-    used = {s.key for s in chosen}
+    used = set(planned)
     for name, analysis in analyses.items():
         for _round in range(AUGMENT_ROUNDS):
             missing = min_per_type - summary.by_type.get(name, 0)
@@ -205,14 +236,15 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
                 break
             say(f"augmenting {name}: {len(extra)} more skeletons")
             used.update(s.key for s in extra)
-            graph.write("skeletons_plan", run=run_key, rows=plan_rows(extra, f"augment:{name}", len(chosen)))
-            chosen += extra
-            stats += process(graph, run_key, pack, seed, workers, counter)
-            summary = summarise(graph, run_key, pack, len(chosen))
-    summary.skeletons = len(chosen)
+            graph.write("skeletons_plan", run=run_key, rows=plan_rows(extra, f"augment:{name}", len(planned)))
+            planned += [s.key for s in extra]
+            stats += process(graph, run_key, pack, seed, workers, counter, beat)
+            summary = summarise(graph, run_key, pack, len(planned))
+    finish(graph, run_key)
+    summary.skeletons = len(planned)
     summary.skipped_metrics, summary.migrated = enum.skipped, migrated
     summary.wall_seconds = round(time.perf_counter() - started, 2)
     summary.sql_seconds = round(sum(s["sql_seconds"] for s in stats), 2)
     summary.stage2 = "skipped (no LLM configured)" if configured_model() is None else "judged"
-    _ = json
+    summary.resumed = run.resumed
     return summary

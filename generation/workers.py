@@ -1,10 +1,18 @@
 """Workers claim skeletons from Neo4j with a lease, process them, and write each skeleton's tasks
 and its completion in one transaction. A dead worker's expired leases are taken over; task keys
 are deterministic (skeleton, analysis type, variant), so a skeleton processed twice can never
-produce duplicate tasks."""
+produce duplicate tasks.
+
+Worker processes die with the process that started them (`die_with_parent`): on Linux the
+kernel kills them when it exits (PR_SET_PDEATHSIG), and every worker also checks its parent
+before each claim, while it waits and before each write, so an orphan never writes. Its claims
+name its process (`owner_proc`), so a resumed run takes them over at once (generation/runs.py)."""
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -15,6 +23,7 @@ from generation.skeletons import Skeleton
 from generation.tasks import build_candidates, vocabulary
 from generation.writeback import task_rows
 from ingest.database import schema_columns
+from ingest.lease import process_id
 from ingest.pack import load_pack, warehouse_for
 from service.graph import Graph, Tx
 from service.llm import configured_model
@@ -35,10 +44,29 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Pool initializer: the kernel SIGKILLs this worker when its parent exits (Linux), and a
+    parent already gone before that was set ends it now. Other systems rely on `orphaned`."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if orphaned(parent_pid):
+        os._exit(1)
+
+
+def orphaned(parent_pid: int | None) -> bool:
+    """True when this worker's parent has exited (it was re-parented)."""
+    return parent_pid is not None and os.getppid() != parent_pid
+
+
 def claim(graph: Graph, run_key: str, worker: str, limit: int = BATCH, lease_s: float | None = None) -> list[Skeleton]:
     lease = lease_seconds() if lease_s is None else lease_s
     rows = graph.write_returning("skeletons_claim", run=run_key, worker=worker, limit=limit, now=now_ms(),
-                                 until=now_ms() + int(lease * 1000), token=uuid.uuid4().hex)
+                                 until=now_ms() + int(lease * 1000), token=uuid.uuid4().hex, proc=process_id())
     return [Skeleton.from_row(r["skeleton"]) for r in rows]
 
 
@@ -48,8 +76,10 @@ def unfinished(graph: Graph, run_key: str) -> int:
 
 
 def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, max_skeletons: int | None = None,
-         use_llm: bool = True, on_skeleton: Callable[[], None] | None = None) -> dict[str, Any]:
-    """Process skeletons of `run_key` until none is left to claim (or max_skeletons processed)."""
+         use_llm: bool = True, on_skeleton: Callable[[], None] | None = None,
+         parent: int | None = None) -> dict[str, Any]:
+    """Process skeletons of `run_key` until none is left to claim (or max_skeletons processed).
+    With `parent` (a pool worker), stop without writing as soon as that process is gone."""
     worker = worker or f"{os.uname().nodename}:{os.getpid()}"
     pack = load_pack(pack_path)
     graph, wh = Graph(), Warehouse(warehouse_for(pack).settings)  # the pack's own database, if it names one
@@ -60,7 +90,7 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
     done = tasks = 0
     started = time.perf_counter()
     try:
-        while max_skeletons is None or done < max_skeletons:
+        while (max_skeletons is None or done < max_skeletons) and not orphaned(parent):
             batch = claim(graph, run_key, worker)
             if not batch:
                 # Nothing claimable now. Skeletons still claimed by others are either finished
@@ -81,6 +111,8 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
                     tx.run("tasks_write", run=run_key, skeleton=sk.key, worker=worker, now=now_ms(), rows=rows)
                     tx.run("tasks_variant_link", rows=[r for r in rows if r["variant"] != "standard"])
 
+                if orphaned(parent):
+                    break
                 graph.transaction(write)
                 tasks += sum(1 for r in rows if r["props"]["status"] == "admitted")
                 done += 1
@@ -95,6 +127,8 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
             "statements": ex.statements, "wall_seconds": time.perf_counter() - started}
 
 
-def work_entry(args: tuple[str, str, int, str]) -> dict[str, Any]:
-    run_key, pack_path, seed, worker = args
-    return work(run_key, pack_path, seed, worker)
+def work_entry(args: tuple[str, str, int, str, int]) -> dict[str, Any]:
+    """A pool worker: named after its slot and its own process, so that a worker of a resumed run
+    never shares a claim owner with a worker of the run's previous driver."""
+    run_key, pack_path, seed, worker, parent = args
+    return work(run_key, pack_path, seed, f"{worker}@{process_id()}", parent=parent)

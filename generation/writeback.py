@@ -65,8 +65,11 @@ def task_rows(cands: list[Candidate], pack: Pack, run_key: str) -> list[dict[str
                 "key": key, "props": props, "metric_key": metric_key(cand.domain, cand.metric_id),
                 "dimension_key": dimension_key(cand.domain, cand.dimension),
                 "tables": [table_key(cand.domain, t) for t in cand.tables],
+                # The version the task was computed with (`id@version#hash12`), not the pack
+                # folder's copy of the document: a rule updated from a file elsewhere (or not in
+                # the folder at all) must still get its USES_RULE_VERSION edge.
                 "rules": [{"key": rule_key(cand.domain, rid), "version": rv.split("@", 1)[1].split("#")[0],
-                           "version_key": rule_version_key(cand.domain, rid, docs[rid].content_hash) if rid in docs else ""}
+                           "version_key": rule_version_key(cand.domain, rid, rv.rsplit("#", 1)[1])}
                           for rid, rv in zip(cand.rule_ids, cand.rule_versions)],
                 "standard": cand.key, "variant": variant,
             })

@@ -8,6 +8,7 @@ ingest/pipeline.py), so two writers of one domain could otherwise create the sam
 A holder that died leaves its lease behind: a lease of a process on this host that no longer
 exists is taken over at once, any other lease when it expires (LEASE_S, renewed while a large
 ingest writes).
+`dibench domain unlock` releases a stale lease by hand (or, with --force, a live one).
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from service.errors import GraphError
@@ -30,19 +33,34 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _holder_is_gone(holder: str) -> bool:
-    """True if `holder` names a process of this host that has exited."""
-    host, _, rest = holder.partition(":")
-    pid = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
+def process_id() -> str:
+    """`host:pid` of this process: what leases, claims and runs record as their holder."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _pid_gone(pid: int) -> bool:
     try:
-        os.kill(int(pid), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return True
     except PermissionError:
         return False
-    return False
+    # A killed process nobody reaped (an orphan under a PID 1 that does not wait) still answers
+    # kill(0): it is a zombie, and writes nothing any more.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+def holder_is_gone(holder: str) -> bool:
+    """True if `holder` (`host:pid[:...]`) names a process of this host that has exited."""
+    host, _, rest = holder.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    return _pid_gone(int(pid))
 
 
 class DomainLease:
@@ -51,7 +69,7 @@ class DomainLease:
     def __init__(self, graph: Graph, domain: str) -> None:
         self.graph, self.domain = graph, domain
         self.key = domain
-        self.token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.token = f"{process_id()}:{uuid.uuid4().hex[:8]}"
 
     def _try(self, stale: str | None = None) -> dict[str, Any]:
         now = _now_ms()
@@ -66,7 +84,7 @@ class DomainLease:
             holder = str(got["holder"])
             if holder == self.token:
                 return
-            if _holder_is_gone(holder) and str(self._try(stale=holder)["holder"]) == self.token:
+            if holder_is_gone(holder) and str(self._try(stale=holder)["holder"]) == self.token:
                 return
             if time.monotonic() >= deadline:
                 until = time.strftime("%H:%M:%S", time.localtime(int(got["until"] or 0) / 1000))
@@ -91,3 +109,42 @@ def domain_lease(graph: Graph, domain: str, wait_s: float | None = None) -> Iter
         yield lease
     finally:
         lease.release()
+
+
+@dataclass(frozen=True)
+class LeaseState:
+    domain: str
+    holder: str
+    until_ms: int
+    stale: bool
+    why: str
+
+    @property
+    def until(self) -> str:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.until_ms / 1000))
+
+
+def lease_state(graph: Graph, domain: str) -> LeaseState | None:
+    """The domain's write lease, judged: stale when its holder is a dead process of this host or
+    it has expired."""
+    rows = graph.read("ingest_lease_state", key=domain)
+    if not rows:
+        return None
+    holder, until = str(rows[0]["holder"]), int(rows[0]["until"] or 0)
+    if holder_is_gone(holder):
+        return LeaseState(domain, holder, until, True, "its process has exited")
+    if until < _now_ms():
+        return LeaseState(domain, holder, until, True, "it has expired")
+    return LeaseState(domain, holder, until, False, "its process is alive and the lease is current")
+
+
+def unlock(graph: Graph, domain: str, force: bool = False) -> LeaseState | None:
+    """Release the domain's lease if it is stale (or at all, with `force`); None when there was none."""
+    state = lease_state(graph, domain)
+    if state is None:
+        return None
+    if not state.stale and not force:
+        raise GraphError(f"domain {domain!r} is being written by {state.holder} ({state.why}, until {state.until})",
+                         hint="wait for that write to finish, or pass --force if you know it is not writing")
+    graph.write("ingest_lease_unlock", key=domain, holder=state.holder)
+    return state

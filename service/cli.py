@@ -99,7 +99,7 @@ def services_status() -> None:
 # ------------------------------------------------------------------------------ domains
 @main.group()
 def domain() -> None:
-    """Domain packs: list, load a pack's database, validate a pack."""
+    """Domain packs: list, load a pack's database, validate a pack; unlock or remove a domain."""
 
 
 @domain.command("list")
@@ -207,6 +207,51 @@ def domain_check(pack: str, as_json: bool) -> None:
         click.echo(f"{report['missing']} needed column(s) missing" if report["missing"] else "every needed column exists")
     if report["missing"] or not report["schema_exists"]:
         sys.exit(1)
+@domain.command("unlock")
+@click.argument("name")
+@click.option("--force", is_flag=True,
+              help="Release the lease even if its holder looks alive (only when you know it is not writing).")
+@handle_errors
+def domain_unlock(name: str, force: bool) -> None:
+    """Release the write lease a killed `ingest` or `update-rule` left on domain NAME.
+
+    One ingest or rule update writes a domain at a time, under a lease in the graph. A lease is
+    stale when its holder is a process of this host that has exited, or when it has expired;
+    the next writer takes a stale lease over by itself, and this command releases it now. A
+    live lease is refused: --force releases it anyway, which is safe only when its holder is
+    not writing (e.g. it ran on a machine that is gone), since two writers of one domain can
+    write the same edge twice."""
+    from ingest.lease import unlock
+    from service.graph import get_graph
+
+    state = unlock(get_graph(), name, force=force)
+    if state is None:
+        click.echo(f"domain {name!r} has no write lease")
+    else:
+        click.echo(f"released the write lease of {name!r} held by {state.holder} "
+                   f"({'stale: ' + state.why if state.stale else 'forced: ' + state.why})")
+
+
+@domain.command("remove")
+@click.argument("name")
+@click.option("--data", is_flag=True, help="Also drop the domain's PostgreSQL schema (its tables and data).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@handle_errors
+def domain_remove(name: str, data: bool, yes: bool) -> None:
+    """Delete domain NAME from the graph: its tables, metrics, rules and their versions, tasks
+    and task versions, runs, skeletons, update records and write lease. With --data, also drop
+    its PostgreSQL schema (refused when another domain reads the same schema). Other domains
+    are not touched."""
+    from ingest.remove import plan_removal, remove_domain
+    from service.graph import get_graph
+    from service.warehouse import get_warehouse
+
+    graph, wh = get_graph(), get_warehouse()
+    plan = plan_removal(graph, wh, name, data)
+    if not yes:
+        click.confirm(f"delete {plan.summary()}?", abort=True)
+    remove_domain(graph, wh, plan)
+    click.echo(f"removed {plan.summary()}")
 
 
 # ------------------------------------------------------------------------------ ingest and graph
@@ -323,14 +368,15 @@ def _print_summary(summary: Any) -> None:
                f"{d['skeletons']} skeletons; rules decisive in a task {d['rules_covered']}/{d['rules_total']}, "
                f"featured {d['featured_covered']}/{d['rules_total']}; {d['multi_decisive']} tasks with more than "
                f"one decisive rule; metrics covered {d['metrics_covered']}; validation stage 2: {d['stage2']}; "
-               f"wall {d['wall_seconds']}s, SQL {d['sql_seconds']}s")
+               f"wall {d['wall_seconds']}s, SQL {d['sql_seconds']}s" + (" (resumed)" if d["resumed"] else ""))
     for metric, why in d.get("skipped_metrics", {}).items():
         err_console.print(f"[yellow]skipped[/yellow] {metric}: {why}", highlight=False, soft_wrap=True)
     if d.get("migrated"):
         click.echo(f"{d['migrated']} tasks generated under an older gold meaning were retired (GoldMigration record)")
 
 
-def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type: int, as_json: bool) -> None:
+def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type: int, as_json: bool,
+              resume: str | None = None, new: bool = False) -> None:
     from generation.pipeline import generate
     from ingest.pack import load_pack
     from service.graph import apply_schema, get_graph
@@ -344,7 +390,7 @@ def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type
                   console=console) as bar:
         job = bar.add_task(f"{pk.name}: skeletons", total=None)
         summary = generate(pk, graph, target=target, seed=seed, workers=workers, min_per_type=min_per_type,
-                           progress=bar.console.log,
+                           progress=bar.console.log, resume=resume, new=new,
                            counter=lambda done, total: bar.update(job, completed=done, total=total))
     if as_json:
         print_json(summary.as_dict())
@@ -359,11 +405,20 @@ def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type
 @click.option("--workers", type=int, default=1, show_default=True, help="Worker processes claiming skeletons.")
 @click.option("--min-per-type", type=int, default=3, show_default=True,
               help="Minimum admitted tasks per analysis type before augmentation stops.")
+@click.option("--resume", "resume", default=None, metavar="RUN", help="Resume this unfinished run (its key).")
+@click.option("--new", "new", is_flag=True, help="Start a new run even if an unfinished one could be resumed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @handle_errors
-def generate_cmd(pack: str, target: int, seed: int, workers: int, min_per_type: int, as_json: bool) -> None:
-    """Generate validated tasks for an ingested PACK and write them into the graph."""
-    _generate(pack, target, seed, workers, min_per_type, as_json)
+def generate_cmd(pack: str, target: int, seed: int, workers: int, min_per_type: int, resume: str | None, new: bool,
+                 as_json: bool) -> None:
+    """Generate validated tasks for an ingested PACK and write them into the graph.
+
+    A run whose process died (killed, machine lost) is resumed by the next `generate` of the
+    same PACK, seed and target: its plan is kept, skeletons already done are not redone, and
+    the claims of its dead workers are taken over. --resume RUN names the run, --new starts a
+    fresh one. Worker processes exit with this process. A task regenerated by a later run
+    belongs to that run only."""
+    _generate(pack, target, seed, workers, min_per_type, as_json, resume, new)
 
 
 @main.command("demo")

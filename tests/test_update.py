@@ -287,3 +287,77 @@ def test_sigkill_at_any_step_leaves_before_or_after(tmp_path: Path, graph: Graph
         assert snapshot(graph, CRASH) == committed
     finally:
         delete_domain(graph, CRASH)
+
+
+# ------------------------------------------------------------------------------ idempotence, provenance
+IDEM = "mini_upd3"
+OUTSIDE = "mini_upd4"
+
+
+def _update_cli(*args: str) -> dict[str, Any]:
+    res = CliRunner().invoke(main, ["update-rule", *args, "--json"])
+    assert res.exit_code == 0, res.output
+    return dict(json.loads(res.output[res.output.index("{"):]))
+
+
+def test_repeating_an_update_changes_nothing(tmp_path: Path, graph: Graph, warehouse: Warehouse) -> None:
+    """Unchanged documents write nothing (no TaskVersion, no retire/reinstate), and an edit applied
+    once is not applied again."""
+    pk = generated_domain(tmp_path / "pack", IDEM, graph, warehouse, target=16)
+    try:
+        before = snapshot(graph, IDEM)
+        for _ in range(2):
+            for path in sorted((pk.root / "rules").glob("*.md")):
+                log = _update_cli(str(path))
+                assert log["written"] is False and log["counts"]["retired"] == log["counts"]["updated"] == 0, log
+        assert snapshot(graph, IDEM) == before
+        path = pk.root / "rules" / "strict.md"
+        edit_front(path, lambda f: f["effects"][0].__setitem__("value", 3))
+        assert _update_cli(str(path))["written"] is True
+        edited = snapshot(graph, IDEM)
+        versions = sum(1 for n in edited[0].values() if "TaskVersion" in n["labels"])
+        for _ in range(2):
+            assert _update_cli(str(path))["written"] is False
+        assert snapshot(graph, IDEM) == edited
+        assert sum(1 for n in snapshot(graph, IDEM)[0].values() if "TaskVersion" in n["labels"]) == versions
+    finally:
+        delete_domain(graph, IDEM)
+
+
+def test_rules_from_outside_the_pack_keep_rule_version_edges(tmp_path: Path, graph: Graph,
+                                                               warehouse: Warehouse) -> None:
+    """`update-rule --pack P FILE` with FILE elsewhere (an edited rule, and a rule the pack folder
+    does not have): every rule task, re-derived or generated afterwards from the folder, links
+    exactly the rule versions it was computed with."""
+    pk = generated_domain(tmp_path / "pack", OUTSIDE, graph, warehouse, target=10)
+    try:
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        edited, added = elsewhere / "strict.md", elsewhere / "big-orders.md"
+        edited.write_text((pk.root / "rules" / "strict.md").read_text())
+        edit_front(edited, lambda f: f["effects"][0].__setitem__("value", 3))
+        added.write_text((pk.root / "rules" / "outliers.md").read_text())
+
+        def as_new_rule(f: dict[str, Any]) -> None:
+            f["id"], f["title"] = "MINI-R-BIG", "Orders above 1,500 are excluded from average order value"
+            f["effects"] = [{"metric": "MINI-AOV-001", "op": "exclude", "predicate": "o.amount > 1500"}]
+
+        edit_front(added, as_new_rule)
+        for doc in (edited, added):
+            _update_cli("--pack", str(pk.root), str(doc))
+        generate(pk, graph, target=10, seed=42, workers=1, min_per_type=0, new=True)
+        nodes, edges = snapshot(graph, OUTSIDE)
+        linked: dict[str, set[str]] = {}
+        for typ, src, dst in edges:
+            if typ == "USES_RULE_VERSION":
+                linked.setdefault(src, set()).add(dst)
+        rule_tasks = {k: n for k, n in nodes.items() if "Task" in n["labels"] and n["rule_ids"]}
+        assert any("MINI-R-BIG" in n["rule_ids"] for n in rule_tasks.values()), "no task uses the added rule"
+        assert any(v.startswith("MINI-R-STRICT@1#") and v.endswith(load_document(edited, pk.root)[1].content_hash[:12])
+                   for n in rule_tasks.values() for v in n["rule_versions"])
+        wrong = {k: (sorted(linked.get(k, set())), n["rule_versions"]) for k, n in rule_tasks.items()
+                 if linked.get(k, set()) != {f"rulever:{OUTSIDE}/{v.split('@')[0]}@{v.rsplit('#', 1)[1]}"
+                                             for v in n["rule_versions"]}}
+        assert wrong == {}
+    finally:
+        delete_domain(graph, OUTSIDE)

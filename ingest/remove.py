@@ -1,0 +1,71 @@
+"""`dibench domain remove`: a domain's whole graph (artifacts, tasks, runs, skeletons, rule and
+task versions, update records, its write lease) and, on request, its Postgres schema.
+
+Planned before anything is deleted (`plan_removal`: what exists, whether the schema may be
+dropped), then executed (`remove_domain`). Refused while a writer holds the domain's live lease,
+and the schema is kept when another domain in the graph reads the same schema.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from psycopg import sql
+
+from ingest.database import admin_cursor, schema_columns
+from ingest.lease import lease_state, unlock
+from service.errors import DibenchError, NotFound
+from service.graph import Graph, delete_domain
+from service.queries import graph_stats
+from service.warehouse import Warehouse
+
+
+@dataclass(frozen=True)
+class Removal:
+    domain: str
+    nodes: dict[str, int] = field(default_factory=dict)  # label -> count, the Domain node included
+    schema: str | None = None  # dropped (or to drop) with --data
+    tables: int = 0
+
+    def summary(self) -> str:
+        total = sum(self.nodes.values())
+        by_label = ", ".join(f"{n} {label}" for label, n in sorted(self.nodes.items())) or "nothing"
+        data = f"; schema {self.schema!r} ({self.tables} tables)" if self.schema else ""
+        return f"domain {self.domain!r}: {total} graph nodes ({by_label}){data}"
+
+
+def plan_removal(graph: Graph, wh: Warehouse, domain: str, data: bool) -> Removal:
+    """What `remove_domain` would delete; raises when it must not (a live writer, a shared schema)."""
+    lease = lease_state(graph, domain)
+    if lease is not None and not lease.stale:
+        raise DibenchError(f"domain {domain!r} is being written by {lease.holder} (lease until {lease.until})",
+                           hint="wait for it, or release it with `dibench domain unlock --force`")
+    nodes = dict(graph_stats(graph, domain)["nodes"])
+    info = graph.read("domain_schema_users", domain=domain)
+    if info:
+        nodes["Domain"] = nodes.get("Domain", 0) + 1
+    if lease is not None:
+        nodes["DomainLease"] = 1
+    if not nodes:
+        raise NotFound(f"no domain {domain!r} in the graph", hint="`dibench graph stats` shows what is loaded")
+    if not data:
+        return Removal(domain, nodes)
+    if not info or not info[0]["schema"]:
+        raise DibenchError(f"domain {domain!r} has no Domain node naming its schema: its data cannot be located",
+                           hint="remove it without --data")
+    schema, shared = str(info[0]["schema"]), list(info[0]["shared_with"])
+    if shared:
+        raise DibenchError(f"schema {schema!r} of domain {domain!r} is also read by {', '.join(sorted(shared))}",
+                           hint="remove it without --data, or remove those domains first")
+    return Removal(domain, nodes, schema, len(schema_columns(wh, schema)))
+
+
+def remove_domain(graph: Graph, wh: Warehouse, plan: Removal) -> int:
+    """Delete what `plan` names; returns the graph nodes deleted. The schema goes last, so a
+    failure leaves at worst the data without its graph (removing again completes it)."""
+    # A stale lease (plan_removal checked it) is released; one taken since by a live writer raises.
+    released = unlock(graph, plan.domain)
+    deleted = delete_domain(graph, plan.domain) + (1 if released else 0)
+    if plan.schema:
+        with admin_cursor(wh.admin()) as cur:
+            cur.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(plan.schema)))
+    return deleted
