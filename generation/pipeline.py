@@ -3,12 +3,14 @@
 prompt versions and code version."""
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import multiprocessing as mp
+import os
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +22,8 @@ from generation.workers import work, work_entry
 from ingest.keys import dimension_key, metric_key, rule_key
 from ingest.pack import Pack
 from service.graph import Graph
-from service.llm import configured_model
+from service.config import get_settings
+from service.llm import configured_model, describe, merge_counts
 
 CODE_VERSION = "0.1.0"
 
@@ -40,6 +43,8 @@ class RunSummary:
     wall_seconds: float = 0.0
     sql_seconds: float = 0.0
     stage2: str = "skipped"
+    llm: dict[str, dict[str, int]] = field(default_factory=dict)  # calls, cache hits, failures, prompt tokens per stage
+    llm_failures: int = 0  # model calls that failed for good (each recorded against its candidate)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -61,8 +66,10 @@ def create_run(graph: Graph, pack: Pack, seed: int, target: int) -> str:
     # A random suffix: two runs started in the same second (tests, parallel drivers) must not
     # MERGE into one Run node and silently share its plan.
     key = f"run:{pack.name}/{stamp:%Y%m%dT%H%M%S}-{seed}-{target}-{uuid.uuid4().hex[:8]}"
+    judging = llm is not None and get_settings().llm_judge
     props = {"domain": pack.name, "seed": seed, "target": target, "code_version": CODE_VERSION,
-             "phraser": type(llm).__name__ if llm else "template", "judge": type(llm).__name__ if llm else "skipped",
+             "phraser": describe(llm) if llm else "template", "judge": describe(llm) if judging else "skipped",
+             "llm_model": describe(llm), "llm_max_calls": get_settings().llm_max_calls,
              "phrase_prompt_version": questions.PROMPT_VERSION, "judge_prompt_version": validation.JUDGE_PROMPT_VERSION,
              "started_at": stamp.isoformat(timespec="seconds")}
     graph.write("run_create", key=key, props=props)
@@ -78,8 +85,25 @@ def plan_states(graph: Graph, run_key: str) -> tuple[int, int]:
     return states.get("done", 0), sum(states.values())
 
 
+@contextlib.contextmanager
+def shared_llm_budget(workers: int, calls_so_far: int) -> Iterator[None]:
+    """Split what is left of --max-llm-calls between fresh worker processes (they read it from the
+    environment), so all rounds of all workers together stay within it."""
+    total = get_settings().llm_max_calls
+    saved = os.environ.get("DIBENCH_LLM_MAX_CALLS")
+    if total is not None:
+        os.environ["DIBENCH_LLM_MAX_CALLS"] = str(max(0, total - calls_so_far) // workers)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("DIBENCH_LLM_MAX_CALLS", None)
+        else:
+            os.environ["DIBENCH_LLM_MAX_CALLS"] = saved
+
+
 def process(graph: Graph, run_key: str, pack: Pack, seed: int, workers: int,
-            counter: Counter_ | None = None) -> list[dict[str, Any]]:
+            counter: Counter_ | None = None, calls_so_far: int = 0) -> list[dict[str, Any]]:
     """Run `workers` worker processes (inline for one) until every planned skeleton is done."""
     if workers <= 1:
         def tick() -> None:
@@ -87,7 +111,7 @@ def process(graph: Graph, run_key: str, pack: Pack, seed: int, workers: int,
                 counter(*plan_states(graph, run_key))
         return [work(run_key, str(pack.root), seed, "w0", on_skeleton=tick)]
     ctx = mp.get_context("spawn")
-    with ctx.Pool(workers) as pool:
+    with shared_llm_budget(workers, calls_so_far), ctx.Pool(workers) as pool:
         pending = pool.map_async(work_entry, [(run_key, str(pack.root), seed, f"w{i}") for i in range(workers)])
         while not pending.ready():
             if counter:
@@ -174,11 +198,24 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
             used.update(s.key for s in extra)
             graph.write("skeletons_plan", run=run_key, rows=plan_rows(extra, f"augment:{name}", len(chosen)))
             chosen += extra
-            stats += process(graph, run_key, pack, seed, workers, counter)
+            stats += process(graph, run_key, pack, seed, workers, counter, calls_so_far=llm_calls(stats))
             summary = summarise(graph, run_key, pack, len(chosen))
     summary.skeletons = len(chosen)
     summary.wall_seconds = round(time.perf_counter() - started, 2)
     summary.sql_seconds = round(sum(s["sql_seconds"] for s in stats), 2)
-    summary.stage2 = "skipped (no LLM configured)" if configured_model() is None else "judged"
-    _ = json
+    summary.stage2 = stage2_mode()
+    summary.llm = merge_counts([s["llm"] for s in stats if "llm" in s])
+    summary.llm_failures = sum(summary.llm.get("failures", {}).values())
+    graph.write("run_llm_usage", key=run_key, usage=json.dumps(summary.llm, sort_keys=True),
+                calls=sum(summary.llm.get("calls", {}).values()), failures=summary.llm_failures)
     return summary
+
+
+def llm_calls(stats: list[dict[str, Any]]) -> int:
+    return sum(sum(s.get("llm", {}).get("calls", {}).values()) for s in stats)
+
+
+def stage2_mode() -> str:
+    if configured_model() is None:
+        return "skipped (no LLM configured)"
+    return "judged" if get_settings().llm_judge else "skipped (--no-judge)"

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.llm import ask_structured
 
-PROMPT_VERSION = "phrase/1"
+PROMPT_VERSION = "phrase/2"
 
 
 def period_words(start: str, end: str) -> str:
@@ -97,7 +97,8 @@ def llm_question(llm: BaseChatModel, analysis: str, metric_name: str, gold_answe
                                "facts": facts, "rule_documents": rule_texts}
     if rewrite is not None:
         payload["previous_question"], payload["reviewer_objections"] = rewrite[0], rewrite[1]
-    return ask_structured(llm, PHRASE_SYSTEM, json.dumps(payload, default=str), PhrasedQuestion, where=where).question
+    return ask_structured(llm, PHRASE_SYSTEM, json.dumps(payload, default=str), PhrasedQuestion, where=where,
+                          stage="phrase").question
 
 
 def answer_format(analysis: str) -> str:

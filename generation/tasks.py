@@ -16,6 +16,7 @@ from generation.skeletons import Skeleton
 from generation.validation import PHRASING_DIMENSIONS, Candidate, Vocabulary, judge, rule_changes_answer, stage1
 from ingest.pack import Pack
 from service.errors import DibenchError
+from service.llm import LLM_FAILURES, BudgetExhausted
 from service.models import LLMEffects
 
 MAX_WINDOW_TRIES = 3
@@ -54,7 +55,8 @@ def effects_for(sk: Skeleton, metric_id: str) -> list[tuple[str, Any]]:
 
 
 def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, *, seed: int,
-                     llm: BaseChatModel | None = None, windows: dict[str, Any] | None = None) -> list[Candidate]:
+                     llm: BaseChatModel | None = None, windows: dict[str, Any] | None = None,
+                     judge: bool = True) -> list[Candidate]:
     metric = pack.metric_by_id[sk.metric]
     windows = windows if windows is not None else {}
     if metric.id not in windows:
@@ -80,12 +82,19 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
             continue
         tier = tier_of(analysis.NAME, sk)
         rule_texts = [docs[r.id].body for r in sk.rules if r.id in docs]
+        question = template_question(analysis.NAME, metric.name, sk.dimension_label, result.facts, rng, metric.unit)
+        llm_failure: str | None = None
         if llm is not None:
-            question = llm_question(llm, analysis.NAME, metric.name, result.gold_answer, result.facts, rule_texts,
-                                    where=sk.key)
-        else:
-            question = template_question(analysis.NAME, metric.name, sk.dimension_label, result.facts, rng,
-                                         metric.unit)
+            # A failed model call is this candidate's problem, never the run's: the candidate keeps
+            # the template question and is rejected with the reason (an exhausted call budget only
+            # means the template question stands).
+            try:
+                question = llm_question(llm, analysis.NAME, metric.name, result.gold_answer, result.facts,
+                                        rule_texts, where=f"phrasing {sk.key} {analysis.NAME}")
+            except BudgetExhausted:
+                pass
+            except LLM_FAILURES as exc:
+                llm_failure = f"llm: {exc}"
         c = Candidate(
             key=candidate_key(sk, analysis.NAME), skeleton_key=sk.key, domain=sk.domain,
             analysis_type=analysis.NAME, tier=tier, metric_id=metric.id, rule_ids=[r.id for r in sk.rules],
@@ -95,7 +104,7 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
             gold_sql=result.gold_sql, base_sql=result.base_sql, gold_params=result.gold_params,
             base_params=result.base_params, tables=list(sk.tables), facts=result.facts, rounding=metric.rounding,
         )
-        c.rejections = stage1(c, vocab)
+        c.rejections = [llm_failure] if llm_failure else stage1(c, vocab)
         if not c.rejections:
             def rephrase(previous: str, objections: list[str], result: Outcome = result,
                          name: str = analysis.NAME) -> str:
@@ -103,7 +112,8 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
                 return llm_question(llm, name, metric.name, result.gold_answer, result.facts, rule_texts,
                                     where=f"{sk.key} (rewrite)", rewrite=(previous, objections))
 
-            c.judge = run_judge(llm, c, vocab, rephrase)
+            c.judge = run_judge(llm if judge else None, c, vocab, rephrase,
+                                skipped="no LLM configured" if llm is None else "judge disabled (--no-judge)")
         out.append(c)
     return out
 
@@ -112,12 +122,23 @@ Rephrase = Callable[[str, list[str]], str]
 
 
 def run_judge(llm: BaseChatModel | None, c: Candidate, vocab: Vocabulary | None = None,
-              rephrase: Rephrase | None = None) -> dict[str, Any]:
+              rephrase: Rephrase | None = None, skipped: str = "no LLM configured") -> dict[str, Any]:
     """Stage 2. Admit only if all eight dimensions pass. A candidate failing only on phrasing
     dimensions is rewritten once (with the judge's objections), re-checked by stage 1 and re-scored;
-    what the judge said the first time is kept in the record."""
+    what the judge said the first time is kept in the record. A model call that fails rejects the
+    candidate with the reason; an exhausted call budget skips the judge, as without a model."""
     if llm is None:
-        return {"stage2": "skipped", "reason": "no LLM configured"}
+        return {"stage2": "skipped", "reason": skipped}
+    try:
+        return _judged(llm, c, vocab, rephrase)
+    except BudgetExhausted:
+        return {"stage2": "skipped", "reason": "LLM call budget exhausted"}
+    except LLM_FAILURES as exc:
+        c.rejections.append(f"llm: {exc}")
+        return {"stage2": "failed", "reason": str(exc)}
+
+
+def _judged(llm: BaseChatModel, c: Candidate, vocab: Vocabulary | None, rephrase: Rephrase | None) -> dict[str, Any]:
     verdict = judge(llm, c)
     failed = verdict.failed()
     record: dict[str, Any] = {"stage2": "judged", "rewritten": False}

@@ -149,7 +149,7 @@ def stage1(c: Candidate, v: Vocabulary) -> list[str]:
 JUDGE_DIMENSIONS = ("objectivity", "answer_leakage", "naturalness", "answer_relevance", "format_alignment",
                     "sql_correctness", "logical_reasoning", "gold_scope_match")
 PHRASING_DIMENSIONS = {"naturalness", "answer_leakage", "format_alignment"}
-JUDGE_PROMPT_VERSION = "judge/1"
+JUDGE_PROMPT_VERSION = "judge/2"
 
 
 class DimensionVerdict(BaseModel):
@@ -185,4 +185,4 @@ def judge(llm: BaseChatModel, c: Candidate) -> JudgeVerdict:
 
     user = json.dumps({"question": c.question, "analysis_type": c.analysis_type, "gold_answer": c.gold_answer,
                        "gold_sql": c.gold_sql, "answer_format": c.answer_format}, default=str)
-    return ask_structured(llm, JUDGE_SYSTEM, user, JudgeVerdict, where=f"judge {c.key}")
+    return ask_structured(llm, JUDGE_SYSTEM, user, JudgeVerdict, where=f"judge {c.key}", stage="judge")

@@ -17,7 +17,8 @@ from generation.writeback import task_rows
 from ingest.database import schema_columns
 from ingest.pack import load_pack
 from service.graph import Graph, Tx
-from service.llm import configured_model
+from service.config import get_settings
+from service.llm import configured_model, session
 from service.warehouse import Warehouse
 
 LEASE_S = 120.0
@@ -55,6 +56,7 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
     pack = load_pack(pack_path)
     vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(wh, pack.schema).items()})
     llm = configured_model() if use_llm else None
+    llm_before = session().snapshot()
     ex = Executor(wh)
     windows: dict[str, Any] = {}
     done = tasks = 0
@@ -74,7 +76,8 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
                 # a live worker never loses a claim it is about to work on.
                 graph.write("skeletons_renew", run=run_key, keys=[s.key for s in batch[i:]], worker=worker,
                             until=now_ms() + int(lease_seconds() * 1000))
-                cands = build_candidates(sk, pack, ex, vocab, seed=seed, llm=llm, windows=windows)
+                cands = build_candidates(sk, pack, ex, vocab, seed=seed, llm=llm, windows=windows,
+                                         judge=get_settings().llm_judge)
                 rows = task_rows(cands, pack, run_key)
 
                 def write(tx: Tx, sk: Skeleton = sk, rows: list[dict[str, Any]] = rows) -> None:
@@ -92,7 +95,8 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
         graph.close()
         wh.dispose()
     return {"worker": worker, "skeletons": done, "admitted_rows": tasks, "sql_seconds": ex.sql_seconds,
-            "statements": ex.statements, "wall_seconds": time.perf_counter() - started}
+            "statements": ex.statements, "wall_seconds": time.perf_counter() - started,
+            "llm": session().since(llm_before)}
 
 
 def work_entry(args: tuple[str, str, int, str]) -> dict[str, Any]:

@@ -195,8 +195,10 @@ def domain_check_rules(pack: str, as_json: bool) -> None:
 @click.argument("pack")
 @click.option("--no-verify", is_flag=True, help="Skip the counterfactual check of rule -> metric edges.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--max-llm-calls", type=int, default=None,
+              help="At most this many LLM requests for effect extraction (cache hits are free).")
 @handle_errors
-def ingest_cmd(pack: str, no_verify: bool, as_json: bool) -> None:
+def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | None) -> None:
     """Build the artifact linkage graph of PACK in Neo4j (idempotent).
 
     A plan of at most DIBENCH_INGEST_TX_ROWS rows (default 20000; real packs have a few hundred)
@@ -209,6 +211,7 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool) -> None:
     from service.llm import configured_model
     from service.warehouse import get_warehouse
 
+    llm_options(max_llm_calls)
     pk = load_pack(pack)
     graph = get_graph()
     apply_schema(graph)
@@ -297,6 +300,19 @@ def _print_summary(summary: Any) -> None:
                f"wall {d['wall_seconds']}s, SQL {d['sql_seconds']}s")
 
 
+def llm_options(max_llm_calls: int | None = None, judge: bool | None = None) -> None:
+    """Command-line LLM limits, passed on as settings (worker processes read the environment)."""
+    import os
+
+    if max_llm_calls is not None:
+        if max_llm_calls < 0:
+            raise click.BadParameter("must be 0 or more", param_hint="--max-llm-calls")
+        os.environ["DIBENCH_LLM_MAX_CALLS"] = str(max_llm_calls)
+    if judge is not None:
+        os.environ["DIBENCH_LLM_JUDGE"] = "true" if judge else "false"
+    get_settings.cache_clear()
+
+
 def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type: int, as_json: bool) -> None:
     from generation.pipeline import generate
     from ingest.pack import load_pack
@@ -307,8 +323,9 @@ def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type
     apply_schema(graph)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    # With --json, stdout carries the JSON alone: progress goes to stderr.
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console) as bar:
+                  console=err_console if as_json else console) as bar:
         job = bar.add_task(f"{pk.name}: skeletons", total=None)
         summary = generate(pk, graph, target=target, seed=seed, workers=workers, min_per_type=min_per_type,
                            progress=bar.console.log,
@@ -326,10 +343,16 @@ def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type
 @click.option("--workers", type=int, default=1, show_default=True, help="Worker processes claiming skeletons.")
 @click.option("--min-per-type", type=int, default=3, show_default=True,
               help="Minimum admitted tasks per analysis type before augmentation stops.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (only JSON on stdout).")
+@click.option("--max-llm-calls", type=int, default=None,
+              help="At most this many LLM requests (cache hits are free); then template phrasing, no judge.")
+@click.option("--judge/--no-judge", default=None,
+              help="Run the stage-2 LLM judge (default: when a model is configured); phrasing is independent.")
 @handle_errors
-def generate_cmd(pack: str, target: int, seed: int, workers: int, min_per_type: int, as_json: bool) -> None:
+def generate_cmd(pack: str, target: int, seed: int, workers: int, min_per_type: int, as_json: bool,
+                 max_llm_calls: int | None, judge: bool | None) -> None:
     """Generate validated tasks for an ingested PACK and write them into the graph."""
+    llm_options(max_llm_calls, judge)
     _generate(pack, target, seed, workers, min_per_type, as_json)
 
 

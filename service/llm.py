@@ -22,7 +22,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -65,6 +65,10 @@ class BudgetExhausted(LLMError):
     hint = "raise --max-llm-calls (DIBENCH_LLM_MAX_CALLS); stages fall back to their defaults meanwhile"
 
 
+# What a stage catches to record a failed model call against its item and carry on.
+LLM_FAILURES: tuple[type[DibenchError], ...] = (LLMError, ExtractionError)
+
+
 # ------------------------------------------------------------------------------ accounting
 @dataclass
 class Session:
@@ -81,6 +85,16 @@ class Session:
     @property
     def total_calls(self) -> int:
         return sum(self.calls.values())
+
+    def snapshot(self) -> dict[str, Counter[str]]:
+        return {k: Counter(getattr(self, k)) for k in ("calls", "cache_hits", "failures", "prompt_tokens")}
+
+    def since(self, before: dict[str, Counter[str]]) -> dict[str, Any]:
+        """as_dict() of what happened after `before` (a snapshot()): one worker round's share."""
+        out = self.as_dict()
+        for k, old in before.items():
+            out[k] = {stage: n for stage, n in (getattr(self, k) - old).items() if n}
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         return {"calls": dict(self.calls), "cache_hits": dict(self.cache_hits), "failures": dict(self.failures),
@@ -101,18 +115,25 @@ def reset_session(max_calls: int | None = None, cache: ReplyCache | None = None)
     return _session
 
 
-def merge_counts(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Sum the `Session.as_dict()` of several worker processes."""
-    out: dict[str, Any] = {}
+def merge_counts(parts: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Sum the per-stage counts of several workers' `Session.since()` (maxima for prompt sizes)."""
+    out: dict[str, dict[str, int]] = {}
     for part in parts:
         for key, value in part.items():
-            if isinstance(value, dict):
-                acc = out.setdefault(key, {})
-                for stage, n in value.items():
-                    acc[stage] = max(acc.get(stage, 0), n) if key == "max_prompt_tokens" else acc.get(stage, 0) + n
-            elif key == "max_calls" and value is not None:
-                out[key] = (out.get(key) or 0) + value
+            if not isinstance(value, dict):
+                continue
+            acc = out.setdefault(key, {})
+            for stage, n in value.items():
+                acc[stage] = max(acc.get(stage, 0), n) if key == "max_prompt_tokens" else acc.get(stage, 0) + n
     return out
+
+
+def describe(llm: BaseChatModel | None) -> str:
+    """The model as the Run records it: class and model name."""
+    if llm is None:
+        return "none"
+    name = getattr(llm, "model_name", None) or getattr(llm, "model", None)
+    return f"{type(llm).__name__}:{name}" if isinstance(name, str) and name else type(llm).__name__
 
 
 def estimate_tokens(text: str) -> int:
@@ -354,11 +375,12 @@ def structured_runnable(llm: BaseChatModel, model: type[BaseModel]) -> Runnable[
 
 
 def ask_structured(llm: BaseChatModel, system: str, user: str, model: type[M], *, where: str, stage: str = "llm",
-                   retries: int = 2, example: dict[str, Any] | None = None) -> M:
+                   retries: int = 2, example: dict[str, Any] | None = None,
+                   check: Callable[[M], list[str]] | None = None) -> M:
     """Ask for one JSON object valid as `model`: through the structured-output path when the model
     has one (falling back to plain text if the server refuses it), with one example of the shape in
-    the prompt; a malformed reply is retried with its problems and the shape again, then fails
-    as one ExtractionError line."""
+    the prompt; a malformed reply, or one `check` finds problems with, is retried with its problems
+    and the shape again, then fails as one ExtractionError line."""
     shape = shape_text(model, example)
     messages: list[BaseMessage] = [SystemMessage(f"{system}\n\n{shape}"), HumanMessage(user)]
     runnable: Runnable[Any, Any] | None = structured_runnable(llm, model)
@@ -375,7 +397,11 @@ def ask_structured(llm: BaseChatModel, system: str, user: str, model: type[M], *
             runnable = None
             reply = call(llm, messages, where=where, stage=stage)
         try:
-            return parse_json_reply(_reply_text(reply), model)
+            parsed = parse_json_reply(_reply_text(reply), model)
+            problems = check(parsed) if check is not None else []
+            if not problems:
+                return parsed
+            last_error = "; ".join(problems)
         except ValidationError as exc:
             # Name each field and its problem: "1 validation error for X" alone tells the model nothing.
             last_error = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors())
