@@ -79,7 +79,8 @@ class Warehouse:
         self.engine = engine or create_engine(self.settings.database_url, pool_pre_ping=True, pool_size=5)
 
     def execute_readonly(self, sql: str, params: dict[str, Any] | None = None,
-                         *, timeout_s: float | None = None) -> QueryResult:
+                         *, timeout_s: float | None = None, schema: str | None = None) -> QueryResult:
+        """`schema`: the domain schema, first on the search path, so unqualified table names resolve."""
         check_readonly(sql)
         timeout_ms = int(1000 * (timeout_s if timeout_s is not None else self.settings.statement_timeout_s))
         started = time.perf_counter()
@@ -88,6 +89,9 @@ class Warehouse:
                 conn.exec_driver_sql("BEGIN TRANSACTION READ ONLY")
                 try:
                     conn.exec_driver_sql(f"SET LOCAL statement_timeout = {timeout_ms:d}")
+                    if schema is not None:
+                        path = exp.to_identifier(schema, quoted=True).sql(dialect="postgres")
+                        conn.exec_driver_sql(f"SET LOCAL search_path TO {path}")
                     result = conn.execute(text(sql), params or {})
                     columns = list(result.keys())
                     rows = [tuple(_plain(v) for v in row) for row in result.fetchall()]
