@@ -82,7 +82,8 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
             continue
         tier = tier_of(analysis.NAME, sk)
         rule_texts = [docs[r.id].body for r in sk.rules if r.id in docs]
-        question = template_question(analysis.NAME, metric.name, sk.dimension_label, result.facts, rng, metric.unit)
+        question = template_question(analysis.NAME, metric.name, sk.dimension_label, result.facts, rng, metric.unit,
+                                     sk.dimension_type)
         llm_failure: str | None = None
         if llm is not None:
             # A failed model call is this candidate's problem, never the run's: the candidate keeps
@@ -105,6 +106,17 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
             base_params=result.base_params, tables=list(sk.tables), facts=result.facts, rounding=metric.rounding,
         )
         c.rejections = [llm_failure] if llm_failure else stage1(c, vocab)
+        if llm is not None and not llm_failure and any(r.startswith("phrasing_fidelity") for r in c.rejections):
+            # An LLM question that drifted from the facts is rewritten once with the problems, then judged again.
+            try:
+                c.question = llm_question(llm, analysis.NAME, metric.name, result.gold_answer, result.facts,
+                                          rule_texts, where=f"phrasing {sk.key} {analysis.NAME} (rewrite)",
+                                          rewrite=(c.question, c.rejections))
+                c.rejections = stage1(c, vocab)
+            except BudgetExhausted:
+                pass
+            except LLM_FAILURES as exc:
+                c.rejections.append(f"llm: {exc}")
         if not c.rejections:
             def rephrase(previous: str, objections: list[str], result: Outcome = result,
                          name: str = analysis.NAME) -> str:

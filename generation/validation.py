@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evaluation.contracts import AnswerContract, build_contract, check_answer, shape_problems
 from generation.analyses.trend import PCT_DIGITS
+from generation.fidelity import fidelity_problems
 from service.llm import ask_structured
 
 
@@ -133,8 +134,15 @@ def rule_not_discriminative(c: Candidate, v: Vocabulary) -> str | None:
     return None
 
 
+def phrasing_fidelity(c: Candidate, v: Vocabulary) -> str | None:
+    """The question states the task's window, groups, k, threshold and comparison as the facts
+    say, and not the answer (generation.fidelity)."""
+    problems = fidelity_problems(c.question, c.analysis_type, c.facts, c.gold_answer)
+    return "; ".join(problems) if problems else None
+
+
 STAGE1: tuple[Check, ...] = (missing_gold, unscorable, rule_not_discriminative, too_short, leaked_identifiers,
-                             datetime_as_category, short_knowledge, not_naturalised)
+                             datetime_as_category, short_knowledge, not_naturalised, phrasing_fidelity)
 
 
 def stage1(c: Candidate, v: Vocabulary) -> list[str]:

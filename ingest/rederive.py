@@ -81,7 +81,7 @@ def rederive(task: dict[str, Any], skeleton: Skeleton, rules: tuple[RuleRef, ...
                                 [docs[r.id].body for r in rules if r.id in docs], where=task["key"])
     else:
         question = template_question(analysis.NAME, metric.name, skeleton.dimension_label, result.facts, rng,
-                                     str(getattr(metric.unit, "value", metric.unit)))
+                                     str(getattr(metric.unit, "value", metric.unit)), skeleton.dimension_type)
     c = Candidate(
         key=task["key"], skeleton_key=task["skeleton_key"], domain=task["domain"], analysis_type=analysis.NAME,
         tier=tier, metric_id=metric.id, rule_ids=[r.id for r in rules],
