@@ -87,10 +87,12 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
     if analysis == "trend_analysis":
         return _pick(rng, [f"How did the {name} develop month by month {when}: rising, falling or flat, by how much overall, and which month peaked?",
                            f"Looking at each month {when}, what is the trend of the {name}, its total change in percent and its peak month?"])
+    # Places go by their names ("Japan"), other values with their label ("the premium service plan").
+    the = "" if dimension_type == "spatial" else f"the {dim_label} "
     if analysis == "comparison":
         a, b = facts["group_a"], facts["group_b"]
         return _pick(rng, [f"Which {dim_label} had the higher {name} {when}: {a} or {b}? Give both values.",
-                           f"Compare the {name} of the {dim_label} {a} with that of {b} {when}."])
+                           f"Compare the {name} of {the}{a} with that of {b} {when}."])
     if analysis == "ranking":
         k = facts["k"]
         best = "highest" if facts.get("higher_is_better", True) else "lowest"
@@ -99,7 +101,7 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
                            f"Rank the top {count_words(k)} {many} by {name} ({best} first) {when}."])
     if analysis == "significance_testing":
         a, b = facts["group_a"], facts["group_b"]
-        return (f"Is the monthly {name} significantly different between the {dim_label} {a} and {b} {when}? "
+        return (f"Is the monthly {name} significantly different between {the}{a} and {b} {when}? "
                 f"Use a two-tailed Welch's t-test at the 5% level on the monthly values.")
     if analysis == "counterfactual":
         by = "month" if facts.get("by_month") else dim_label

@@ -115,16 +115,17 @@ def bounded_prompt(doc: RuleDoc, pack: Pack, columns: dict[str, dict[str, str]],
     budget = context - REPLY_TOKENS - fixed
     chosen: list[MetricSpec] = []
     user = ""
+    first = 0
     for cand in rank_metrics(doc, pack):
         trial = user_prompt(doc, [*chosen, cand.metric], columns)
+        first = first or estimate_tokens(trial)
         if estimate_tokens(trial) > budget:
             break  # later candidates rank lower: an earlier one never gives way to them
         chosen.append(cand.metric)
         user = trial
     if not chosen:
-        need = estimate_tokens(user_prompt(doc, [], columns)) + fixed + REPLY_TOKENS
-        raise ExtractionError(f"{_rel(doc.path)}: effects: the document alone needs ~{need} tokens, more than "
-                              f"DIBENCH_LLM_CONTEXT={context}")
+        raise ExtractionError(f"{_rel(doc.path)}: effects: the document with its best candidate metric needs "
+                              f"~{first + fixed + REPLY_TOKENS} tokens, more than DIBENCH_LLM_CONTEXT={context}")
     return system, user, chosen
 
 
