@@ -208,7 +208,7 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | N
     from ingest.pack import load_pack
     from ingest.pipeline import ingest_pack
     from service.graph import apply_schema, get_graph
-    from service.llm import configured_model
+    from service.llm import configured_model, session
     from service.warehouse import get_warehouse
 
     llm_options(max_llm_calls)
@@ -218,7 +218,7 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | N
     with console.status(f"ingesting {pk.name}: schema, catalog, rules, counterfactual verification"):
         report = ingest_pack(pk, graph, get_warehouse(), configured_model(), verify=not no_verify)
     if as_json:
-        print_json(report.as_dict())
+        print_json({**report.as_dict(), "llm": session().as_dict()})
     else:
         for w in report.warnings:
             err_console.print(f"[yellow]warning[/yellow] {w}", highlight=False, soft_wrap=True)
@@ -227,6 +227,9 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | N
         click.echo(f"{pk.name}: rule -> metric edges verified {report.verified}, unverified {report.unverified}")
         for e in report.unverified_edges:
             click.echo(f"  unverified: {e}")
+        calls = session().as_dict()
+        if calls["calls"] or calls["cache_hits"]:
+            click.echo(f"LLM: calls {calls['calls']}, cache hits {calls['cache_hits']}, failures {calls['failures']}")
         changes = ", ".join(f"{k}={v}" for k, v in sorted(report.counters.items())) or "no changes"
         how = "one transaction" if report.transactions == 1 else f"{report.transactions} batch transactions"
         click.echo(f"graph writes: {changes} ({report.rows:,} planned rows in {how})")

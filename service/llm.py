@@ -97,9 +97,12 @@ class Session:
         return out
 
     def as_dict(self) -> dict[str, Any]:
-        return {"calls": dict(self.calls), "cache_hits": dict(self.cache_hits), "failures": dict(self.failures),
-                "prompt_tokens": dict(self.prompt_tokens), "max_prompt_tokens": dict(self.max_prompt_tokens),
-                "max_calls": self.max_calls}
+        def nonzero(c: Counter[str]) -> dict[str, int]:
+            return {k: n for k, n in c.items() if n}
+
+        return {"calls": nonzero(self.calls), "cache_hits": nonzero(self.cache_hits),
+                "failures": nonzero(self.failures), "prompt_tokens": nonzero(self.prompt_tokens),
+                "max_prompt_tokens": nonzero(self.max_prompt_tokens), "max_calls": self.max_calls}
 
 
 _session = Session()
@@ -201,13 +204,14 @@ def model_id(llm: Runnable[Any, Any]) -> str:
 
 # ------------------------------------------------------------------------------ one call
 def call(llm: Runnable[Any, Any], messages: Sequence[BaseMessage], *, where: str, stage: str,
-         settings: Settings | None = None) -> AIMessage:
-    """One model call: budget, cache, retry of transient errors, one-line failure (see module doc)."""
+         settings: Settings | None = None, model_key: str | None = None) -> AIMessage:
+    """One model call: budget, cache, retry of transient errors, one-line failure (see module doc).
+    `model_key` names the model for the cache when `llm` is a composed runnable (structured output)."""
     s = settings or get_settings()
     sess = _session
     tokens = messages_tokens(messages)
     log.info("%s: %s prompt ~%d tokens", where, stage, tokens)
-    key = cache_key(model_id(llm), messages) if sess.cache is not None else None
+    key = cache_key(model_key or model_id(llm), messages) if sess.cache is not None else None
     if sess.cache is not None and key is not None:
         hit = sess.cache.get(key)
         if hit is not None:
@@ -385,15 +389,19 @@ def ask_structured(llm: BaseChatModel, system: str, user: str, model: type[M], *
     messages: list[BaseMessage] = [SystemMessage(f"{system}\n\n{shape}"), HumanMessage(user)]
     runnable: Runnable[Any, Any] | None = structured_runnable(llm, model)
     last_error = ""
+    structured_key = f"{model_id(llm)}|structured:{json.dumps(model.model_json_schema(), sort_keys=True)}"
     for _attempt in range(retries + 1):
         try:
-            reply = call(runnable or llm, messages, where=where, stage=stage)
+            reply = call(runnable or llm, messages, where=where, stage=stage,
+                         model_key=structured_key if runnable is not None else None)
         except ContextOverflow:
             raise
         except LLMError as exc:
             if runnable is None or exc.transient or isinstance(exc, BudgetExhausted):
                 raise
-            # A server without JSON-schema or tool support answers 4xx: ask in plain text instead.
+            # A server without JSON-schema or tool support answers 4xx: ask in plain text instead
+            # (that refusal is not the item's failure).
+            _session.failures[stage] -= 1
             runnable = None
             reply = call(llm, messages, where=where, stage=stage)
         try:

@@ -118,6 +118,7 @@ def test_server_without_json_schema_falls_back_to_plain_text(stub: StubServer, m
     stub.then(error(400, "response_format json_schema is not supported"), '{"value": 1, "unit": "x"}')
     assert ask_structured(model, "s", "u", Answer, where="w") == Answer(value=1, unit="x")  # type: ignore[arg-type]
     assert "response_format" in stub.requests[0] and "response_format" not in stub.requests[1]
+    assert session().as_dict()["failures"] == {}  # the refused structured path is not a failure
 
 
 def test_malformed_then_valid_reply_gets_the_shape_in_the_feedback(stub: StubServer,

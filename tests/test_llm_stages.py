@@ -10,11 +10,13 @@ is sent and no null content; a persistent 500 ends that task only and scores are
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from evaluation.agents.llm import Budget, LlmAgent
@@ -23,12 +25,14 @@ from evaluation.harness import run_tasks
 from evaluation.kb import KnowledgeBase
 from evaluation.tasks import TaskRecord
 from generation.grounding import Executor
+from generation.questions import template_question
 from generation.tasks import build_candidates, vocabulary
 from ingest.database import schema_columns
 from ingest.extract import REPLY_TOKENS, bounded_prompt, extract_effects, rank_metrics
 from ingest.pack import load_pack
 from ingest.pipeline import ingest_pack
 from service import llm as llm_mod
+from service.cli import main
 from service.config import Settings, get_settings
 from service.errors import ExtractionError
 from service.graph import Graph
@@ -39,7 +43,7 @@ from tests.fixtures.packs import MINIPACK, copy_pack, delete_domain, edit_metric
 from tests.fixtures.skeletons import skeleton
 from tests.llm_stub import StubServer, error, stub, stub_server, tool_call  # noqa: F401 - fixtures
 
-DOMAINS = ["mini_llm_stage_a"]
+DOMAINS = ["mini_llm_stage_a", "mini_llm_stage_b"]
 RULE_FRONT = {"id": "MINI-R-LLM", "title": "Very large orders are left out of order value averages", "version": "1",
               "effective_date": "2023-01-01", "owner": "Finance", "rule_type": "exclusionary"}
 RULE_BODY = ("# Very large orders\n\nOrders above two thousand are negotiated one by one by the key account team, "
@@ -173,6 +177,39 @@ def test_no_judge_keeps_llm_phrasing(stub: StubServer, warehouse: Warehouse) -> 
     assert all("satisfaction of our customers" in c.question for c in got)
     assert all(not s.startswith("You review") for r in stub.requests for s in [str(r["messages"][0]["content"])])
     assert {c.judge.get("reason") for c in got if not c.rejections} == {"judge disabled (--no-judge)"}
+
+
+def faithful_phrasing(body: dict[str, Any]) -> str:
+    """A phraser that states the facts (the template's wording), so stage 1 admits its questions."""
+    payload = json.loads(body["messages"][1]["content"])
+    q = template_question(payload["analysis_type"], payload["metric"], "segment", payload["facts"],
+                          random.Random(0), "count")
+    return json.dumps({"question": f"Quick one: {q}"})
+
+
+def test_generate_cli_caps_llm_calls_records_them_and_prints_only_json(
+        stub: StubServer, tmp_path: Path, graph: Graph, warehouse: Warehouse, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = copy_pack(tmp_path / "pack", DOMAINS[1])
+    ingest_pack(load_pack(root), graph, warehouse)
+    stub.default = faithful_phrasing
+    for k, v in {"DIBENCH_LLM": "openai", "DIBENCH_LLM_BASE_URL": stub.base_url, "DIBENCH_LLM_MODEL": "stub",
+                 "DIBENCH_LLM_MAX_CALLS": "", "DIBENCH_LLM_JUDGE": "true"}.items():
+        monkeypatch.setenv(k, v)  # restored after the test, whatever the command sets
+    monkeypatch.delenv("DIBENCH_LLM_MAX_CALLS")
+    get_settings.cache_clear()
+    res = CliRunner().invoke(main, ["generate", str(root), "--target", "2", "--min-per-type", "0",
+                                    "--max-llm-calls", "3", "--no-judge", "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)  # nothing but the JSON on stdout
+    assert summary["llm"]["calls"] == {"phrase": 3}
+    assert summary["stage2"] == "skipped (--no-judge)"
+    assert summary["admitted"] > 3  # past the budget, template questions
+    assert len(stub.requests) == 3
+    [row] = graph.read("test_run_node", run=summary["run_key"])
+    run = row["run"]
+    assert (run["llm_calls"], run["llm_failures"], run["llm_max_calls"]) == (3, 0, 3)
+    assert run["phraser"] == "CompatibleChatOpenAI:stub" and run["judge"] == "skipped"
+    assert json.loads(run["llm_usage"])["calls"] == {"phrase": 3}
 
 
 # ------------------------------------------------------------------------------ agent
