@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from evaluation.reporting_tables import bucket_rows
 from evaluation.scoring import Report, load_answers, load_tasks, score_run
+
+if TYPE_CHECKING:
+    from evaluation.agents.llm import Budget
 
 
 @click.command("score")
@@ -73,39 +77,44 @@ VARIANT_CHOICES = ("standard", "oracle", "no_rule")
 @click.command("eval")
 @click.option("--agent", "agent_name", type=click.Choice(AGENT_CHOICES), required=True,
               help="oracle (gold SQL), no-rule (base SQL), retrieval-only (top policy document), or llm "
-                   "(the chat model of DIBENCH_LLM_PROVIDER).")
+                   "(the chat model of DIBENCH_LLM / DIBENCH_LLM_PROVIDER).")
 @click.option("--domain", required=True, help="Domain whose admitted tasks are evaluated.")
 @click.option("--run", "run_key", default=None, help="Only the tasks of this generation Run (its key).")
 @click.option("--variant", "variants", multiple=True, type=click.Choice(VARIANT_CHOICES),
               help="Only these task variants (repeatable; default all).")
 @click.option("--limit", type=int, default=None, help="At most this many tasks (in key order).")
 @click.option("--max-turns", type=int, default=20, show_default=True, help="Turn limit of the llm agent.")
+@click.option("--max-tokens", type=int, default=None, help="Token budget per task of the llm agent.")
+@click.option("--max-seconds", type=float, default=None, help="Wall-clock budget per task of the llm agent.")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default out/eval/<domain>/<agent>).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 def eval_cmd(agent_name: str, domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
-             max_turns: int, out_dir: Path | None, as_json: bool) -> None:
+             max_turns: int, max_tokens: int | None, max_seconds: float | None, out_dir: Path | None,
+             as_json: bool) -> None:
     """Give each task of DOMAIN to an agent with SQL, knowledge-base search and final-answer tools.
 
     Writes tasks.jsonl, answers.jsonl ({task_id, answer} per line), trace.jsonl (turns, tool calls,
     tokens, messages), score.json and summary.json, then prints accuracy tables.
     """
+    from evaluation.agents.llm import Budget
     from service.cli import handle_errors
 
-    handle_errors(_eval)(agent_name, domain, run_key, variants, limit, max_turns, out_dir, as_json)
+    handle_errors(_eval)(agent_name, domain, run_key, variants, limit, max_turns, out_dir, as_json,
+                         Budget(max_turns, max_tokens, max_seconds))
 
 
 def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
-          max_turns: int, out_dir: Path | None, as_json: bool) -> None:
+          max_turns: int, out_dir: Path | None, as_json: bool, budget: Budget | None = None) -> None:
     from evaluation.harness import evaluate
-    from service.cli import console, print_json
+    from service.cli import err_console, print_json
     from service.graph import get_graph
     from service.warehouse import get_warehouse
 
     out = out_dir or Path("out") / "eval" / domain / agent_name
-    with console.status(f"{agent_name} on {domain}") as status:
+    with err_console.status(f"{agent_name} on {domain}") as status:
         result = evaluate(get_graph(), get_warehouse(), domain=domain, agent_name=agent_name, out_dir=out,
-                          run=run_key, variants=list(variants) or None, limit=limit, max_turns=max_turns,
+                          run=run_key, variants=list(variants) or None, limit=limit, max_turns=max_turns, budget=budget,
                           progress=lambda i, n, key: status.update(f"{agent_name} on {domain}: task {i}/{n} {key}"))
     if as_json:
         print_json(result.summary.model_dump(mode="json"))
@@ -113,8 +122,10 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
     print_eval_tables(result.report)
     s = result.summary
     tokens = f", tokens {s.tokens['total_tokens']}" if s.tokens else ""
+    failed = (s.stop_reasons or {}).get("error", 0)
+    errors = f", {failed} failed (see trace.jsonl)" if failed else ""
     click.echo(f"{s.agent} ({s.model}) on {s.domain}: {s.passed}/{s.tasks} passed = {s.accuracy_pct:.2f}%, "
-               f"{s.answered} answered{tokens}, {s.wall_seconds}s; files in {out}")
+               f"{s.answered} answered{errors}{tokens}, {s.wall_seconds}s; files in {out}")
 
 
 def print_eval_tables(report: Report) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,15 +26,15 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict
 
 from evaluation.agents.base import Agent, AgentRun
-from evaluation.agents.llm import MAX_TURNS, LlmAgent
+from evaluation.agents.llm import MAX_TURNS, Budget, LlmAgent
 from evaluation.agents.reference import REFERENCE_AGENTS
 from evaluation.agents.tools import Toolbox, jsonable, schema_description
 from evaluation.kb import KnowledgeBase, load_knowledge_base
 from evaluation.scoring import Report, score_run
 from evaluation.tasks import TaskRecord, load_tasks, task_dicts, write_tasks_jsonl
-from service.errors import ConfigError, NotFound
+from service.errors import ConfigError, DibenchError, NotFound
 from service.graph import Graph
-from service.llm import configured_model
+from service.llm import configured_model, session
 from service.warehouse import Warehouse
 
 AGENT_NAMES: tuple[str, ...] = ("oracle", "no-rule", "retrieval-only", "llm")
@@ -58,6 +59,9 @@ class EvalSummary(BaseModel):
     started_at: str
     wall_seconds: float
     files: dict[str, str]
+    planned: int | None = None  # tasks selected; `tasks` is how many ran (fewer if the run was stopped)
+    stop_reasons: dict[str, int] | None = None  # answered / no_answer / error / budget
+    llm: dict[str, Any] | None = None  # LLM calls, cache hits, failures, prompt tokens of this run
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ class EvalResult:
 
 
 def make_agent(name: str, *, schema: str, max_turns: int = MAX_TURNS,
-               chat_model: BaseChatModel | None = None) -> Agent:
+               chat_model: BaseChatModel | None = None, budget: Budget | None = None) -> Agent:
     """A reference agent by name, or `llm`: the given chat model, else the configured one."""
     if name in REFERENCE_AGENTS:
         return REFERENCE_AGENTS[name]()
@@ -76,9 +80,10 @@ def make_agent(name: str, *, schema: str, max_turns: int = MAX_TURNS,
     model = chat_model if chat_model is not None else configured_model()
     if model is None:
         raise ConfigError("agent llm needs a chat model, and none is configured",
-                          hint="set DIBENCH_LLM_PROVIDER=module:factory (a zero-argument callable returning a "
+                          hint="set DIBENCH_LLM=openai with DIBENCH_LLM_BASE_URL and DIBENCH_LLM_MODEL, or "
+                               "DIBENCH_LLM_PROVIDER=module:factory (a zero-argument callable returning a "
                                "langchain-core chat model with tool calling)")
-    return LlmAgent(model, schema, max_turns=max_turns)
+    return LlmAgent(model, schema, max_turns=max_turns, budget=budget)
 
 
 def domain_schema(graph: Graph, domain: str) -> str:
@@ -90,58 +95,83 @@ def domain_schema(graph: Graph, domain: str) -> str:
 
 def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_dir: Path, run: str | None = None,
              variants: Sequence[str] | None = None, limit: int | None = None, max_turns: int = MAX_TURNS,
-             chat_model: BaseChatModel | None = None,
+             chat_model: BaseChatModel | None = None, budget: Budget | None = None,
              progress: Callable[[int, int, str], None] | None = None) -> EvalResult:
     """Load the domain's tasks and run one agent on them (see the module docstring)."""
-    schema = schema_description(wh, domain_schema(graph, domain))
-    agent = make_agent(agent_name, schema=schema, max_turns=max_turns, chat_model=chat_model)
+    db_schema = domain_schema(graph, domain)
+    schema = schema_description(wh, db_schema)
+    agent = make_agent(agent_name, schema=schema, max_turns=max_turns, chat_model=chat_model, budget=budget)
     tasks = load_tasks(graph, domain, run=run, variants=variants, limit=limit)
     kb = load_knowledge_base(graph, domain)
     return run_tasks(tasks, agent, wh.for_schema(domain_schema(graph, domain)), kb, out_dir, domain=domain, run=run,
                      variants=sorted(set(variants or ("standard", "oracle", "no_rule"))), max_turns=max_turns,
-                     progress=progress)
+                     progress=progress, db_schema=db_schema)
 
 
 def run_tasks(tasks: Sequence[TaskRecord], agent: Agent, wh: Warehouse, kb: KnowledgeBase, out_dir: Path, *,
               domain: str, run: str | None = None, variants: Sequence[str] = (), max_turns: int = MAX_TURNS,
-              progress: Callable[[int, int, str], None] | None = None) -> EvalResult:
-    """Run `agent` on each task, write answers and traces line by line, then score."""
+              progress: Callable[[int, int, str], None] | None = None, db_schema: str | None = None) -> EvalResult:
+    """Run `agent` on each task, write answers and traces line by line, then score. A task whose
+    agent fails (a provider error, a failing tool) is recorded with the reason and no answer; if
+    the run itself stops early (Ctrl-C), the tasks finished so far are still scored."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {name: out_dir / f"{name}.{ext}" for name, ext in
              (("tasks", "jsonl"), ("answers", "jsonl"), ("trace", "jsonl"), ("score", "json"), ("summary", "json"))}
-    write_tasks_jsonl(tasks, files["tasks"])
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     started = time.perf_counter()
     answers: dict[str, Any] = {}
     tokens: dict[str, int] = {}
-    with files["answers"].open("w", encoding="utf-8") as ans_fh, files["trace"].open("w", encoding="utf-8") as tr_fh:
-        for i, task in enumerate(tasks, start=1):
-            tools = Toolbox(wh, kb)
-            t0 = time.perf_counter()
-            result = agent.run(task, tools)
-            elapsed = time.perf_counter() - t0
-            answers[task.task_id] = result.answer
-            ans_fh.write(json.dumps({"task_id": task.task_id, "answer": jsonable(result.answer)}, sort_keys=True) + "\n")
-            tr_fh.write(json.dumps(trace_row(task, agent, result, tools, elapsed), sort_keys=True, default=str) + "\n")
-            ans_fh.flush()
-            tr_fh.flush()
-            for k, v in (result.usage.as_dict() or {}).items():
-                tokens[k] = tokens.get(k, 0) + v
-            if progress:
-                progress(i, len(tasks), task.task_id)
-    report = score_run(task_dicts(tasks), answers)
-    files["score"].write_text(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True) + "\n",
-                              encoding="utf-8")
-    summary = EvalSummary(
-        agent=agent.name, model=agent.model, domain=domain, run=run, variants=list(variants), tasks=len(tasks),
-        answered=sum(1 for a in answers.values() if a is not None), passed=report.overall.passed,
-        accuracy_pct=report.overall.accuracy_pct, max_turns=max_turns,
-        temperature=getattr(agent, "temperature", None), prompt_version=getattr(agent, "prompt_version", None),
-        tokens=tokens or None, started_at=started_at, wall_seconds=round(time.perf_counter() - started, 2),
-        files={k: str(p) for k, p in files.items()},
-    )
-    files["summary"].write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    done: list[TaskRecord] = []
+    stops: Counter[str] = Counter()
+    llm_before = session().snapshot()
+    try:
+        with files["answers"].open("w", encoding="utf-8") as ans_fh, \
+                files["trace"].open("w", encoding="utf-8") as tr_fh:
+            for i, task in enumerate(tasks, start=1):
+                tools = Toolbox(wh, kb, schema=db_schema)
+                t0 = time.perf_counter()
+                result = run_one(agent, task, tools)
+                elapsed = time.perf_counter() - t0
+                answers[task.task_id] = result.answer
+                ans_fh.write(json.dumps({"task_id": task.task_id, "answer": jsonable(result.answer)},
+                                        sort_keys=True) + "\n")
+                tr_fh.write(json.dumps(trace_row(task, agent, result, tools, elapsed), sort_keys=True,
+                                       default=str) + "\n")
+                ans_fh.flush()
+                tr_fh.flush()
+                done.append(task)
+                stops[result.stop_reason] += 1
+                for k, v in (result.usage.as_dict() or {}).items():
+                    tokens[k] = tokens.get(k, 0) + v
+                if progress:
+                    progress(i, len(tasks), task.task_id)
+    finally:
+        # The files describe the tasks that ran: a stopped run is scored on what it finished.
+        write_tasks_jsonl(done, files["tasks"])
+        report = score_run(task_dicts(done), answers)
+        files["score"].write_text(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True) + "\n",
+                                  encoding="utf-8")
+        summary = EvalSummary(
+            agent=agent.name, model=agent.model, domain=domain, run=run, variants=list(variants), tasks=len(done),
+            answered=sum(1 for a in answers.values() if a is not None), passed=report.overall.passed,
+            accuracy_pct=report.overall.accuracy_pct, max_turns=max_turns,
+            temperature=getattr(agent, "temperature", None), prompt_version=getattr(agent, "prompt_version", None),
+            tokens=tokens or None, started_at=started_at, wall_seconds=round(time.perf_counter() - started, 2),
+            files={k: str(p) for k, p in files.items()}, planned=len(tasks), stop_reasons=dict(sorted(stops.items())),
+            llm=session().since(llm_before),
+        )
+        files["summary"].write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return EvalResult(summary, report)
+
+
+def run_one(agent: Agent, task: TaskRecord, tools: Toolbox) -> AgentRun:
+    """One task; a DibenchError (e.g. a reference agent's failing SQL) ends this task only."""
+    try:
+        return agent.run(task, tools)
+    except DibenchError as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return AgentRun(answer=None, stop_reason="error", stop_detail=detail, turns=tools.turn,
+                        tool_calls=len(tools.events))
 
 
 def trace_row(task: TaskRecord, agent: Agent, result: AgentRun, tools: Toolbox, elapsed: float) -> dict[str, Any]:

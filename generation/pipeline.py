@@ -3,13 +3,15 @@
 prompt versions and code version."""
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import json
 import multiprocessing as mp
 import os
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +26,8 @@ from ingest.keys import dimension_key, metric_key, rule_key
 from ingest import fingerprint
 from ingest.pack import Pack, warehouse_for
 from service.graph import Graph
-from service.llm import configured_model
+from service.config import get_settings
+from service.llm import configured_model, describe, merge_counts
 
 CODE_VERSION = "0.1.0"
 
@@ -49,6 +52,8 @@ class RunSummary:
     skipped_metrics: dict[str, str] = field(default_factory=dict)  # metric -> why its policy is incomplete
     migrated: int = 0  # tasks of an older gold meaning retired before this run
     resumed: bool = False
+    llm: dict[str, dict[str, int]] = field(default_factory=dict)  # calls, cache hits, failures, prompt tokens per stage
+    llm_failures: int = 0  # model calls that failed for good (each recorded against its candidate)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -70,8 +75,10 @@ def create_run(graph: Graph, pack: Pack, seed: int, target: int) -> str:
     # A random suffix: two runs started in the same second (tests, parallel drivers) must not
     # MERGE into one Run node and silently share its plan.
     key = f"run:{pack.name}/{stamp:%Y%m%dT%H%M%S}-{seed}-{target}-{uuid.uuid4().hex[:8]}"
+    judging = llm is not None and get_settings().llm_judge
     props = {"domain": pack.name, "seed": seed, "target": target, "code_version": CODE_VERSION,
-             "phraser": type(llm).__name__ if llm else "template", "judge": type(llm).__name__ if llm else "skipped",
+             "phraser": describe(llm) if llm else "template", "judge": describe(llm) if judging else "skipped",
+             "llm_model": describe(llm), "llm_max_calls": get_settings().llm_max_calls,
              "phrase_prompt_version": questions.PROMPT_VERSION, "judge_prompt_version": validation.JUDGE_PROMPT_VERSION,
              "started_at": stamp.isoformat(timespec="seconds"), "gold_version": GOLD_VERSION,
              # What the gold answers were computed on; every task of the run copies it (tasks_write).
@@ -92,8 +99,26 @@ def plan_states(graph: Graph, run_key: str) -> tuple[int, int]:
 GRACE_S = 10.0
 
 
+@contextlib.contextmanager
+def shared_llm_budget(workers: int, calls_so_far: int) -> Iterator[None]:
+    """Split what is left of --max-llm-calls between fresh worker processes (they read it from the
+    environment), so all rounds of all workers together stay within it."""
+    total = get_settings().llm_max_calls
+    saved = os.environ.get("DIBENCH_LLM_MAX_CALLS")
+    if total is not None:
+        os.environ["DIBENCH_LLM_MAX_CALLS"] = str(max(0, total - calls_so_far) // workers)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("DIBENCH_LLM_MAX_CALLS", None)
+        else:
+            os.environ["DIBENCH_LLM_MAX_CALLS"] = saved
+
+
 def process(graph: Graph, run_key: str, pack: Pack, seed: int, workers: int,
-            counter: Counter_ | None = None, beat: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+            counter: Counter_ | None = None, beat: Callable[[], None] | None = None,
+            calls_so_far: int = 0) -> list[dict[str, Any]]:
     """Run `workers` worker processes (inline for one) until every planned skeleton is done.
     Pool workers die with this process (generation.workers.die_with_parent); `beat` is called
     while they work (the run's heartbeat)."""
@@ -106,7 +131,8 @@ def process(graph: Graph, run_key: str, pack: Pack, seed: int, workers: int,
     if workers <= 1:
         return [work(run_key, str(pack.root), seed, "w0", on_skeleton=tick)]
     ctx = mp.get_context("spawn")
-    with ctx.Pool(workers, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+    with shared_llm_budget(workers, calls_so_far), \
+            ctx.Pool(workers, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         jobs = [pool.apply_async(work_entry, ((run_key, str(pack.root), seed, f"w{i}", os.getpid()),))
                 for i in range(workers)]
         done_since: float | None = None
@@ -238,13 +264,27 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
             used.update(s.key for s in extra)
             graph.write("skeletons_plan", run=run_key, rows=plan_rows(extra, f"augment:{name}", len(planned)))
             planned += [s.key for s in extra]
-            stats += process(graph, run_key, pack, seed, workers, counter, beat)
+            stats += process(graph, run_key, pack, seed, workers, counter, beat, calls_so_far=llm_calls(stats))
             summary = summarise(graph, run_key, pack, len(planned))
     finish(graph, run_key)
     summary.skeletons = len(planned)
     summary.skipped_metrics, summary.migrated = enum.skipped, migrated
     summary.wall_seconds = round(time.perf_counter() - started, 2)
     summary.sql_seconds = round(sum(s["sql_seconds"] for s in stats), 2)
-    summary.stage2 = "skipped (no LLM configured)" if configured_model() is None else "judged"
+    summary.stage2 = stage2_mode()
     summary.resumed = run.resumed
+    summary.llm = merge_counts([s["llm"] for s in stats if "llm" in s])
+    summary.llm_failures = sum(summary.llm.get("failures", {}).values())
+    graph.write("run_llm_usage", key=run_key, usage=json.dumps(summary.llm, sort_keys=True),
+                calls=sum(summary.llm.get("calls", {}).values()), failures=summary.llm_failures)
     return summary
+
+
+def llm_calls(stats: list[dict[str, Any]]) -> int:
+    return sum(sum(s.get("llm", {}).get("calls", {}).values()) for s in stats)
+
+
+def stage2_mode() -> str:
+    if configured_model() is None:
+        return "skipped (no LLM configured)"
+    return "judged" if get_settings().llm_judge else "skipped (--no-judge)"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import re
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -15,16 +16,54 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.llm import ask_structured
 
-PROMPT_VERSION = "phrase/1"
+PROMPT_VERSION = "phrase/2"
+
+
+NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                "twelve")
 
 
 def period_words(start: str, end: str) -> str:
+    """A half-open window of whole months as a business user says it: "in 2024", "in March 2024",
+    "between March and August 2024", "from August 2023 to July 2024"."""
     s, e = dt.date.fromisoformat(start), dt.date.fromisoformat(end) - dt.timedelta(days=1)
     if s.month == 1 and e.month == 12 and s.year == e.year:
         return f"in {s.year}"
+    if (s.year, s.month) == (e.year, e.month):
+        return f"in {s:%B %Y}"
     if s.year == e.year:
         return f"between {s:%B} and {e:%B} {s.year}"
     return f"from {s:%B %Y} to {e:%B %Y}"
+
+
+def count_words(n: int) -> str:
+    return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)
+
+
+def plural(noun: str) -> str:
+    """English plural of the last word of a label: "country" -> "countries", "support team" -> "support teams"."""
+    if re.search(r"[^aeiou]y$", noun):
+        return noun[:-1] + "ies"
+    if re.search(r"(s|x|z|ch|sh)$", noun):
+        return noun + "es"
+    return noun + "s"
+
+
+def slice_words(dim_label: str, value: Any, dimension_type: str = "categorical") -> str:
+    """A slice as a business user names it: "in Japan" (a place), "for the premium service plan"."""
+    if dimension_type == "spatial":
+        return f"in {value}"
+    return f"for the {value} {dim_label}"
+
+
+def amount_words(value: float, unit: str) -> str:
+    """A threshold with its unit: "40%", "24 hours", "1,250", "0.85"."""
+    text = f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}".rstrip("0").rstrip(".")
+    if unit == "percent":
+        return f"{text}%"
+    if unit in ("hours", "days"):
+        return f"{text} {unit[:-1] if text == '1' else unit}"
+    return text
 
 
 def _pick(rng: random.Random, options: list[str]) -> str:
@@ -32,34 +71,37 @@ def _pick(rng: random.Random, options: list[str]) -> str:
 
 
 def template_question(analysis: str, metric_name: str, dim_label: str, facts: dict[str, Any],
-                      rng: random.Random, unit: str) -> str:
+                      rng: random.Random, unit: str, dimension_type: str = "categorical") -> str:
     name = metric_name.lower()
     when = period_words(facts["start"], facts["end"]) if "start" in facts else ""
     g = facts.get("group")
-    on = f" for {dim_label} {g}" if g is not None else ""
+    on = f" {slice_words(dim_label, g, dimension_type)}" if g is not None else ""
     if analysis == "point_query":
         return _pick(rng, [f"What was our {name}{on} {when}?", f"Can you tell me the {name}{on} {when}?",
                            f"How did the {name} come out{on} {when}?"])
     if analysis == "threshold_crossing":
-        t = facts["threshold"]
+        t = amount_words(facts["threshold"], unit)
         cmp = "at least" if facts.get("higher_is_better", True) else "at most"
-        return _pick(rng, [f"Did the {name}{on} {when} meet the target of {cmp} {t:g}? Answer PASS or FAIL with the value.",
-                           f"Against a threshold of {t:g} ({cmp}), did the {name}{on} pass {when}?"])
+        return _pick(rng, [f"Did the {name}{on} {when} meet the target of {cmp} {t}? Answer PASS or FAIL with the value.",
+                           f"Against a target of {cmp} {t}, did the {name}{on} pass {when}?"])
     if analysis == "trend_analysis":
         return _pick(rng, [f"How did the {name} develop month by month {when}: rising, falling or flat, by how much overall, and which month peaked?",
                            f"Looking at each month {when}, what is the trend of the {name}, its total change in percent and its peak month?"])
+    # Places go by their names ("Japan"), other values with their label ("the premium service plan").
+    the = "" if dimension_type == "spatial" else f"the {dim_label} "
     if analysis == "comparison":
         a, b = facts["group_a"], facts["group_b"]
-        return _pick(rng, [f"Which had the higher {name} {when}: {dim_label} {a} or {b}? Give both values.",
-                           f"Compare the {name} of {dim_label} {a} and {dim_label} {b} {when}."])
+        return _pick(rng, [f"Which {dim_label} had the higher {name} {when}: {a} or {b}? Give both values.",
+                           f"Compare the {name} of {the}{a} with that of {b} {when}."])
     if analysis == "ranking":
         k = facts["k"]
         best = "highest" if facts.get("higher_is_better", True) else "lowest"
-        return _pick(rng, [f"Which {k} {dim_label} values had the {best} {name} {when}, in order?",
-                           f"Rank the top {k} by {dim_label} on {name} ({best} first) {when}."])
+        many = plural(dim_label)
+        return _pick(rng, [f"Which {count_words(k)} {many} had the {best} {name} {when}, in order?",
+                           f"Rank the top {count_words(k)} {many} by {name} ({best} first) {when}."])
     if analysis == "significance_testing":
         a, b = facts["group_a"], facts["group_b"]
-        return (f"Is the monthly {name} significantly different between {dim_label} {a} and {b} {when}? "
+        return (f"Is the monthly {name} significantly different between {the}{a} and {b} {when}? "
                 f"Use a two-tailed Welch's t-test at the 5% level on the monthly values.")
     if analysis == "counterfactual":
         by = "month" if facts.get("by_month") else dim_label
@@ -83,8 +125,10 @@ class PhrasedQuestion(BaseModel):
 
 PHRASE_SYSTEM = (
     "You write the question a business stakeholder would ask so that the given answer is its correct answer. "
-    "Be natural. Never mention database tables, column names, identifiers or which document to read. State k "
-    "for rankings and the threshold for threshold questions. Reply with JSON {\"question\": \"...\"} only."
+    "Be natural. Never mention database tables, column names, identifiers or which document to read. State "
+    "exactly the period of the facts (start month and year to the month before `end`), the group values, k for "
+    "rankings and the threshold with its direction (at least / at most) for threshold questions. Never state "
+    "the answer's numbers. Reply with JSON {\"question\": \"...\"} only."
 )
 
 
@@ -99,7 +143,8 @@ def llm_question(llm: BaseChatModel, analysis: str, metric_name: str, gold_answe
                                "facts": facts, "rule_documents": rule_texts}
     if rewrite is not None:
         payload["previous_question"], payload["reviewer_objections"] = rewrite[0], rewrite[1]
-    return ask_structured(llm, PHRASE_SYSTEM, json.dumps(payload, default=str), PhrasedQuestion, where=where).question
+    return ask_structured(llm, PHRASE_SYSTEM, json.dumps(payload, default=str), PhrasedQuestion, where=where,
+                          stage="phrase").question
 
 
 def answer_format(analysis: str) -> str:

@@ -18,6 +18,7 @@ from generation.validation import (NOT_DISCRIMINATIVE, PHRASING_DIMENSIONS, Cand
                                    rule_changes_answer, stage1)
 from ingest.pack import Pack
 from service.errors import DibenchError
+from service.llm import LLM_FAILURES, BudgetExhausted
 from service.models import MetricSpec
 
 MAX_WINDOW_TRIES = 3
@@ -120,7 +121,8 @@ def ground(analysis: Analysis, sk: Skeleton, metric: MetricSpec, ex: Executor, r
 
 
 def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, *, seed: int,
-                     llm: BaseChatModel | None = None, windows: dict[str, Any] | None = None) -> list[Candidate]:
+                     llm: BaseChatModel | None = None, windows: dict[str, Any] | None = None,
+                     judge: bool = True) -> list[Candidate]:
     metric = pack.metric_by_id[sk.metric]
     windows = windows if windows is not None else {}
     if metric.id not in windows:
@@ -137,12 +139,13 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
             g = Grounded(Outcome({"error": str(exc)}, {}, None, None, {}, {}, {}))
         if g is None:
             continue
-        out.append(candidate(sk, pack, analysis.NAME, g, rng, vocab, llm, key=candidate_key(sk, analysis.NAME)))
+        out.append(candidate(sk, pack, analysis.NAME, g, rng, vocab, llm, key=candidate_key(sk, analysis.NAME),
+                             judge=judge))
     return out
 
 
 def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.Random, vocab: Vocabulary,
-              llm: BaseChatModel | None, *, key: str, question: str | None = None) -> Candidate:
+              llm: BaseChatModel | None, *, key: str, question: str | None = None, judge: bool = True) -> Candidate:
     """A validated candidate task from a grounded analysis (`question` keeps a stored wording)."""
     metric = pack.metric_by_id[sk.metric]
     docs = {r.id: r for r in pack.rules}
@@ -153,12 +156,22 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
     used = [featured.id] if analysis == KNOWLEDGE and featured else g.decisive
     refs = {r.id: r for r in sk.policy}
     rule_texts = [docs[r].body for r in used if r in docs]
+    llm_failure: str | None = None
+    phrased = question is None and llm is not None
     if question is None:
+        question = template_question(analysis, metric.name, sk.dimension_label, result.facts, rng, metric.unit,
+                                     sk.dimension_type)
         if llm is not None:
-            question = llm_question(llm, analysis, metric.name, result.gold_answer, result.facts, rule_texts,
-                                    where=sk.key)
-        else:
-            question = template_question(analysis, metric.name, sk.dimension_label, result.facts, rng, metric.unit)
+            # A failed model call is this candidate's problem, never the run's: the candidate keeps
+            # the template question and is rejected with the reason (an exhausted call budget only
+            # means the template question stands).
+            try:
+                question = llm_question(llm, analysis, metric.name, result.gold_answer, result.facts, rule_texts,
+                                        where=f"phrasing {sk.key} {analysis}")
+            except BudgetExhausted:
+                pass
+            except LLM_FAILURES as exc:
+                llm_failure = f"llm: {exc}"
     c = Candidate(
         key=key, skeleton_key=sk.key, domain=sk.domain,
         analysis_type=analysis, tier=tier, metric_id=metric.id, rule_ids=used,
@@ -178,14 +191,27 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
             and featured.id not in g.decisive:
         c.rejections.append(f"{NOT_DISCRIMINATIVE}: the featured rule {featured.id} does not change the answer "
                             f"under the metric's policy (counterfactual filter)")
-    c.rejections += stage1(c, vocab)
+    c.rejections += [llm_failure] if llm_failure else stage1(c, vocab)
+    if phrased and llm is not None and not llm_failure \
+            and any(r.startswith("phrasing_fidelity") for r in c.rejections):
+        # An LLM question that drifted from the facts is rewritten once with the problems, then checked again.
+        try:
+            c.question = llm_question(llm, analysis, metric.name, result.gold_answer, result.facts, rule_texts,
+                                      where=f"phrasing {sk.key} {analysis} (rewrite)",
+                                      rewrite=(c.question, c.rejections))
+            c.rejections = [r for r in c.rejections if r.startswith(NOT_DISCRIMINATIVE)] + stage1(c, vocab)
+        except BudgetExhausted:
+            pass
+        except LLM_FAILURES as exc:
+            c.rejections.append(f"llm: {exc}")
     if not c.rejections:
         def rephrase(previous: str, objections: list[str]) -> str:
             assert llm is not None
             return llm_question(llm, analysis, metric.name, result.gold_answer, result.facts, rule_texts,
                                 where=f"{sk.key} (rewrite)", rewrite=(previous, objections))
 
-        c.judge = run_judge(llm, c, vocab, rephrase)
+        c.judge = run_judge(llm if judge else None, c, vocab, rephrase,
+                            skipped="no LLM configured" if llm is None else "judge disabled (--no-judge)")
     return c
 
 
@@ -193,12 +219,23 @@ Rephrase = Callable[[str, list[str]], str]
 
 
 def run_judge(llm: BaseChatModel | None, c: Candidate, vocab: Vocabulary | None = None,
-              rephrase: Rephrase | None = None) -> dict[str, Any]:
+              rephrase: Rephrase | None = None, skipped: str = "no LLM configured") -> dict[str, Any]:
     """Stage 2. Admit only if all eight dimensions pass. A candidate failing only on phrasing
     dimensions is rewritten once (with the judge's objections), re-checked by stage 1 and re-scored;
-    what the judge said the first time is kept in the record."""
+    what the judge said the first time is kept in the record. A model call that fails rejects the
+    candidate with the reason; an exhausted call budget skips the judge, as without a model."""
     if llm is None:
-        return {"stage2": "skipped", "reason": "no LLM configured"}
+        return {"stage2": "skipped", "reason": skipped}
+    try:
+        return _judged(llm, c, vocab, rephrase)
+    except BudgetExhausted:
+        return {"stage2": "skipped", "reason": "LLM call budget exhausted"}
+    except LLM_FAILURES as exc:
+        c.rejections.append(f"llm: {exc}")
+        return {"stage2": "failed", "reason": str(exc)}
+
+
+def _judged(llm: BaseChatModel, c: Candidate, vocab: Vocabulary | None, rephrase: Rephrase | None) -> dict[str, Any]:
     verdict = judge(llm, c)
     failed = verdict.failed()
     record: dict[str, Any] = {"stage2": "judged", "rewritten": False}

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evaluation.contracts import AnswerContract, build_contract, check_answer, shape_problems
 from generation.analyses.trend import PCT_DIGITS
+from generation.fidelity import fidelity_problems
 from service.llm import ask_structured
 
 
@@ -138,8 +139,15 @@ def not_naturalised(c: Candidate, v: Vocabulary) -> str | None:
 NOT_DISCRIMINATIVE = "rule_not_discriminative"
 
 
+def phrasing_fidelity(c: Candidate, v: Vocabulary) -> str | None:
+    """The question states the task's window, groups, k, threshold and comparison as the facts
+    say, and not the answer (generation.fidelity)."""
+    problems = fidelity_problems(c.question, c.analysis_type, c.facts, c.gold_answer)
+    return "; ".join(problems) if problems else None
+
+
 STAGE1: tuple[Check, ...] = (missing_gold, unscorable, too_short, leaked_identifiers,
-                             datetime_as_category, short_knowledge, not_naturalised)
+                             datetime_as_category, short_knowledge, not_naturalised, phrasing_fidelity)
 
 
 def stage1(c: Candidate, v: Vocabulary) -> list[str]:
@@ -154,7 +162,7 @@ def stage1(c: Candidate, v: Vocabulary) -> list[str]:
 JUDGE_DIMENSIONS = ("objectivity", "answer_leakage", "naturalness", "answer_relevance", "format_alignment",
                     "sql_correctness", "logical_reasoning", "gold_scope_match")
 PHRASING_DIMENSIONS = {"naturalness", "answer_leakage", "format_alignment"}
-JUDGE_PROMPT_VERSION = "judge/1"
+JUDGE_PROMPT_VERSION = "judge/2"
 
 
 class DimensionVerdict(BaseModel):
@@ -190,4 +198,4 @@ def judge(llm: BaseChatModel, c: Candidate) -> JudgeVerdict:
 
     user = json.dumps({"question": c.question, "analysis_type": c.analysis_type, "gold_answer": c.gold_answer,
                        "gold_sql": c.gold_sql, "answer_format": c.answer_format}, default=str)
-    return ask_structured(llm, JUDGE_SYSTEM, user, JudgeVerdict, where=f"judge {c.key}")
+    return ask_structured(llm, JUDGE_SYSTEM, user, JudgeVerdict, where=f"judge {c.key}", stage="judge")

@@ -26,7 +26,8 @@ from ingest.database import schema_columns
 from ingest.lease import process_id
 from ingest.pack import load_pack, warehouse_for
 from service.graph import Graph, Tx
-from service.llm import configured_model
+from service.config import get_settings
+from service.llm import configured_model, session
 from service.warehouse import Warehouse
 
 LEASE_S = 120.0
@@ -85,6 +86,7 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
     graph, wh = Graph(), Warehouse(warehouse_for(pack).settings)  # the pack's own database, if it names one
     vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(wh, pack.schema).items()})
     llm = configured_model() if use_llm else None
+    llm_before = session().snapshot()
     ex = Executor(wh, schema=pack.schema)
     windows: dict[str, Any] = {}
     done = tasks = 0
@@ -104,7 +106,8 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
                 # a live worker never loses a claim it is about to work on.
                 graph.write("skeletons_renew", run=run_key, keys=[s.key for s in batch[i:]], worker=worker,
                             until=now_ms() + int(lease_seconds() * 1000))
-                cands = build_candidates(sk, pack, ex, vocab, seed=seed, llm=llm, windows=windows)
+                cands = build_candidates(sk, pack, ex, vocab, seed=seed, llm=llm, windows=windows,
+                                         judge=get_settings().llm_judge)
                 rows = task_rows(cands, pack, run_key)
 
                 def write(tx: Tx, sk: Skeleton = sk, rows: list[dict[str, Any]] = rows) -> None:
@@ -124,7 +127,8 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
         graph.close()
         wh.dispose()
     return {"worker": worker, "skeletons": done, "admitted_rows": tasks, "sql_seconds": ex.sql_seconds,
-            "statements": ex.statements, "wall_seconds": time.perf_counter() - started}
+            "statements": ex.statements, "wall_seconds": time.perf_counter() - started,
+            "llm": session().since(llm_before)}
 
 
 def work_entry(args: tuple[str, str, int, str, int]) -> dict[str, Any]:

@@ -1,41 +1,161 @@
-"""Rule extraction: a rule document's structured effects, from front matter or from an LLM."""
+"""Rule extraction: a rule document's structured effects, from front matter or from an LLM.
+
+The prompt is bounded (`DIBENCH_LLM_CONTEXT`): it carries only candidate metrics, best first,
+as many as fit: metrics the document names or ids, then metrics reading tables or columns it
+names (the metric -> table/column links the graph holds, computed from the same parsed SQL),
+then metrics lexically closest to it; and the columns of the tables those metrics read. An
+extracted effect is checked like a front-matter effect (`dibench domain validate`: its metric,
+expressions, columns and the rewrite itself) before it is accepted; a reply with problems is
+retried with them, then the document fails alone.
+"""
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 
 from langchain_core.language_models.chat_models import BaseChatModel
+from pydantic import ValidationError
 
 from ingest.pack import Pack, RuleDoc, _rel
-from service.llm import ask_structured
-from service.models import LLMEffects
+from ingest.validate import effect_problems
+from service.config import get_settings
+from service.errors import DibenchError, ExtractionError
+from service.llm import ask_structured, estimate_tokens, shape_text
+from service.models import LLMEffects, MetricSpec, RuleFrontMatter
+from sqlops.dialect import parse
+from sqlops.tree import columns_read, tables_read
 
-PROMPT_VERSION = "extract-effects/1"
+PROMPT_VERSION = "extract-effects/2"
+REPLY_TOKENS = 600  # kept free for the reply: a few effects of JSON
 
 SYSTEM = (
     "You turn a business rule document into structured SQL operations on metric definitions. "
     "Reply with one JSON object {\"effects\": [...]} and nothing else. Each effect has `metric` (a metric id "
-    "from the catalog), `op` (where | exclude | having | threshold | weight | override | suppress) and the "
+    "from the candidates), `op` (where | exclude | having | threshold | weight | override | suppress) and the "
     "op's fields: where/exclude/having: predicate (SQL boolean over the metric's table aliases); threshold: "
     "param, value; weight: weight (SQL expression); override: expression; suppress: min_n, count. Optional "
     "`applies_when` {dimension: table.column, value} when the rule applies only to one dimension value, and "
-    "`from_date` (YYYY-MM-DD) when it applies from a date on. Only list metrics whose computed value the "
-    "document changes."
+    "`from_date` (YYYY-MM-DD) when it applies from a date on. Use only the listed columns, through the "
+    "aliases of the metric's SQL. Only list metrics whose computed value the document changes; an empty "
+    "list is a valid answer."
 )
+EXAMPLE = {"effects": [{"metric": "M-001", "op": "exclude", "predicate": "t.channel = 'test'"},
+                       {"metric": "M-002", "op": "threshold", "param": "sla_hours", "value": 48}]}
+_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
+_STOP = frozenset("the and for with that this are from not was were has have our all any per each its".split())
 
 
-def catalog_prompt(pack: Pack) -> str:
-    items = [{"id": m.id, "name": m.name, "sql": m.sql, "params": m.params, "dimensions": m.dimensions,
-              "time_column": m.time_column} for m in pack.metrics]
-    return json.dumps(items, indent=1)
+@dataclass(frozen=True)
+class Candidate:
+    metric: MetricSpec
+    reason: str  # named | reads | similar
+    score: tuple[int, int, float]
 
 
-def extract_effects(doc: RuleDoc, pack: Pack, llm: BaseChatModel, retries: int = 2) -> LLMEffects:
-    user = (f"Metric catalog:\n{catalog_prompt(pack)}\n\nRule document {doc.id} ({doc.front.title}), "
-            f"type {doc.front.rule_type.value}:\n\n{doc.body}")
-    result = ask_structured(llm, SYSTEM, user, LLMEffects, where=f"{_rel(doc.path)}: effects", retries=retries)
-    unknown = [e.metric for e in result.effects if e.metric not in pack.metric_by_id]
-    if unknown:
-        from service.errors import ExtractionError
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
-        raise ExtractionError(f"{_rel(doc.path)}: effects: LLM named unknown metric(s) {unknown}")
-    return result
+
+def _mentions(text: str, name: str) -> bool:
+    """Whether `name` (a table or column) appears in text, as written or in words (refund_type ~ refund type)."""
+    pattern = r"\b" + re.escape(name.lower()).replace("_", "[ _]") + r"s?\b"
+    return re.search(pattern, text) is not None
+
+
+def rank_metrics(doc: RuleDoc, pack: Pack) -> list[Candidate]:
+    """Every metric of the pack, best candidate first (see the module docstring)."""
+    text = f"{doc.front.title}\n{doc.body}".lower()
+    doc_words = _words(text)
+    out = []
+    for m in pack.metrics:
+        if m.derived is not None:
+            continue  # a rule changes a derived metric through its inputs, never directly
+        named = int(m.id.lower() in text or m.name.lower() in text)
+        try:
+            tree = parse(m.template)
+            names = tables_read(tree) | {c for _t, c in columns_read(tree)}
+        except DibenchError:
+            names = set()
+        reads = sum(1 for n in names if _mentions(text, n))
+        own = _words(f"{m.name} {m.description} {m.formula}")
+        similar = len(own & doc_words) / (len(own) or 1)
+        reason = "named" if named else "reads" if reads else "similar"
+        out.append(Candidate(m, reason, (named, reads, similar)))
+    return sorted(out, key=lambda c: (-c.score[0], -c.score[1], -c.score[2], c.metric.id))
+
+
+def _metric_item(m: MetricSpec) -> dict[str, object]:
+    return {"id": m.id, "name": m.name, "sql": m.sql, "params": m.params, "dimensions": m.dimensions,
+            "time_column": m.time_column}
+
+
+def _tables_of(metrics: list[MetricSpec]) -> set[str]:
+    out: set[str] = set()
+    for m in metrics:
+        try:
+            out |= tables_read(parse(m.template))
+        except (DibenchError, ValueError):
+            continue
+    return out
+
+
+def user_prompt(doc: RuleDoc, metrics: list[MetricSpec], columns: dict[str, dict[str, str]]) -> str:
+    tables = {t: sorted(columns[t]) for t in sorted(_tables_of(metrics)) if t in columns}
+    return (f"Candidate metrics:\n{json.dumps([_metric_item(m) for m in metrics], separators=(',', ':'))}\n\n"
+            f"Columns of their tables:\n{json.dumps(tables, separators=(',', ':'))}\n\n"
+            f"Rule document {doc.id} ({doc.front.title}), type {doc.front.rule_type.value}:\n\n{doc.body}")
+
+
+def bounded_prompt(doc: RuleDoc, pack: Pack, columns: dict[str, dict[str, str]],
+                   context: int) -> tuple[str, str, list[MetricSpec]]:
+    """(system, user, metrics sent): the most candidate metrics whose prompt fits `context` tokens
+    with REPLY_TOKENS left for the reply. Raises ExtractionError if not even one fits."""
+    system = SYSTEM
+    # ask_structured appends the shape to the system prompt: count it here.
+    fixed = estimate_tokens(f"{SYSTEM}\n\n{shape_text(LLMEffects, EXAMPLE)}")
+    budget = context - REPLY_TOKENS - fixed
+    chosen: list[MetricSpec] = []
+    user = ""
+    first = 0
+    for cand in rank_metrics(doc, pack):
+        trial = user_prompt(doc, [*chosen, cand.metric], columns)
+        first = first or estimate_tokens(trial)
+        if estimate_tokens(trial) > budget:
+            break  # later candidates rank lower: an earlier one never gives way to them
+        chosen.append(cand.metric)
+        user = trial
+    if not chosen:
+        raise ExtractionError(f"{_rel(doc.path)}: effects: the document with its best candidate metric needs "
+                              f"~{first + fixed + REPLY_TOKENS} tokens, more than DIBENCH_LLM_CONTEXT={context}")
+    return system, user, chosen
+
+
+def extraction_problems(doc: RuleDoc, pack: Pack, columns: dict[str, dict[str, str]], sent: list[MetricSpec],
+                        result: LLMEffects) -> list[str]:
+    """What `dibench domain validate` would say about these effects in the document's front matter."""
+    allowed = {m.id for m in sent}
+    out = []
+    for j, eff in enumerate(result.effects):
+        if eff.metric not in allowed:
+            out.append(f"effects.{j}.metric: {eff.metric!r} is not one of the candidate metrics")
+            continue
+        out += [f"effects.{j}.{f}: {p}" if f else f"effects.{j}: {p}"
+                for f, p in effect_problems(pack, eff, columns, doc.id, f"effects.{j}.")]
+    if not out and result.effects:
+        try:
+            RuleFrontMatter.model_validate({**doc.front.model_dump(exclude={"effects"}),
+                                            "effects": [e.model_dump() for e in result.effects]})
+        except ValidationError as exc:
+            out += [e["msg"].removeprefix("Value error, ") for e in exc.errors()]
+    return out
+
+
+def extract_effects(doc: RuleDoc, pack: Pack, llm: BaseChatModel, columns: dict[str, dict[str, str]] | None = None,
+                    retries: int = 2, context: int | None = None) -> LLMEffects:
+    columns = columns or {}
+    system, user, sent = bounded_prompt(doc, pack, columns, context or get_settings().llm_context)
+    where = f"{_rel(doc.path)}: effects"
+    return ask_structured(llm, system, user, LLMEffects, where=where, stage="extract", retries=retries,
+                          example=EXAMPLE,
+                          check=lambda result: extraction_problems(doc, pack, columns, sent, result))

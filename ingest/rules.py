@@ -16,6 +16,7 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from ingest.conflicts import conflict_lines, pack_conflicts
+from ingest.database import schema_columns
 from ingest.extract import extract_effects
 from ingest.keys import dimension_key, metric_key, row, rule_key, rule_version_key
 from ingest.pack import Pack, RuleDoc, _rel
@@ -42,7 +43,8 @@ def effect_json(eff: AnyEffect) -> str:
     return json.dumps(eff.model_dump(mode="json", exclude_none=True), sort_keys=True)
 
 
-def doc_effects(doc: RuleDoc, pack: Pack, llm: BaseChatModel | None, plan: RulePlan) -> tuple[list[AnyEffect], str]:
+def doc_effects(doc: RuleDoc, pack: Pack, llm: BaseChatModel | None, plan: RulePlan,
+                columns: dict[str, dict[str, str]] | None = None) -> tuple[list[AnyEffect], str]:
     if doc.front.effects is not None:
         return list(doc.front.effects), "front_matter"
     if llm is None:
@@ -50,9 +52,9 @@ def doc_effects(doc: RuleDoc, pack: Pack, llm: BaseChatModel | None, plan: RuleP
         also = (f"; the policy of {', '.join(named)} is unknown until it does, so generation skips "
                 f"{'it' if len(named) == 1 else 'them'}") if named else ""
         plan.warnings.append(f"{_rel(doc.path)}: no effects in front matter and no LLM configured; "
-                             f"ingested without effects (set DIBENCH_LLM_PROVIDER or add `effects`){also}")
+                             f"ingested without effects (set DIBENCH_LLM or add `effects`){also}")
         return [], "none"
-    return list(extract_effects(doc, pack, llm).effects), "llm"
+    return list(extract_effects(doc, pack, llm, columns).effects), "llm"
 
 
 def mentioned_metrics(doc: RuleDoc, pack: Pack) -> list[str]:
@@ -90,11 +92,13 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, v
     plan = RulePlan()
     d = pack.name
     windows: dict[str, tuple[dt.date, dt.date]] = {}
+    # Extracted effects are checked against the loaded schema, like front-matter ones by `domain validate`.
+    columns = schema_columns(wh, pack.schema) if llm is not None else {}
     for doc in pack.rules:
         if only is not None and doc.id not in only:
             continue
         try:
-            effects, source = doc_effects(doc, pack, llm, plan)
+            effects, source = doc_effects(doc, pack, llm, plan, columns)
         except DibenchError as exc:
             plan.failures.append(str(exc))
             continue

@@ -12,7 +12,7 @@ from service.models import MetricSpec
 from service.errors import DibenchError, PackError, PackErrors
 from service.warehouse import Warehouse, check_readonly
 from sqlops.dialect import STATEMENT_LIMITS, check_size, parse, parse_expression, placeholders
-from sqlops.ops import Bound, apply_effect
+from sqlops.ops import AnyEffect, Bound, apply_effect
 from sqlops.scope import foreign_schemas
 from sqlops.tree import columns_read, outer_select, table_alias, tables_read, value_projection
 
@@ -174,56 +174,64 @@ def _expression_refs(expr: exp.Expression, tree: exp.Expression, columns: dict[s
     return out
 
 
+def effect_problems(pack: Pack, eff: AnyEffect, columns: dict[str, dict[str, str]], rule_id: str,
+                    at: str = "") -> list[tuple[str, str]]:
+    """(field, problem) of one effect: its metric (not a derived one: rules change those through
+    their inputs), dimension, expressions (parsed, naming no other schema, and their alias.column
+    references checked against the metric's SQL and the loaded schema), parameter, and the rewrite
+    itself. Front-matter effects (`domain validate`) and LLM-extracted effects (ingest) go through
+    the same checks."""
+    metric = pack.metric_by_id.get(eff.metric)
+    if metric is None:
+        return [("metric", f"unknown metric {eff.metric!r}")]
+    if metric.derived is not None:
+        return [("metric", f"{metric.id} is derived: a rule changes it through its inputs "
+                           f"({', '.join(metric.derived.inputs.values())})")]
+    out: list[tuple[str, str]] = []
+    dims = {d.column for d in pack.spec.dimensions}
+    if eff.applies_when and eff.applies_when.dimension not in dims:
+        out.append(("applies_when.dimension", f"{eff.applies_when.dimension!r} is not a declared dimension"))
+    try:
+        tree: exp.Expression | None = outer_select(parse(metric.template))
+    except DibenchError:
+        tree = None  # the metric's own problem, reported against metrics.yaml
+    parsed = True
+    for fname in ("predicate", "weight", "expression", "count"):
+        text = getattr(eff, fname, None)
+        if not text:
+            continue
+        try:
+            expr = parse_expression(text, where=f"{at}{fname}")
+        except DibenchError as exc:
+            parsed = False
+            out.append((fname, str(exc).split(": ", 1)[-1]))
+            continue
+        foreign = foreign_schemas(expr, {pack.schema})
+        if foreign:
+            parsed = False  # never rewritten: apply_effect would refuse it the same way
+            out += [(fname, p) for p in foreign]
+            continue
+        if tree is not None:
+            out += [(fname, p) for p in _expression_refs(expr, tree, columns)]
+    if eff.op == "threshold" and eff.param not in metric.params:
+        out.append(("param", f"metric {metric.id} has no parameter {eff.param!r}"))
+    elif parsed and tree is not None:
+        # The same rewrite ingest and grounding will do: guards a given op does not take,
+        # a parameter absent from the SQL, an applies_when table outside the outer FROM ...
+        try:
+            apply_effect(Bound(tree), eff, metric, rule_id)
+        except DibenchError as exc:
+            out.append(("", f"cannot apply to {metric.id}: {exc}"))
+    return out
+
+
 def _rule_problems(pack: Pack, columns: dict[str, dict[str, str]] | None = None) -> list[PackError]:
     out: list[PackError] = []
-    columns = columns or {}
-    dims = {d.column for d in pack.spec.dimensions}
     for doc in pack.rules:
         file = _rel(doc.path)
         for j, eff in enumerate(doc.front.effects or []):
-            at = f"effects.{j}"
-            metric = pack.metric_by_id.get(eff.metric)
-            if metric is None:
-                out.append(PackError(file, f"{at}.metric", f"unknown metric {eff.metric!r}"))
-                continue
-            if eff.applies_when and eff.applies_when.dimension not in dims:
-                out.append(PackError(file, f"{at}.applies_when.dimension",
-                                     f"{eff.applies_when.dimension!r} is not a declared dimension"))
-            if metric.derived is not None:
-                out.append(PackError(file, f"{at}.metric", f"{metric.id} is derived: a rule changes it through its "
-                                                            f"inputs ({', '.join(metric.derived.inputs.values())})"))
-                continue
-            try:
-                tree: exp.Expression | None = outer_select(parse(metric.template))
-            except DibenchError:
-                tree = None  # the metric's own problem, reported against metrics.yaml
-            parsed = True
-            for fname in ("predicate", "weight", "expression", "count"):
-                text = getattr(eff, fname, None)
-                if not text:
-                    continue
-                try:
-                    expr = parse_expression(text, where=fname)
-                except DibenchError as exc:
-                    parsed = False
-                    out.append(PackError(file, f"{at}.{fname}", str(exc).split(": ", 1)[-1]))
-                    continue
-                foreign = foreign_schemas(expr, {pack.schema})
-                if foreign:
-                    parsed = False  # never rewritten: apply_effect would refuse it the same way
-                    out += [PackError(file, f"{at}.{fname}", p) for p in foreign]
-                    continue
-                if tree is not None:
-                    out += [PackError(file, f"{at}.{fname}", p) for p in _expression_refs(expr, tree, columns)]
-            if eff.op == "threshold" and eff.param not in metric.params:
-                out.append(PackError(file, f"{at}.param", f"metric {metric.id} has no parameter {eff.param!r}"))
-            elif parsed and tree is not None:
-                # The same rewrite ingest and grounding will do: guards a given op does not take,
-                # a parameter absent from the SQL, an applies_when table outside the outer FROM ...
-                try:
-                    apply_effect(Bound(tree), eff, metric, doc.id)
-                except DibenchError as exc:
-                    out.append(PackError(file, at, f"cannot apply to {metric.id}: {exc}"))
+            out += [PackError(file, f"effects.{j}.{f}" if f else f"effects.{j}", p)
+                    for f, p in effect_problems(pack, eff, columns or {}, doc.id, f"effects.{j}.")]
     return out
 
 

@@ -259,8 +259,10 @@ def domain_remove(name: str, data: bool, yes: bool) -> None:
 @click.argument("pack")
 @click.option("--no-verify", is_flag=True, help="Skip the counterfactual check of rule -> metric edges.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--max-llm-calls", type=int, default=None,
+              help="At most this many LLM requests for effect extraction (cache hits are free).")
 @handle_errors
-def ingest_cmd(pack: str, no_verify: bool, as_json: bool) -> None:
+def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | None) -> None:
     """Build the artifact linkage graph of PACK in Neo4j (idempotent).
 
     A plan of at most DIBENCH_INGEST_TX_ROWS rows (default 20000; real packs have a few hundred)
@@ -270,15 +272,17 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool) -> None:
     from ingest.pack import load_pack, warehouse_for
     from ingest.pipeline import ingest_pack
     from service.graph import apply_schema, get_graph
-    from service.llm import configured_model
+    from service.llm import configured_model, session
+    from service.warehouse import get_warehouse
 
+    llm_options(max_llm_calls)
     pk = load_pack(pack)
     graph = get_graph()
     apply_schema(graph)
     with console.status(f"ingesting {pk.name}: schema, catalog, rules, counterfactual verification"):
         report = ingest_pack(pk, graph, warehouse_for(pk), configured_model(), verify=not no_verify)
     if as_json:
-        print_json(report.as_dict())
+        print_json({**report.as_dict(), "llm": session().as_dict()})
     else:
         for w in [*pk.warnings, *report.warnings]:
             err_console.print(f"[yellow]warning[/yellow] {w}", highlight=False, soft_wrap=True)
@@ -287,6 +291,9 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool) -> None:
         click.echo(f"{pk.name}: rule -> metric edges verified {report.verified}, unverified {report.unverified}")
         for e in report.unverified_edges:
             click.echo(f"  unverified: {e}")
+        calls = session().as_dict()
+        if calls["calls"] or calls["cache_hits"]:
+            click.echo(f"LLM: calls {calls['calls']}, cache hits {calls['cache_hits']}, failures {calls['failures']}")
         changes = ", ".join(f"{k}={v}" for k, v in sorted(report.counters.items())) or "no changes"
         how = "one transaction" if report.transactions == 1 else f"{report.transactions} batch transactions"
         click.echo(f"graph writes: {changes} ({report.rows:,} planned rows in {how})")
@@ -375,6 +382,19 @@ def _print_summary(summary: Any) -> None:
         click.echo(f"{d['migrated']} tasks generated under an older gold meaning were retired (GoldMigration record)")
 
 
+def llm_options(max_llm_calls: int | None = None, judge: bool | None = None) -> None:
+    """Command-line LLM limits, passed on as settings (worker processes read the environment)."""
+    import os
+
+    if max_llm_calls is not None:
+        if max_llm_calls < 0:
+            raise click.BadParameter("must be 0 or more", param_hint="--max-llm-calls")
+        os.environ["DIBENCH_LLM_MAX_CALLS"] = str(max_llm_calls)
+    if judge is not None:
+        os.environ["DIBENCH_LLM_JUDGE"] = "true" if judge else "false"
+    get_settings.cache_clear()
+
+
 def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type: int, as_json: bool,
               resume: str | None = None, new: bool = False) -> None:
     from generation.pipeline import generate
@@ -386,8 +406,9 @@ def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type
     apply_schema(graph)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    # With --json, stdout carries the JSON alone: progress goes to stderr.
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console) as bar:
+                  console=err_console if as_json else console) as bar:
         job = bar.add_task(f"{pk.name}: skeletons", total=None)
         summary = generate(pk, graph, target=target, seed=seed, workers=workers, min_per_type=min_per_type,
                            progress=bar.console.log, resume=resume, new=new,
@@ -407,10 +428,14 @@ def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type
               help="Minimum admitted tasks per analysis type before augmentation stops.")
 @click.option("--resume", "resume", default=None, metavar="RUN", help="Resume this unfinished run (its key).")
 @click.option("--new", "new", is_flag=True, help="Start a new run even if an unfinished one could be resumed.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (only JSON on stdout).")
+@click.option("--max-llm-calls", type=int, default=None,
+              help="At most this many LLM requests (cache hits are free); then template phrasing, no judge.")
+@click.option("--judge/--no-judge", default=None,
+              help="Run the stage-2 LLM judge (default: when a model is configured); phrasing is independent.")
 @handle_errors
 def generate_cmd(pack: str, target: int, seed: int, workers: int, min_per_type: int, resume: str | None, new: bool,
-                 as_json: bool) -> None:
+                 as_json: bool, max_llm_calls: int | None, judge: bool | None) -> None:
     """Generate validated tasks for an ingested PACK and write them into the graph.
 
     A run whose process died (killed, machine lost) is resumed by the next `generate` of the
@@ -418,6 +443,7 @@ def generate_cmd(pack: str, target: int, seed: int, workers: int, min_per_type: 
     the claims of its dead workers are taken over. --resume RUN names the run, --new starts a
     fresh one. Worker processes exit with this process. A task regenerated by a later run
     belongs to that run only."""
+    llm_options(max_llm_calls, judge)
     _generate(pack, target, seed, workers, min_per_type, as_json, resume, new)
 
 

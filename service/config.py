@@ -60,6 +60,20 @@ class Settings(BaseSettings):
         description="concurrent transactions of a batched graph write (default: CPUs, at most 4)")
     data_dir: Path = Field(REPO_ROOT.parent / "shared" / "data", description="real datasets (Berka, Pagila, Spider)")
     llm_provider: str | None = Field(None, description="'module:factory' returning a langchain-core chat model")
+    llm: str | None = Field(None, description="built-in LLM provider: 'openai' (any OpenAI-compatible server) or "
+                                             "'ollama'; 'module:factory' works here too")
+    llm_base_url: str | None = Field(None, description="base URL of the OpenAI-compatible server (ends in /v1)")
+    llm_model: str | None = Field(None, description="model name the server knows")
+    llm_api_key: str | None = Field(None, description="API key (else OPENAI_API_KEY; local servers ignore it)")
+    llm_context: int = Field(4096, description="context window of the model, tokens: prompts are bounded by it")
+    llm_timeout_s: float = Field(120.0, description="timeout of one LLM request, seconds")
+    llm_retries: int = Field(3, description="retries of a transient provider error (5xx, 429, timeout)")
+    llm_backoff_s: float = Field(1.0, description="first backoff between retries, doubled each time")
+    llm_cache: bool = Field(True, description="cache LLM replies on disk, keyed by (model, prompt hash)")
+    llm_cache_dir: Path | None = Field(None, description="reply cache folder (default: <state_dir>/llm-cache)")
+    llm_max_calls: int | None = Field(None, description="LLM calls allowed per process; beyond it stages fall "
+                                                        "back to their deterministic default")
+    llm_judge: bool = Field(True, description="run the stage-2 LLM judge when a model is configured")
     api_token: str | None = Field(None, description="bearer token for write endpoints of the HTTP API")
     api_read_token: str | None = Field(None, description="bearer token required for reads, if set")
     api_pack_roots: list[Path] = Field(

@@ -1,47 +1,314 @@
-"""The LLM adapter: any langchain-core chat model, chosen by configuration.
+"""The LLM adapter: one way for every stage to call a langchain-core chat model.
 
-`DIBENCH_LLM_PROVIDER=module:factory` names a zero-argument callable returning a
-`BaseChatModel` (e.g. a small wrapper around langchain-openai). With nothing configured,
-every LLM-backed stage uses its deterministic default instead.
+Which model: `DIBENCH_LLM=openai` (any OpenAI-compatible server: vLLM, llama.cpp, LM Studio,
+OpenAI itself; needs the `openai` extra) or `ollama` (Ollama's OpenAI-compatible endpoint), with
+`DIBENCH_LLM_BASE_URL`, `DIBENCH_LLM_MODEL`, `DIBENCH_LLM_API_KEY`; or `module:factory` (in
+`DIBENCH_LLM` or the older `DIBENCH_LLM_PROVIDER`) naming a zero-argument callable returning a
+`BaseChatModel`. With nothing configured, every LLM-backed stage uses its deterministic default.
+
+How it is called (`call`): every request counts against the process's call budget, is answered
+from the on-disk reply cache when it was asked before (same model, same messages), is retried
+with backoff on transient provider errors (5xx, 429, timeouts, lost connections), and fails as
+one `LLMError` line naming the item (`where`) otherwise. Callers record that error against their
+document, candidate or task and carry on: an LLM failure never ends a run.
 """
 from __future__ import annotations
 
 import importlib
 import json
+import logging
+import math
+import os
 import re
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ValidationError
 
 from service.config import Settings, get_settings
-from service.errors import ConfigError, ExtractionError
+from service.errors import ConfigError, DibenchError, ExtractionError
+from service.llm_cache import ReplyCache, cache_key
 
 M = TypeVar("M", bound=BaseModel)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
+log = logging.getLogger("dibench.llm")
+
+OLLAMA_URL = "http://localhost:11434/v1"
+# Error texts of servers that refuse a prompt longer than their context (OpenAI, vLLM, llama.cpp, Ollama).
+_OVERFLOW = re.compile(r"context.{0,20}(length|window|size)|maximum context|too many tokens|exceeds? the "
+                       r"(available )?context|prompt is too long|n_ctx|too long", re.IGNORECASE)
+# Exceptions from these packages are provider errors; anything else is our bug and propagates.
+_PROVIDER_MODULES = frozenset({"openai", "httpx", "httpcore", "langchain_openai", "langchain_ollama", "ollama",
+                               "requests", "urllib3", "anthropic", "aiohttp"})
 
 
+class LLMError(DibenchError):
+    """A model call failed for good (after retries where the error is transient)."""
+
+    hint = "see README: LLM stages (DIBENCH_LLM, DIBENCH_LLM_BASE_URL, DIBENCH_LLM_MODEL, DIBENCH_LLM_CONTEXT)"
+    transient = False  # a 5xx, 429 or timeout that outlasted the retries (vs. a refusal of this request)
+
+
+class ContextOverflow(LLMError):
+    """The server refused the prompt as longer than its context window."""
+
+
+class BudgetExhausted(LLMError):
+    """The process has made all the LLM calls `--max-llm-calls` allows."""
+
+    hint = "raise --max-llm-calls (DIBENCH_LLM_MAX_CALLS); stages fall back to their defaults meanwhile"
+
+
+# What a stage catches to record a failed model call against its item and carry on.
+LLM_FAILURES: tuple[type[DibenchError], ...] = (LLMError, ExtractionError)
+
+
+# ------------------------------------------------------------------------------ accounting
+@dataclass
+class Session:
+    """What this process asked of the model: calls, cache hits, failures and prompt sizes per stage."""
+
+    max_calls: int | None = None
+    cache: ReplyCache | None = None
+    calls: Counter[str] = field(default_factory=Counter)
+    cache_hits: Counter[str] = field(default_factory=Counter)
+    failures: Counter[str] = field(default_factory=Counter)
+    prompt_tokens: Counter[str] = field(default_factory=Counter)
+    max_prompt_tokens: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def total_calls(self) -> int:
+        return sum(self.calls.values())
+
+    def snapshot(self) -> dict[str, Counter[str]]:
+        return {k: Counter(getattr(self, k)) for k in ("calls", "cache_hits", "failures", "prompt_tokens")}
+
+    def since(self, before: dict[str, Counter[str]]) -> dict[str, Any]:
+        """as_dict() of what happened after `before` (a snapshot()): one worker round's share."""
+        out = self.as_dict()
+        for k, old in before.items():
+            out[k] = {stage: n for stage, n in (getattr(self, k) - old).items() if n}
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        def nonzero(c: Counter[str]) -> dict[str, int]:
+            return {k: n for k, n in c.items() if n}
+
+        return {"calls": nonzero(self.calls), "cache_hits": nonzero(self.cache_hits),
+                "failures": nonzero(self.failures), "prompt_tokens": nonzero(self.prompt_tokens),
+                "max_prompt_tokens": nonzero(self.max_prompt_tokens), "max_calls": self.max_calls}
+
+
+_session = Session()
+
+
+def session() -> Session:
+    return _session
+
+
+def reset_session(max_calls: int | None = None, cache: ReplyCache | None = None) -> Session:
+    global _session
+    _session = Session(max_calls=max_calls, cache=cache)
+    return _session
+
+
+def merge_counts(parts: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Sum the per-stage counts of several workers' `Session.since()` (maxima for prompt sizes)."""
+    out: dict[str, dict[str, int]] = {}
+    for part in parts:
+        for key, value in part.items():
+            if not isinstance(value, dict):
+                continue
+            acc = out.setdefault(key, {})
+            for stage, n in value.items():
+                acc[stage] = max(acc.get(stage, 0), n) if key == "max_prompt_tokens" else acc.get(stage, 0) + n
+    return out
+
+
+def describe(llm: BaseChatModel | None) -> str:
+    """The model as the Run records it: class and model name."""
+    if llm is None:
+        return "none"
+    name = getattr(llm, "model_name", None) or getattr(llm, "model", None)
+    return f"{type(llm).__name__}:{name}" if isinstance(name, str) and name else type(llm).__name__
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of a prompt without a tokenizer: ~4 characters per token for English, JSON and SQL
+    (the common BPE vocabularies land between 3.5 and 4.5 on such text)."""
+    return math.ceil(len(text) / 4)
+
+
+def messages_tokens(messages: Sequence[BaseMessage]) -> int:
+    return sum(estimate_tokens(str(m.content)) + 4 for m in messages)
+
+
+# ------------------------------------------------------------------------------ providers
 def configured_model(settings: Settings | None = None) -> BaseChatModel | None:
-    spec = (settings or get_settings()).llm_provider
+    """The configured chat model (None: no LLM), with this process's budget and reply cache set up."""
+    s = settings or get_settings()
+    spec = s.llm or s.llm_provider
     if not spec:
         return None
+    if spec in ("openai", "ollama"):
+        model = _openai_compatible(s, spec)
+    elif ":" in spec:
+        model = _from_factory(spec)
+    else:
+        raise ConfigError(f"DIBENCH_LLM={spec!r}: expected 'openai', 'ollama' or 'module:factory'")
+    if _session.max_calls != s.llm_max_calls or (s.llm_cache and _session.cache is None):
+        reset_session(s.llm_max_calls, ReplyCache(s.llm_cache_dir or s.state_dir / "llm-cache") if s.llm_cache else None)
+    return model
+
+
+def _from_factory(spec: str) -> BaseChatModel:
     module_name, _, attr = spec.partition(":")
     try:
         factory = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"DIBENCH_LLM_PROVIDER={spec!r}: cannot import: {exc}") from exc
+        raise ConfigError(f"DIBENCH_LLM={spec!r}: cannot import: {exc}") from exc
     model = factory()
     if not isinstance(model, BaseChatModel):
-        raise ConfigError(f"DIBENCH_LLM_PROVIDER={spec!r} did not return a langchain-core BaseChatModel")
+        raise ConfigError(f"DIBENCH_LLM={spec!r} did not return a langchain-core BaseChatModel")
     return model
 
 
-def _text(message: BaseMessage) -> str:
+def _openai_compatible(s: Settings, provider: str) -> BaseChatModel:
+    try:
+        from service.llm_openai import compatible_chat_model
+    except ImportError as exc:
+        raise ConfigError(f"DIBENCH_LLM={provider} needs langchain-openai", hint="pip install 'dibench[openai]'") from exc
+    base_url = s.llm_base_url or (OLLAMA_URL if provider == "ollama" else None)
+    if not s.llm_model:
+        raise ConfigError(f"DIBENCH_LLM={provider} needs DIBENCH_LLM_MODEL (the model name the server serves)")
+    # Local servers ignore the key but the client insists on one.
+    key = s.llm_api_key or os.environ.get("OPENAI_API_KEY") or ("ollama" if provider == "ollama" else "not-needed")
+    return compatible_chat_model(base_url=base_url, model=s.llm_model, api_key=key, timeout_s=s.llm_timeout_s)
+
+
+def model_id(llm: Runnable[Any, Any]) -> str:
+    """A stable name of the model and its settings (bound tools included): the cache key's model part."""
+    bound = getattr(llm, "bound", None)
+    kwargs = getattr(llm, "kwargs", None)
+    if bound is not None:
+        return json.dumps([model_id(bound), kwargs], sort_keys=True, default=str)
+    params = getattr(llm, "_identifying_params", None) or {}
+    return json.dumps([type(llm).__name__, dict(params)], sort_keys=True, default=str)
+
+
+# ------------------------------------------------------------------------------ one call
+def call(llm: Runnable[Any, Any], messages: Sequence[BaseMessage], *, where: str, stage: str,
+         settings: Settings | None = None, model_key: str | None = None) -> AIMessage:
+    """One model call: budget, cache, retry of transient errors, one-line failure (see module doc).
+    `model_key` names the model for the cache when `llm` is a composed runnable (structured output)."""
+    s = settings or get_settings()
+    sess = _session
+    tokens = messages_tokens(messages)
+    log.info("%s: %s prompt ~%d tokens", where, stage, tokens)
+    key = cache_key(model_key or model_id(llm), messages) if sess.cache is not None else None
+    if sess.cache is not None and key is not None:
+        hit = sess.cache.get(key)
+        if hit is not None:
+            sess.cache_hits[stage] += 1
+            return hit
+    if sess.max_calls is not None and sess.total_calls >= sess.max_calls:
+        raise BudgetExhausted(f"{where}: LLM call budget of {sess.max_calls} exhausted")
+    sess.calls[stage] += 1
+    sess.prompt_tokens[stage] += tokens
+    sess.max_prompt_tokens[stage] = max(sess.max_prompt_tokens[stage], tokens)
+    try:
+        reply = _invoke_with_retries(llm, list(messages), where=where, tokens=tokens, s=s)
+    except LLMError:
+        sess.failures[stage] += 1
+        raise
+    if sess.cache is not None and key is not None:
+        sess.cache.put(key, reply)
+    return reply
+
+
+def _invoke_with_retries(llm: Runnable[Any, Any], messages: list[BaseMessage], *, where: str, tokens: int,
+                         s: Settings) -> AIMessage:
+    delay = s.llm_backoff_s
+    for attempt in range(s.llm_retries + 1):
+        try:
+            out = llm.invoke(messages)
+        except DibenchError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - narrowed by provider_error(), re-raised otherwise
+            error = provider_error(exc, where=where, tokens=tokens, context=s.llm_context)
+            if error is None:
+                raise
+            transient = not isinstance(error, ContextOverflow) and is_transient(exc)
+            if not transient or attempt == s.llm_retries:
+                error.transient = transient
+                raise error from exc
+            log.warning("%s (retry %d of %d in %.1fs)", error, attempt + 1, s.llm_retries, delay)
+            time.sleep(delay)
+            delay *= 2
+            continue
+        raw = out.get("raw") if isinstance(out, dict) else out
+        if not isinstance(raw, AIMessage):
+            raise LLMError(f"{where}: the model returned {type(raw).__name__}, not a chat message")
+        return raw
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def is_transient(exc: BaseException) -> bool:
+    status = _status(exc)
+    if status is not None:
+        return status in (408, 409, 425, 429) or status >= 500
+    name = type(exc).__name__
+    return "Timeout" in name or "Connection" in name or isinstance(exc, (TimeoutError, ConnectionError))
+
+
+def provider_error(exc: BaseException, *, where: str, tokens: int, context: int) -> LLMError | None:
+    """The one-line LLMError for a provider exception; None when exc is not a provider's."""
+    status = _status(exc)
+    module = type(exc).__module__.split(".", 1)[0]
+    if status is None and module not in _PROVIDER_MODULES and not isinstance(exc, (TimeoutError, ConnectionError)):
+        return None
+    detail = _detail(exc)
+    code = f"HTTP {status}" if status is not None else type(exc).__name__
+    if status in (400, 413, 422) and _OVERFLOW.search(detail):
+        return ContextOverflow(f"{where}: the server refused a prompt of ~{tokens} tokens as too long for its "
+                               f"context ({code}: {detail}); DIBENCH_LLM_CONTEXT={context}")
+    return LLMError(f"{where}: LLM request failed ({code}: {detail})")
+
+
+def _detail(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    message = body.get("message") if isinstance(body, dict) else None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        message = body["error"].get("message")
+    text = str(message or exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line[:200]
+
+
+# ------------------------------------------------------------------------------ structured replies
+def text_of(message: BaseMessage) -> str:
     content: Any = message.content
     if isinstance(content, list):
         content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
     return str(content)
+
+
+def _reply_text(message: AIMessage) -> str:
+    """The JSON a structured reply carries: the first tool call's arguments, else the text."""
+    if message.tool_calls:
+        return json.dumps(message.tool_calls[0]["args"])
+    return text_of(message)
 
 
 def parse_json_reply(text: str, model: type[M]) -> M:
@@ -53,21 +320,106 @@ def parse_json_reply(text: str, model: type[M]) -> M:
     return model.model_validate(json.loads(cleaned[start:end + 1]))
 
 
-def ask_structured(llm: BaseChatModel, system: str, user: str, model: type[M], *, where: str,
-                   retries: int = 2) -> M:
-    """Invoke llm and validate its JSON reply as `model`; retry with the error, then fail clearly."""
-    messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(user)]
+def example_of(model: type[BaseModel]) -> dict[str, Any]:
+    """One example object of `model`, built from its JSON schema (first choice of every union)."""
+    schema = model.model_json_schema()
+    defs = schema.get("$defs", {})
+
+    def build(node: dict[str, Any]) -> Any:
+        if "$ref" in node:
+            return build(defs[node["$ref"].rsplit("/", 1)[1]])
+        for union in ("oneOf", "anyOf"):
+            if union in node:
+                options = [o for o in node[union] if o.get("type") != "null"]
+                return build(options[0]) if options else None
+        if "const" in node:
+            return node["const"]
+        if "enum" in node:
+            return node["enum"][0]
+        if "default" in node and node["default"] is not None:
+            return node["default"]
+        kind = node.get("type")
+        if kind == "object":
+            return {k: build(v) for k, v in node.get("properties", {}).items()
+                    if k in node.get("required", [])}
+        if kind == "array":
+            return [build(node.get("items", {}))]
+        if kind == "boolean":
+            return True
+        if kind == "integer":
+            return max(int(node.get("minimum", 0)), 1)
+        if kind == "number":
+            return 1.5
+        text = node.get("description") or node.get("title") or "text"
+        return text.ljust(int(node.get("minLength", 0)), ".")
+
+    return dict(build(schema))
+
+
+def shape_text(model: type[BaseModel], example: dict[str, Any] | None = None) -> str:
+    return "Reply with one JSON object only, shaped like this example:\n" + json.dumps(
+        example if example is not None else example_of(model), indent=None)
+
+
+def structured_runnable(llm: BaseChatModel, model: type[BaseModel]) -> Runnable[Any, Any] | None:
+    """The provider's structured-output path (JSON schema, else a forced tool call) when it has one.
+    The raw reply is kept (include_raw) and parsed by us, so a bad reply gets the same feedback
+    as on the plain path."""
+    schema = model.model_json_schema()
+    try:
+        return llm.with_structured_output(schema, method="json_schema", include_raw=True)
+    except NotImplementedError:
+        return None
+    except (TypeError, ValueError):
+        pass  # this model's with_structured_output takes no `method`: try its default
+    try:
+        return llm.with_structured_output(schema, include_raw=True)
+    except (NotImplementedError, TypeError, ValueError):
+        return None
+
+
+def ask_structured(llm: BaseChatModel, system: str, user: str, model: type[M], *, where: str, stage: str = "llm",
+                   retries: int = 2, example: dict[str, Any] | None = None,
+                   check: Callable[[M], list[str]] | None = None) -> M:
+    """Ask for one JSON object valid as `model`: through the structured-output path when the model
+    has one (falling back to plain text if the server refuses it), with one example of the shape in
+    the prompt; a malformed reply, or one `check` finds problems with, is retried with its problems
+    and the shape again, then fails as one ExtractionError line."""
+    shape = shape_text(model, example)
+    messages: list[BaseMessage] = [SystemMessage(f"{system}\n\n{shape}"), HumanMessage(user)]
+    runnable: Runnable[Any, Any] | None = structured_runnable(llm, model)
     last_error = ""
+    structured_key = f"{model_id(llm)}|structured:{json.dumps(model.model_json_schema(), sort_keys=True)}"
     for _attempt in range(retries + 1):
-        reply = llm.invoke(messages)
-        text = _text(reply)
         try:
-            return parse_json_reply(text, model)
+            reply = call(runnable or llm, messages, where=where, stage=stage,
+                         model_key=structured_key if runnable is not None else None)
+        except ContextOverflow:
+            raise
+        except LLMError as exc:
+            if runnable is None or exc.transient or isinstance(exc, BudgetExhausted):
+                raise
+            # A server without JSON-schema or tool support answers 4xx: ask in plain text instead
+            # (that refusal is not the item's failure).
+            _session.failures[stage] -= 1
+            runnable = None
+            reply = call(llm, messages, where=where, stage=stage)
+        try:
+            parsed = parse_json_reply(_reply_text(reply), model)
+            problems = check(parsed) if check is not None else []
+            if not problems:
+                return parsed
+            last_error = "; ".join(problems)
         except ValidationError as exc:
             # Name each field and its problem: "1 validation error for X" alone tells the model nothing.
             last_error = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors())
         except ValueError as exc:
             last_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        messages = [*messages, reply, HumanMessage(
-            f"Your reply was not valid: {last_error}. Reply with one JSON object only, matching the schema.")]
+        messages = [*messages, _as_plain(reply), HumanMessage(f"Your reply was not valid: {last_error}. {shape}")]
+    _session.failures[stage] += 1
     raise ExtractionError(f"{where}: LLM reply malformed after {retries + 1} attempts: {last_error}")
+
+
+def _as_plain(reply: AIMessage) -> AIMessage:
+    """The reply shown back in a retry, as text: a tool call without its tool result would be refused."""
+    return AIMessage(_reply_text(reply) or " ")

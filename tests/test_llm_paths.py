@@ -14,7 +14,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel, G
 from langchain_core.messages import AIMessage, BaseMessage
 
 from generation.grounding import Executor
-from generation.questions import llm_question
+from generation.questions import llm_question, period_words
 from generation.tasks import build_candidates, run_judge, vocabulary
 from generation.validation import JUDGE_DIMENSIONS, Candidate, Vocabulary
 from ingest.database import schema_columns
@@ -146,16 +146,19 @@ def test_judge_failing_a_dimension_rejects_with_its_reason(candidates: list[Cand
 def test_phrasing_only_failure_is_rewritten_once_and_rescored(candidates: list[Candidate], vocab: Vocabulary) -> None:
     c = a_point_query(candidates)
     first = c.question
+    # A rewrite still states the window and the group (stage 1 checks it again).
+    better = (f"How happy were our {c.facts.get('group', 'basic')} customers with their orders "
+              f"{period_words(c.facts['start'], c.facts['end'])}?")
     llm, rec = fake([verdict({"naturalness": "It reads like a database query."}), verdict()])
     seen: list[tuple[str, list[str]]] = []
 
     def rephrase(previous: str, objections: list[str]) -> str:
         seen.append((previous, objections))
-        return "How happy were our basic customers with their orders over that period?"
+        return better
 
     record = run_judge(llm, c, vocab, rephrase)
     assert seen == [(first, ["naturalness: It reads like a database query."])]
-    assert c.question == "How happy were our basic customers with their orders over that period?"
+    assert c.question == better
     assert c.rejections == []
     assert record["rewritten"] is True and record["failed"] == []
     assert record["first_question"] == first
@@ -171,7 +174,9 @@ def test_a_rewrite_that_still_fails_is_rejected_without_a_second_rewrite(candida
 
     def rephrase(previous: str, objections: list[str]) -> str:
         calls.append(previous)
-        return "Was the satisfaction of basic customers 71.43 in that period?"
+        # Faithful to the facts (stage 1 passes), but the judge still objects.
+        return (f"Was the satisfaction of {c.facts.get('group', 'basic')} customers as high as usual "
+                f"{period_words(c.facts['start'], c.facts['end'])}?")
 
     record = run_judge(llm, c, vocab, rephrase)
     assert len(calls) == 1 and len(rec.calls) == 2
@@ -185,7 +190,7 @@ def test_a_rewrite_is_checked_by_stage_one_again(candidates: list[Candidate], vo
     record = run_judge(llm, c, vocab, lambda q, o: "What is the average rating of all rows in mini.orders for plan basic?")
     assert len(rec.calls) == 1  # no second judge call for a rewrite stage 1 rejects
     assert record["rewritten"] is True
-    assert [r.split(":")[0] for r in c.rejections] == ["leaked_identifiers"]
+    assert [r.split(":")[0] for r in c.rejections] == ["leaked_identifiers", "phrasing_fidelity"]
     assert "mini.orders" in c.rejections[0]
 
 
@@ -212,7 +217,7 @@ def test_build_candidates_phrases_and_judges_with_the_model(pack: Pack, warehous
     responses: list[str] = []
     questions = []
     for i, c in enumerate(candidates):
-        q = f"Question {i}: how did the satisfaction rate of our customers come out in that period?"
+        q = f"Question {i}: {c.question}"  # faithful to the facts, so phrasing fidelity passes
         questions.append(q)
         responses.append(phrased(q))
         if not c.rejections:

@@ -7,7 +7,8 @@ from typing import Any, Literal, Protocol
 from evaluation.agents.tools import Toolbox
 from evaluation.tasks import TaskRecord
 
-StopReason = Literal["answered", "no_answer"]
+# error: the model call failed for good (recorded, the run goes on); budget: a per-task limit hit.
+StopReason = Literal["answered", "no_answer", "error", "budget"]
 
 
 @dataclass

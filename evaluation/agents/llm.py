@@ -9,16 +9,19 @@ ToolMessages. The first `final_answer` call ends the task and its `answer` is re
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from evaluation.agents.base import AgentRun, Usage
+from evaluation.agents.base import AgentRun, StopReason, Usage
 from evaluation.agents.tools import SEARCH_TOOL, SQL_TOOL, Toolbox, final_answer_tool, jsonable
 from evaluation.tasks import TaskRecord, public_view
 from service.errors import ConfigError
+from service.llm import LLM_FAILURES, messages_tokens
+from service.llm import call as llm_call
 
 MAX_TURNS = 20
 PROMPT_VERSION = "agent/1"
@@ -48,6 +51,23 @@ def model_name(model: BaseChatModel) -> str:
     return f"{type(model).__name__}:{name}" if isinstance(name, str) and name else type(model).__name__
 
 
+@dataclass(frozen=True)
+class Budget:
+    """Per-task limits: turns, tokens (reported by the server, else estimated from the prompts),
+    wall-clock seconds. None means no limit."""
+
+    turns: int = MAX_TURNS
+    tokens: int | None = None
+    seconds: float | None = None
+
+    def exceeded(self, tokens: int, started: float) -> str | None:
+        if self.tokens is not None and tokens >= self.tokens:
+            return f"token budget ({self.tokens}) reached"
+        if self.seconds is not None and time.perf_counter() - started >= self.seconds:
+            return f"time budget ({self.seconds:g}s) reached"
+        return None
+
+
 @dataclass
 class LlmAgent:
     chat_model: BaseChatModel
@@ -55,6 +75,7 @@ class LlmAgent:
     max_turns: int = MAX_TURNS
     name: str = "llm"
     prompt_version: str = PROMPT_VERSION
+    budget: Budget | None = None
     model: str = field(init=False)
     temperature: float | None = field(init=False)
 
@@ -63,11 +84,14 @@ class LlmAgent:
             raise ConfigError(f"max_turns must be at least 1, not {self.max_turns}")
         self.chat_model, self.temperature = at_temperature_zero(self.chat_model)
         self.model = model_name(self.chat_model)
+        self.budget = self.budget or Budget(turns=self.max_turns)
 
     def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
         view = public_view(task)
+        tool_specs = [SQL_TOOL, SEARCH_TOOL, final_answer_tool(view["answer_format"])]
         try:
-            bound = self.chat_model.bind_tools([SQL_TOOL, SEARCH_TOOL, final_answer_tool(view["answer_format"])])
+            # tool_choice: small models served by llama.cpp ignore bound tools unless told to call one.
+            bound = self.chat_model.bind_tools(tool_specs, tool_choice="any")
         except NotImplementedError as exc:
             raise ConfigError(f"chat model {self.model} does not support tool calling (bind_tools)") from exc
         messages: list[BaseMessage] = [
@@ -76,11 +100,25 @@ class LlmAgent:
         ]
         usage = Usage()
         calls = 0
+        started = time.perf_counter()
+        assert self.budget is not None
+
+        def stop(reason: StopReason, detail: str, turn: int) -> AgentRun:
+            return AgentRun(answer=None, stop_reason=reason, stop_detail=detail, turns=turn, tool_calls=calls,
+                            usage=usage, messages=dump(messages))
+
+        estimated = 0  # prompt tokens sent so far, for servers that report no usage
         for turn in range(1, self.max_turns + 1):
+            over = self.budget.exceeded(usage.total_tokens if usage.reported_turns else estimated, started)
+            if over:
+                return stop("budget", over, turn - 1)
+            estimated += messages_tokens(messages)
             tools.turn = turn
-            reply = bound.invoke(messages)
-            if not isinstance(reply, AIMessage):
-                raise ConfigError(f"chat model {self.model} returned {type(reply).__name__}, not an AIMessage")
+            try:
+                reply = llm_call(bound, messages, where=f"task {task.task_id} turn {turn}", stage="agent")
+            except LLM_FAILURES as exc:
+                # This task ends without an answer; the run goes on with the next one.
+                return stop("error", str(exc), turn)
             messages.append(reply)
             usage.add(dict(reply.usage_metadata) if reply.usage_metadata else None)
             if not reply.tool_calls:
@@ -95,8 +133,7 @@ class LlmAgent:
                     return AgentRun(answer=answer, stop_reason="answered", stop_detail=f"final_answer at turn {turn}",
                                     turns=turn, tool_calls=calls, usage=usage, messages=dump(messages), notes=notes)
                 messages.append(ToolMessage(self._call(tools, call["name"], call["args"]), tool_call_id=call["id"] or ""))
-        return AgentRun(answer=None, stop_reason="no_answer", stop_detail=f"turn limit ({self.max_turns}) reached",
-                        turns=self.max_turns, tool_calls=calls, usage=usage, messages=dump(messages))
+        return stop("no_answer", f"turn limit ({self.max_turns}) reached", self.max_turns)
 
     @staticmethod
     def _call(tools: Toolbox, name: str, args: dict[str, Any]) -> str:

@@ -31,6 +31,7 @@ class Toolbox:
     wh: Warehouse
     kb: KnowledgeBase
     row_limit: int = ROW_LIMIT
+    schema: str | None = None  # the domain schema: unqualified table names in the agent's SQL resolve to it
     events: list[dict[str, Any]] = field(default_factory=list)
     turn: int = 0
 
@@ -39,7 +40,7 @@ class Toolbox:
         started = time.perf_counter()
         event: dict[str, Any] = {"turn": self.turn, "tool": "sql_query", "args": {"sql": sql, "params": params or {}}}
         try:
-            result = self.wh.execute_readonly(sql, params or {})
+            result = self.wh.execute_readonly(sql, params or {}, schema=self.schema)
         except DibenchError as exc:
             event.update(ok=False, error=str(exc))
             raise

@@ -1,6 +1,7 @@
 """Threshold crossing: does the metric on a slice meet a threshold? {"value", "threshold", "result"}"""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from generation.analyses import Outcome, outcome, point_query
@@ -20,6 +21,26 @@ def verdict(value: float | None, threshold: float, higher_is_better: bool) -> st
     return "PASS" if (value >= threshold if higher_is_better else value <= threshold) else "FAIL"
 
 
+def round_significant(x: float, digits: int) -> float:
+    if x == 0:
+        return 0.0
+    return float(round(x, digits - 1 - math.floor(math.log10(abs(x)))))
+
+
+def roundest_between(a: float, b: float) -> float:
+    """The roundest number strictly between a and b (a business target: 300,000 rather than
+    321,413), so the verdict still differs on either side; their rounded midpoint if none is."""
+    lo, hi = min(a, b), max(a, b)
+    if hi > lo:
+        top = math.ceil(math.log10(max(abs(lo), abs(hi)))) + 1
+        for p in range(top, math.floor(math.log10(hi - lo)) - 2, -1):
+            for step in (10.0 ** p, 5 * 10.0 ** (p - 1)):
+                c = math.floor(lo / step + 1) * step
+                if lo < c < hi:
+                    return float(round(c, 6))
+    return float(round((a + b) / 2, 0))
+
+
 def build(ctx: Context) -> Outcome | None:
     point = point_query.build(ctx)
     if point is None or point.gold_answer["value"] is None:
@@ -33,7 +54,7 @@ def build(ctx: Context) -> Outcome | None:
         # No business target: a round number between the answers with and without rules,
         # else close to the value, so the question is neither trivial nor arbitrary.
         g, b = point.gold_answer["value"], point.base_answer["value"]
-        threshold = float(round(((g + b) / 2) if b is not None else g, 0))
+        threshold = roundest_between(g, b) if b is not None else round_significant(g, 2)
     facts = {**point.facts, "threshold": threshold, "higher_is_better": m.higher_is_better}
     return Outcome(answer(point.gold_answer["value"], threshold, m.higher_is_better),
                    answer(point.base_answer["value"], threshold, m.higher_is_better), point.gold_sql,

@@ -1,0 +1,81 @@
+"""Prompt sizes of the LLM stages on an ingested, generated domain: before (commit 50b24a9, whole
+catalog with SQL in every extraction prompt, no shape example) and now. Tokens are estimated as
+characters / 4 (service.llm.estimate_tokens), the same estimate the bounded prompts use.
+
+    python bench/llm_prompt_sizes.py demo            # needs `dibench ingest demo` and `dibench generate demo`
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from typing import Any
+
+from evaluation.tasks import load_tasks
+from generation.questions import PHRASE_SYSTEM, PhrasedQuestion
+from generation.validation import JUDGE_SYSTEM, JudgeVerdict
+from ingest.database import schema_columns
+from ingest.extract import EXAMPLE, bounded_prompt
+from ingest.pack import Pack, load_pack
+from service.config import get_settings
+from service.graph import get_graph
+from service.llm import estimate_tokens, shape_text
+from service.models import LLMEffects
+from service.warehouse import get_warehouse
+
+# The extraction prompt as it was: the whole catalog, indented JSON, in every document's prompt.
+OLD_EXTRACT_SYSTEM_CHARS = 717  # len() of the old SYSTEM string (see git show 50b24a9:ingest/extract.py)
+OLD_PHRASE_SYSTEM = (
+    "You write the question a business stakeholder would ask so that the given answer is its correct answer. "
+    "Be natural. Never mention database tables, column names, identifiers or which document to read. State k "
+    "for rankings and the threshold for threshold questions. Reply with JSON {\"question\": \"...\"} only."
+)
+
+
+def old_extraction_tokens(pack: Pack, doc_id: str) -> int:
+    doc = pack.rule(doc_id)
+    items = [{"id": m.id, "name": m.name, "sql": m.sql, "params": m.params, "dimensions": m.dimensions,
+              "time_column": m.time_column} for m in pack.metrics]
+    user = (f"Metric catalog:\n{json.dumps(items, indent=1)}\n\nRule document {doc.id} ({doc.front.title}), "
+            f"type {doc.front.rule_type.value}:\n\n{doc.body}")
+    return estimate_tokens(user) + OLD_EXTRACT_SYSTEM_CHARS // 4
+
+
+def stats(values: list[int]) -> dict[str, Any]:
+    return {"n": len(values), "median": statistics.median(values), "max": max(values)} if values else {"n": 0}
+
+
+def main(domain: str) -> None:
+    pack = load_pack(domain)
+    columns = schema_columns(get_warehouse(), pack.schema)
+    context = get_settings().llm_context
+    extraction = []
+    for doc in pack.rules:
+        system, user, sent = bounded_prompt(doc, pack, columns, context)
+        now = estimate_tokens(f"{system}\n\n{shape_text(LLMEffects, EXAMPLE)}") + estimate_tokens(user)
+        extraction.append({"doc": doc.id, "before": old_extraction_tokens(pack, doc.id), "after": now,
+                           "metrics_sent": len(sent), "metrics_total": len(pack.metrics)})
+    docs = {r.id: r.body for r in pack.rules}
+    tasks = [t for t in load_tasks(get_graph(), domain) if t.variant == "standard"]
+    phrase_before, phrase_after, judge_before, judge_after = [], [], [], []
+    for t in tasks:
+        payload = json.dumps({"metric": t.metric_ids[0], "analysis_type": t.analysis_type, "answer": t.gold_answer,
+                              "facts": t.facts, "rule_documents": [docs[r] for r in t.rule_ids if r in docs]},
+                             default=str)
+        phrase_before.append(estimate_tokens(OLD_PHRASE_SYSTEM) + estimate_tokens(payload))
+        phrase_after.append(estimate_tokens(f"{PHRASE_SYSTEM}\n\n{shape_text(PhrasedQuestion)}") + estimate_tokens(payload))
+        judged = json.dumps({"question": t.question, "analysis_type": t.analysis_type, "gold_answer": t.gold_answer,
+                             "gold_sql": t.gold_sql, "answer_format": t.answer_format}, default=str)
+        judge_before.append(estimate_tokens(JUDGE_SYSTEM) + estimate_tokens(judged))
+        judge_after.append(estimate_tokens(f"{JUDGE_SYSTEM}\n\n{shape_text(JudgeVerdict)}") + estimate_tokens(judged))
+    print(json.dumps({
+        "context": context,
+        "extraction": {"before": stats([e["before"] for e in extraction]),
+                       "after": stats([e["after"] for e in extraction]), "per_document": extraction},
+        "phrasing": {"before": stats(phrase_before), "after": stats(phrase_after)},
+        "judge": {"before": stats(judge_before), "after": stats(judge_after)},
+    }, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "demo")

@@ -1,0 +1,158 @@
+"""Phrasing fidelity: does a question ask exactly the task the facts describe?
+
+A phraser (above all an LLM) can drift: a window of August 2023 to July 2024 becomes "July 2024
+to August 2024", a ranking loses its k, a threshold its direction, a question gives the answer
+away. Each check reads the question's text (dates normalised: month names and abbreviations,
+ISO months, quarters, years; numbers with separators, k/m suffixes and number words) and
+compares it with the facts. Each returns a one-line problem or None.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterator
+from typing import Any
+
+MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
+                                      "september", "october", "november", "december"), start=1)}
+MONTHS.update({name[:3]: i for name, i in list(MONTHS.items())} | {"sept": 9})
+WORD_NUMBERS = {w: i for i, w in enumerate(("zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                                            "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen",
+                                            "sixteen", "seventeen", "eighteen", "nineteen", "twenty"))}
+_YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
+_ISO_MONTH = re.compile(r"\b(19[5-9]\d|20\d\d)-(0[1-9]|1[0-2])\b")
+_QUARTER = re.compile(r"\b(?:q([1-4])|(first|second|third|fourth) quarter)\b")
+_MONTH = re.compile(r"\b(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\b\.?")
+_NUMBER = re.compile(r"(?<![\w.])(-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)\s*(k|m|thousand|million|%)?(?![\w])")
+AT_LEAST = ("at least", "or more", "or above", "or higher", "above", "exceed", "over", "minimum", "no less than",
+            "more than", "reach", "meet", "higher than", ">=")
+AT_MOST = ("at most", "or less", "or below", "or lower", "below", "under", "maximum", "no more than", "not exceed",
+           "less than", "lower than", "within", "<=")
+HIGH_RANK = ("highest", "top", "most", "best", "largest", "biggest", "greatest", "leading", "strongest")
+LOW_RANK = ("lowest", "bottom", "least", "fewest", "best", "smallest", "shortest", "fastest", "weakest")
+_ORDINAL_QUARTER = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+
+
+def months_named(q: str) -> set[int]:
+    """Months the question names: by name, abbreviation or ISO month; a quarter names its first and last."""
+    text = q.lower()
+    out = {MONTHS[m.group(1)] for m in _MONTH.finditer(text) if m.group(1) != "may" or _is_month_may(text, m)}
+    out |= {int(m.group(2)) for m in _ISO_MONTH.finditer(text)}
+    for m in _QUARTER.finditer(text):
+        n = int(m.group(1)) if m.group(1) else _ORDINAL_QUARTER[m.group(2)]
+        out |= {3 * n - 2, 3 * n}
+    return out
+
+
+def _is_month_may(text: str, m: re.Match[str]) -> bool:
+    """"may" is a month only next to a year or another month word ("May 2024", "March to May")."""
+    around = text[max(0, m.start() - 15):m.end() + 8]
+    return bool(_YEAR.search(around)) or sum(1 for _ in _MONTH.finditer(around)) > 1
+
+
+def numbers(q: str) -> Iterator[float]:
+    """The numbers written in the question, scaled by k/m/thousand/million; number words too."""
+    text = q.lower()
+    for m in _NUMBER.finditer(text):
+        value = float(m.group(1).replace(",", ""))
+        scale = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6}.get(m.group(2) or "", 1.0)
+        yield value * scale
+    for word in re.findall(r"[a-z]+", text):
+        if word in WORD_NUMBERS:
+            yield float(WORD_NUMBERS[word])
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= max(0.005 * abs(b), 0.005)
+
+
+def window_problem(q: str, start: str, end: str) -> str | None:
+    s, e = dt.date.fromisoformat(start), dt.date.fromisoformat(end) - dt.timedelta(days=1)
+    years = {int(y) for y in _YEAR.findall(q)}
+    period = f"{s:%B %Y} to {e:%B %Y}"
+    missing = sorted({s.year, e.year} - years)
+    if missing:
+        return f"window: the question does not state the year {missing[0]} of {period}"
+    outside = sorted(y for y in years if not s.year <= y <= e.year)
+    if outside:
+        return f"window: the question names {outside[0]}, outside {period}"
+    whole_years = s.month == 1 and e.month == 12
+    if not whole_years:
+        lacking = [dt.date(2000, m, 1).strftime("%B") for m in sorted({s.month, e.month} - months_named(q))]
+        if lacking:
+            return f"window: the question does not state {' and '.join(lacking)} of {period}"
+    return None
+
+
+def _mentions(q: str, value: Any) -> bool:
+    text, v = q.lower(), str(value).lower()
+    return v in text or v.replace("_", " ") in text
+
+
+def group_problem(q: str, facts: dict[str, Any]) -> str | None:
+    for key in ("group", "group_a", "group_b"):
+        if key in facts and facts[key] is not None and not _mentions(q, facts[key]):
+            return f"group: the question does not name {facts[key]!r}"
+    return None
+
+
+def k_problem(q: str, facts: dict[str, Any]) -> str | None:
+    if "k" in facts and not any(_close(n, facts["k"]) for n in numbers(q)):
+        return f"k: the question does not state how many ({facts['k']})"
+    return None
+
+
+def _has_any(q: str, words: tuple[str, ...]) -> bool:
+    text = q.lower()
+    return any(re.search(r"(?<![a-z])" + re.escape(w) + r"(?![a-z])", text) for w in words)
+
+
+def threshold_problem(q: str, facts: dict[str, Any]) -> str | None:
+    if "threshold" not in facts:
+        return None
+    t = float(facts["threshold"])
+    if not any(_close(n, t) for n in numbers(q)):
+        return f"threshold: the question does not state the threshold {t:g}"
+    higher = facts.get("higher_is_better", True)
+    if not _has_any(q, AT_LEAST if higher else AT_MOST):
+        return f"comparison: the question does not say the value must be {'at least' if higher else 'at most'} {t:g}"
+    return None
+
+
+def rank_direction_problem(q: str, analysis: str, facts: dict[str, Any]) -> str | None:
+    if analysis != "ranking":
+        return None
+    higher = facts.get("higher_is_better", True)
+    if not _has_any(q, HIGH_RANK if higher else LOW_RANK):
+        return f"comparison: the question does not ask for the {'highest' if higher else 'lowest'} values first"
+    return None
+
+
+def gold_numbers(analysis: str, gold: dict[str, Any]) -> list[float]:
+    """The numbers an agent must compute: a question containing one gives the answer away."""
+    keys = {"point_query": ("value",), "threshold_crossing": ("value",), "comparison": ("value_a", "value_b"),
+            "trend_analysis": ("total_change_pct",), "significance_testing": ("p_value",)}.get(analysis, ())
+    out = [float(gold[k]) for k in keys if isinstance(gold.get(k), (int, float))]
+    for row in gold.get("rows") or []:
+        out += [float(row[k]) for k in ("value", "current", "hypothetical") if isinstance(row.get(k), (int, float))]
+    return out
+
+
+def leak_problem(q: str, analysis: str, gold: dict[str, Any], facts: dict[str, Any]) -> str | None:
+    stated = [float(facts[k]) for k in ("threshold", "k") if isinstance(facts.get(k), (int, float))]
+    written = [n for n in numbers(q) if not any(_close(n, s) for s in stated) and not 1950 <= n <= 2099]
+    for g in gold_numbers(analysis, gold):
+        # Small whole numbers (1, 2, 3 ...) are too common in prose to count as the answer.
+        if (abs(g) >= 10 or not float(g).is_integer()) and any(_close(n, g) for n in written):
+            return "answer_leak: the question contains the answer's value"
+    return None
+
+
+def fidelity_problems(question: str, analysis: str, facts: dict[str, Any], gold: dict[str, Any]) -> list[str]:
+    """Every way the question departs from the task's facts (empty: faithful)."""
+    if analysis == "knowledge_retrieval":
+        return []
+    found = [window_problem(question, facts["start"], facts["end"]) if "start" in facts else None,
+             group_problem(question, facts), k_problem(question, facts), threshold_problem(question, facts),
+             rank_direction_problem(question, analysis, facts), leak_problem(question, analysis, gold, facts)]
+    return [p for p in found if p]

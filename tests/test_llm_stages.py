@@ -1,0 +1,254 @@
+"""Every LLM stage over HTTP: the real langchain-openai client against the scripted OpenAI-compatible
+stub server (tests/llm_stub.py), on the real mini data, Neo4j and PostgreSQL.
+
+Extraction: a context overflow fails one document and the ingest goes on; a reply naming a column
+that does not exist is retried with the problem and the valid one is stored; a catalog of 500
+metrics still fits the default context. Generation: a judge that keeps replying a bare boolean
+rejects that candidate with a one-line reason, the others are judged. Agent: a tool-calling loop
+that queries unqualified table names gets rows (domain schema on the search path), tool_choice
+is sent and no null content; a persistent 500 ends that task only and scores are written."""
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from evaluation.agents.llm import Budget, LlmAgent
+from evaluation.agents.tools import schema_description
+from evaluation.harness import run_tasks
+from evaluation.kb import KnowledgeBase
+from evaluation.tasks import TaskRecord
+from generation.grounding import Executor
+from generation.questions import template_question
+from generation.tasks import build_candidates, vocabulary
+from ingest.database import schema_columns
+from ingest.extract import REPLY_TOKENS, bounded_prompt, extract_effects, rank_metrics
+from ingest.pack import load_pack
+from ingest.pipeline import ingest_pack
+from service import llm as llm_mod
+from service.cli import main
+from service.config import Settings, get_settings
+from service.errors import ExtractionError
+from service.graph import Graph
+from service.llm import configured_model, estimate_tokens
+from service.warehouse import Warehouse
+from tests.fixtures.evaldomain import EvalDomain, eval_domain, kb, tasks  # noqa: F401 - fixtures
+from tests.fixtures.packs import MINIPACK, copy_pack, delete_domain, edit_metrics, ensure_mini_loaded, write_front
+from tests.fixtures.skeletons import skeleton
+from tests.llm_stub import StubServer, error, stub, stub_server, tool_call  # noqa: F401 - fixtures
+
+DOMAINS = ["mini_llm_stage_a", "mini_llm_stage_b"]
+RULE_FRONT = {"id": "MINI-R-LLM", "title": "Very large orders are left out of order value averages", "version": "1",
+              "effective_date": "2023-01-01", "owner": "Finance", "rule_type": "exclusionary"}
+RULE_BODY = ("# Very large orders\n\nOrders above two thousand are negotiated one by one by the key account team, "
+             "so finance leaves them out of the average order value it reports each month. Board reports, "
+             "monthly packs and the quarterly review all follow this. The key account team keeps its own list of "
+             "these orders and reviews them every quarter with the finance controller.\n")
+GOOD = {"effects": [{"metric": "MINI-AOV-001", "op": "exclude", "predicate": "o.amount > 2000"}]}
+MISSING_COLUMN = {"effects": [{"metric": "MINI-AOV-001", "op": "exclude", "predicate": "o.refund_type = 'manual'"}]}
+
+
+@pytest.fixture(autouse=True)
+def llm_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    monkeypatch.setenv("DIBENCH_LLM_BACKOFF_S", "0.01")
+    monkeypatch.setenv("DIBENCH_LLM_RETRIES", "1")
+    monkeypatch.setenv("DIBENCH_LLM_CACHE", "false")
+    get_settings.cache_clear()
+    llm_mod.reset_session()
+    yield
+    get_settings.cache_clear()
+    llm_mod.reset_session()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def clean(graph: Graph, warehouse: Warehouse) -> Iterator[None]:
+    ensure_mini_loaded(warehouse)
+    yield
+    for d in DOMAINS:
+        delete_domain(graph, d)
+
+
+def model(stub: StubServer) -> BaseChatModel:
+    m = configured_model(Settings(llm="openai", llm_base_url=stub.base_url, llm_model="stub", llm_cache=False))
+    assert m is not None
+    return m
+
+
+def llm_pack(tmp_path: Path, name: str) -> Path:
+    root = copy_pack(tmp_path / "pack", name)
+    write_front(root / "rules" / "llm.md", dict(RULE_FRONT), RULE_BODY)
+    return root
+
+
+# ------------------------------------------------------------------------------ extraction
+def test_missing_column_is_retried_with_the_problem_then_stored(stub: StubServer, tmp_path: Path,
+                                                                warehouse: Warehouse) -> None:
+    pack = load_pack(llm_pack(tmp_path, "mini_llm_x"))
+    stub.then(json.dumps(MISSING_COLUMN), json.dumps(GOOD))
+    columns = schema_columns(warehouse, pack.schema)
+    got = extract_effects(pack.rule("MINI-R-LLM"), pack, model(stub), columns)
+    assert got.model_dump(exclude_none=True, exclude_defaults=True)["effects"][0]["predicate"] == "o.amount > 2000"
+    feedback = stub.requests[1]["messages"][-1]["content"]
+    assert "effects.0.predicate: o.refund_type: column orders.refund_type does not exist" in feedback
+    assert '"effects": [{"metric": "M-001"' in feedback  # the expected shape, again
+    prompt = stub.prompt(0)
+    assert '"orders":[' in prompt and "ordered_at" in prompt  # the columns the model may use
+
+
+def test_always_invalid_extraction_fails_that_document(stub: StubServer, tmp_path: Path, warehouse: Warehouse) -> None:
+    pack = load_pack(llm_pack(tmp_path, "mini_llm_y"))
+    stub.default = json.dumps(MISSING_COLUMN)
+    with pytest.raises(ExtractionError, match=r"rules/llm\.md: effects: LLM reply malformed after 3 attempts: "
+                                              r"effects\.0\.predicate: o\.refund_type: column orders\.refund_type "
+                                              r"does not exist$"):
+        extract_effects(pack.rule("MINI-R-LLM"), pack, model(stub), schema_columns(warehouse, pack.schema))
+
+
+def test_context_overflow_fails_one_document_and_ingest_goes_on(stub: StubServer, tmp_path: Path, graph: Graph,
+                                                                warehouse: Warehouse) -> None:
+    root = llm_pack(tmp_path, DOMAINS[0])
+    stub.default = error(400, "the request exceeds the available context size (8192 tokens)")
+    report = ingest_pack(load_pack(root), graph, warehouse, model(stub))
+    [failure] = report.failures
+    assert "rules/llm.md: effects: the server refused a prompt of ~" in failure
+    assert "\n" not in failure and "Traceback" not in failure
+    assert report.verified == 5  # the front-matter documents are ingested as usual
+    assert len(stub.requests) == 1  # an overflow is not retried
+
+
+def test_a_catalog_of_500_metrics_fits_the_default_context(tmp_path: Path, warehouse: Warehouse) -> None:
+    root = llm_pack(tmp_path, "mini_llm_big")
+
+    def grow(metrics: list[dict[str, Any]]) -> None:
+        base = [dict(m) for m in metrics]
+        for i in range(500 - len(metrics)):
+            m = dict(base[i % len(base)])
+            m["id"], m["name"] = f"MINI-GEN-{i:03d}", f"Generated metric number {i} about shipments"
+            metrics.append(m)
+
+    edit_metrics(root, grow)
+    pack = load_pack(root)
+    assert len(pack.metrics) == 500
+    columns = schema_columns(warehouse, pack.schema)
+    doc = pack.rule("MINI-R-LLM")
+    system, user, sent = bounded_prompt(doc, pack, columns, 4096)
+    assert 1 <= len(sent) < 500
+    assert estimate_tokens(system) + estimate_tokens(user) <= 4096 - REPLY_TOKENS
+    assert rank_metrics(doc, pack)[0].metric.id == "MINI-AOV-001"  # "average order value" is named
+    assert sent[0].id == "MINI-AOV-001"
+    with pytest.raises(ExtractionError, match="more than DIBENCH_LLM_CONTEXT=300"):
+        bounded_prompt(doc, pack, columns, 300)
+
+
+# ------------------------------------------------------------------------------ generation
+def scripted_generation(body: dict[str, Any]) -> str:
+    system = str(body["messages"][0]["content"])
+    if system.startswith("You write the question"):
+        return json.dumps({"question": "How did the satisfaction of our customers come out over that period?"})
+    return "true"  # the judge: a bare boolean, every time
+
+
+def test_malformed_judge_rejects_its_candidates_only(stub: StubServer, warehouse: Warehouse) -> None:
+    pack = load_pack(MINIPACK)
+    vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(warehouse, pack.schema).items()})
+    stub.default = scripted_generation
+    got = build_candidates(skeleton(pack, "MINI-SAT-001", "customers.plan", ["MINI-R-PHONE"]), pack,
+                           Executor(warehouse), vocab, seed=42, llm=model(stub))
+    judged = [c for c in got if c.judge.get("stage2") == "failed"]
+    assert judged, "some candidate reached the judge"
+    for c in judged:
+        [reason] = [r for r in c.rejections if r.startswith("llm: ")]
+        assert "LLM reply malformed after 3 attempts: no JSON object in the reply" in reason
+    assert llm_mod.session().failures["judge"] == len(judged)
+
+
+def test_no_judge_keeps_llm_phrasing(stub: StubServer, warehouse: Warehouse) -> None:
+    pack = load_pack(MINIPACK)
+    vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(warehouse, pack.schema).items()})
+    stub.default = scripted_generation
+    got = build_candidates(skeleton(pack, "MINI-SAT-001", "customers.plan", ["MINI-R-PHONE"]), pack,
+                           Executor(warehouse), vocab, seed=42, llm=model(stub), judge=False)
+    assert all("satisfaction of our customers" in c.question for c in got)
+    assert all(not s.startswith("You review") for r in stub.requests for s in [str(r["messages"][0]["content"])])
+    assert {c.judge.get("reason") for c in got if not c.rejections} == {"judge disabled (--no-judge)"}
+
+
+def faithful_phrasing(body: dict[str, Any]) -> str:
+    """A phraser that states the facts (the template's wording), so stage 1 admits its questions."""
+    payload = json.loads(body["messages"][1]["content"])
+    q = template_question(payload["analysis_type"], payload["metric"], "segment", payload["facts"],
+                          random.Random(0), "count")
+    return json.dumps({"question": f"Quick one: {q}"})
+
+
+def test_generate_cli_caps_llm_calls_records_them_and_prints_only_json(
+        stub: StubServer, tmp_path: Path, graph: Graph, warehouse: Warehouse, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = copy_pack(tmp_path / "pack", DOMAINS[1])
+    ingest_pack(load_pack(root), graph, warehouse)
+    stub.default = faithful_phrasing
+    for k, v in {"DIBENCH_LLM": "openai", "DIBENCH_LLM_BASE_URL": stub.base_url, "DIBENCH_LLM_MODEL": "stub",
+                 "DIBENCH_LLM_MAX_CALLS": "", "DIBENCH_LLM_JUDGE": "true"}.items():
+        monkeypatch.setenv(k, v)  # restored after the test, whatever the command sets
+    monkeypatch.delenv("DIBENCH_LLM_MAX_CALLS")
+    get_settings.cache_clear()
+    res = CliRunner().invoke(main, ["generate", str(root), "--target", "2", "--min-per-type", "0",
+                                    "--max-llm-calls", "3", "--no-judge", "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)  # nothing but the JSON on stdout
+    assert summary["llm"]["calls"] == {"phrase": 3}
+    assert summary["stage2"] == "skipped (--no-judge)"
+    assert summary["admitted"] > 3  # past the budget, template questions
+    assert len(stub.requests) == 3
+    [row] = graph.read("test_run_node", run=summary["run_key"])
+    run = row["run"]
+    assert (run["llm_calls"], run["llm_failures"], run["llm_max_calls"]) == (3, 0, 3)
+    assert run["phraser"] == "CompatibleChatOpenAI:stub" and run["judge"] == "skipped"
+    assert json.loads(run["llm_usage"])["calls"] == {"phrase": 3}
+
+
+# ------------------------------------------------------------------------------ agent
+def test_agent_loop_over_http_with_unqualified_tables(stub: StubServer, tasks: list[TaskRecord],  # noqa: F811
+                                                      kb: KnowledgeBase, warehouse: Warehouse,  # noqa: F811
+                                                      tmp_path: Path) -> None:
+    point = [t for t in tasks if t.analysis_type == "point_query" and t.variant == "standard"][:3]
+    assert len(point) == 3
+    first, broken, last = point
+    stub.then(tool_call("sql_query", sql="SELECT COUNT(*) AS n FROM orders WHERE amount > :v", params={"v": 2000}),
+              tool_call("final_answer", answer=first.gold_answer),
+              error(500, "CUDA out of memory"), error(500, "CUDA out of memory"),
+              tool_call("final_answer", answer=last.gold_answer))
+    agent = LlmAgent(model(stub), schema_description(warehouse, "mini"), budget=Budget(turns=5))
+    result = run_tasks(point, agent, warehouse, kb, tmp_path, domain=first.domain, db_schema="mini")
+    traces = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    assert [t["stop_reason"] for t in traces] == ["answered", "error", "answered"]
+    assert traces[1]["stop_detail"] == f"task {broken.task_id} turn 1: LLM request failed (HTTP 500: CUDA out of memory)"
+    sql_event = traces[0]["events"][0]
+    assert sql_event["ok"] is True
+    real = warehouse.execute_readonly("SELECT COUNT(*) FROM mini.orders WHERE amount > 2000").rows[0][0]
+    assert sql_event["result"]["rows"] == [[real]]
+    assert stub.requests[0]["tool_choice"] == "required"
+    assistant = [m for m in stub.requests[1]["messages"] if m["role"] == "assistant"]
+    assert assistant and all(m["content"] is not None for m in assistant)
+    assert result.summary.tasks == 3 and result.summary.stop_reasons == {"answered": 2, "error": 1}
+    assert result.report.overall.passed == 2
+    assert json.loads((tmp_path / "score.json").read_text())["overall"]["passed"] == 2
+
+
+def test_agent_token_budget_stops_the_task(stub: StubServer, tasks: list[TaskRecord],  # noqa: F811
+                                           kb: KnowledgeBase, warehouse: Warehouse, tmp_path: Path) -> None:  # noqa: F811
+    task = next(t for t in tasks if t.analysis_type == "point_query")
+    stub.default = tool_call("search_knowledge", query="order value")
+    agent = LlmAgent(model(stub), schema_description(warehouse, "mini"), budget=Budget(turns=20, tokens=1))
+    result = run_tasks([task], agent, warehouse, kb, tmp_path, domain=task.domain, db_schema="mini")
+    [trace] = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    assert trace["stop_reason"] == "budget" and trace["stop_detail"] == "token budget (1) reached"
+    assert len(stub.requests) == 1
+    assert result.summary.stop_reasons == {"budget": 1}
+
+
