@@ -70,7 +70,7 @@ def print_report(report: Report) -> None:
 
 
 # ------------------------------------------------------------------------------ eval
-AGENT_CHOICES = ("oracle", "no-rule", "retrieval-only", "llm")
+AGENT_CHOICES = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "llm")
 VARIANT_CHOICES = ("standard", "oracle", "no_rule")
 
 

@@ -37,7 +37,7 @@ from service.graph import Graph
 from service.llm import configured_model, session
 from service.warehouse import Warehouse
 
-AGENT_NAMES: tuple[str, ...] = ("oracle", "no-rule", "retrieval-only", "llm")
+AGENT_NAMES: tuple[str, ...] = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "llm")
 
 
 class EvalSummary(BaseModel):

@@ -42,7 +42,8 @@ from service.warehouse import Warehouse
 
 # (SQL, parameters, answer) properties of a Task node that drift re-executes; a stored answer
 # without SQL (knowledge tasks) is not data and is not checked.
-ANSWERS = (("gold_sql", "gold_params", "gold_answer"), ("base_sql", "base_params", "base_answer"))
+ANSWERS = (("gold_sql", "gold_params", "gold_answer"), ("base_sql", "base_params", "base_answer"),
+           ("lifted_sql", "lifted_params", "lifted_answer"))
 OUTCOMES = ("skipped", "unchanged", "drifted", "failed")
 FAILURES = (WarehouseError, DerivationError, ContractError, RewriteError, TaskLoadError)
 
@@ -129,14 +130,19 @@ def reexecute(rec: TaskRecord, props: dict[str, Any], run: _Runner) -> dict[str,
     rows: dict[str, list[tuple[Any, ...]]] = {}
     for sql_field, params_field, answer in ANSWERS:
         sql = props.get(sql_field)
-        if sql and (props.get(answer) is not None or (sql_field == "base_sql" and needs_base_rows(rec))):
+        if sql and (props.get(answer) is not None or (sql_field != "gold_sql" and needs_base_rows(rec))):
             rows[sql_field] = run.rows(sql, json.loads(props.get(params_field) or "{}"))
     out = {}
+    # A counterfactual's hypothetical side is the policy without the featured rule (the rows
+    # without any rule for a task stored without that SQL, e.g. the no-rule variant).
+    hypothetical = rows.get("lifted_sql", rows.get("base_sql"))
     if props.get("gold_answer") is not None and "gold_sql" in rows:
-        out["gold_answer"] = derive_answer(rec, rows["gold_sql"], rows.get("base_sql"))
+        out["gold_answer"] = derive_answer(rec, rows["gold_sql"], hypothetical)
     if props.get("base_answer") is not None and "base_sql" in rows:
         # As the no-rule agent: without rules a counterfactual's two sides are the same rows.
         out["base_answer"] = derive_answer(rec, rows["base_sql"], rows["base_sql"])
+    if props.get("lifted_answer") is not None and "lifted_sql" in rows:
+        out["lifted_answer"] = derive_answer(rec, rows["lifted_sql"], rows["lifted_sql"])
     return out
 
 

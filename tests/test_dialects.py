@@ -22,7 +22,7 @@ import pytest
 from psycopg import sql
 
 from evaluation.contracts import AnswerContract, check_answer
-from evaluation.rederive import derive_answer, needs_base_rows
+from evaluation.rederive import derive_answer, hypothetical_statement, needs_base_rows
 from evaluation.tasks import TaskRecord, load_tasks
 from generation.pipeline import generate
 from ingest.database import admin_cursor
@@ -109,7 +109,8 @@ def reproduce(task: TaskRecord, con: duckdb.DuckDBPyConnection) -> str | None:
     assert task.gold_sql is not None
     try:
         rows = duck_rows(con, task.gold_sql, task.params)
-        base = duck_rows(con, task.base_sql, task.base_params) if needs_base_rows(task) and task.base_sql else None
+        other, other_params = hypothetical_statement(task)
+        base = duck_rows(con, other, other_params) if needs_base_rows(task) and other else None
         answer = derive_answer(task, rows, base)
     except (duckdb.Error, AssertionError) as exc:
         return f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
