@@ -5,7 +5,7 @@ in force on it: service/policy.py) and zero or one *featured* rule from that pol
 concrete values. The gold answer applies the whole policy; the featured rule is the one a rule
 task is about (it must be decisive). A conditional featured rule draws its applicability value
 into the slice. Metrics whose policy is incomplete (a conflict, a rule without effects) yield no
-skeleton: `enumerate_skeletons` reports them instead.
+skeleton: `enumerate_all` reports them instead.
 """
 from __future__ import annotations
 

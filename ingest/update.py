@@ -37,7 +37,7 @@ from ingest.rules import RulePlan, plan_rules
 from service.config import get_settings
 from service.errors import DibenchError, PackError, PackErrors
 from service.graph import Graph
-from service.policy import Policy, RuleEdge, policy_inputs
+from service.policy import Policy, RuleEdge, first_applies, policy_inputs
 from service.queries import resolve_one
 from service.warehouse import Warehouse
 
@@ -150,16 +150,10 @@ def load_document(path: str | Path, pack: str | Path | None = None) -> tuple[Pac
 
 
 # ------------------------------------------------------------------------------ rule references
-def _applies(rows: list[dict[str, Any]]) -> tuple[str | None, str | None]:
-    first = sorted((str(a["dimension"]), str(a["value"])) for a in rows if a and a.get("dimension"))
-    return first[0] if first else (None, None)
-
-
 def plan_edges(plan: RulePlan, doc: RuleDoc, rule_type: str) -> list[RuleEdge]:
     """The verified rule -> metric edges of the rule's new version, as the graph will hold them."""
-    dims = [{"dimension": a["dimension"].split("/", 1)[1], "value": a["value"]} for a in plan.applies]
-    first = sorted((str(a["dimension"]), str(a["value"])) for a in dims)
-    dim, value = first[0] if first else (None, None)
+    dim, value = first_applies([{"dimension": a["dimension"].split("/", 1)[1], "value": a["value"]}
+                                for a in plan.applies])
     return [RuleEdge(doc.id, m["metric"].split("/", 1)[1], m["props"]["op"], rule_type, doc.front.version,
                      doc.content_hash, dim, value, doc.front.supersedes)
             for m in plan.modifies if m["props"]["verified"]]

@@ -86,7 +86,8 @@ def _kept(edge: RuleEdge, state: MetricPolicy) -> RuleEdge:
     return replace(edge, op=op)
 
 
-def _applies(rows: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+def first_applies(rows: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    """The (dimension, value) a rule's edge records of its applicability (the first, sorted)."""
     first = sorted((str(a["dimension"]), str(a["value"])) for a in rows if a and a.get("dimension"))
     return first[0] if first else (None, None)
 
@@ -94,7 +95,7 @@ def _applies(rows: list[dict[str, Any]]) -> tuple[str | None, str | None]:
 def read_edges(graph: Graph, domain: str, metrics: list[str] | None = None) -> list[RuleEdge]:
     out = []
     for r in graph.read("policy_edges", domain=domain, metrics=metrics):
-        dim, value = _applies(r["applies"])
+        dim, value = first_applies(r["applies"])
         out.append(RuleEdge(r["rule_id"], r["metric_id"], r["op"], r["rule_type"], str(r["version"]),
                             r["hash"] or "", dim, value, r["supersedes"]))
     return out
