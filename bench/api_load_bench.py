@@ -67,6 +67,13 @@ def start_server(route: str) -> tuple[subprocess.Popen[bytes], int]:
     raise SystemExit("the API server did not answer /health within 60 s")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc): the server's cost per request
+    does not depend on what else the machine is doing, its latency does."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def metric_ids(domain: str) -> list[str]:
     """The metric ids of a built-in domain's pack (the graph holds them after `dibench demo`)."""
     sys.path.insert(0, str(REPO))
@@ -153,12 +160,14 @@ def main() -> None:
             ids = metric_ids(args.domain)
             paths = [f"/metrics/{m}/rules?domain={args.domain}" for m in ids]
             load(port, paths, args.clients, args.warmup, args.duration, args.client_procs)
+            cpu0 = cpu_seconds(proc.pid)
             results[route] = load(port, paths, args.clients, args.requests, args.duration, args.client_procs)
+            results[route]["cpu_ms"] = round((cpu_seconds(proc.pid) - cpu0) * 1000 / results[route]["requests"], 2)
             results[route]["metrics"] = len(ids)
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-    cols = ["requests", "errors", "rps", "p50", "p95", "p99", "max"]
+    cols = ["requests", "errors", "rps", "p50", "p95", "p99", "max", "cpu_ms"]
     print(f"{'config':8}" + "".join(f"{c:>10}" for c in cols) + "   (ms; 127.0.0.1, "
           f"{args.clients} clients, load average {os.getloadavg()[0]:.2f})")
     for route, r in results.items():

@@ -198,7 +198,9 @@ def augmentation_batch(candidates: list[Skeleton], used: set[str], compatible: C
 
 
 def migrate(graph: Graph, domain: str, run_key: str) -> int:
-    """Retire admitted tasks whose gold has an older meaning, with one changelog record."""
+    """Retire admitted tasks whose gold has an older meaning, with one changelog record; and give
+    every task of an older graph one current run. The number of tasks retired."""
+    graph.write("migrate_one_run_per_task", domain=domain)
     key = f"migration:{domain}/gold-v{GOLD_VERSION}@{run_key}"
     reason = (f"gold meaning changed to v{GOLD_VERSION}: the gold answer applies the metric's whole policy, "
               f"not only the skeleton's rule; regenerated tasks are admitted again")

@@ -11,15 +11,17 @@ DibenchError subclasses become HTTP status codes here, and only here.
 """
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anyio import CapacityLimiter
+from anyio import CapacityLimiter, from_thread
 from anyio.to_thread import run_sync
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -48,9 +50,10 @@ MAX_422_ERRORS = 10
 # Blocking rules-for calls at a time: more threads than the machine has cores only queue on the
 # GIL and on Neo4j's own workers, and stretch the tail (bench/api_load_bench.py).
 RULES_POOL = 8
-# A rules-for answer is reused for this long: under load most calls ask about the same few
-# metrics, and a second of staleness costs less than queueing every call behind Neo4j.
+# A rules-for answer is served from the cache when confirmed current this recently (RulesCache):
+# under load, waiting on Neo4j for every call queues the calls behind it (bench/api_load_bench.py).
 RULES_CACHE_S = 1.0
+RULES_CHECK_S = 0.1
 RULES_CACHE_SIZE = 10_000
 WRITE_ROUTES = frozenset({("POST", "/rules/update")})
 OPEN_ROUTES = frozenset({"/health"})
@@ -238,24 +241,106 @@ def pack_under_roots(pack: str, roots: list[Path]) -> str:
 
 
 class RulesCache:
-    """rules-for answers per (metric, domain, tasks) as JSON bytes, each reused for `ttl_s`
-    seconds; bounded (cleared when full). Bytes, so a hit costs no validation or encoding."""
+    """rules-for answers per (metric, domain, tasks) as JSON bytes, kept while the graph has not
+    changed, and never computed on a request's time when a usable answer exists.
 
-    def __init__(self, ttl_s: float, size: int = RULES_CACHE_SIZE) -> None:
-        self.ttl_s, self.size = ttl_s, size
-        self.entries: dict[tuple[Any, ...], tuple[float, bytes]] = {}
+    Each answer remembers the graph's clock (`Graph.clock`, Neo4j's transaction-log position)
+    read just before it was computed, and when it was last *confirmed*: known to match the graph.
+    At most every `check_s`, a request starts a clock read in the background; answers whose clock
+    equals it are confirmed, the others are recomputed in the background. A request is answered
+    from an answer confirmed within `max_age_s`, without waiting on Neo4j; only a key never seen,
+    or one unconfirmed for longer (Neo4j slow or down), waits for its computation, which
+    concurrent requests for the same key share. So an answer reflects every write committed
+    `max_age_s` earlier, and any answer this app's own write route changed (`clear`). Bytes, so a
+    hit costs no validation or encoding. `max_age_s` 0: no cache. Bounded (cleared when full).
 
-    def get(self, key: tuple[Any, ...]) -> bytes | None:
-        entry = self.entries.get(key)
-        return entry[1] if entry is not None and entry[0] >= time.monotonic() else None
+    Runs on the app's event loop only: no locks; blocking Neo4j calls go to `limiter`'s threads."""
 
-    def put(self, key: tuple[Any, ...], rows: list[dict[str, Any]]) -> bytes:
-        data = json.dumps(rows, default=str).encode()
-        if self.ttl_s > 0:
-            if len(self.entries) >= self.size:
-                self.entries.clear()
-            self.entries[key] = (time.monotonic() + self.ttl_s, data)
-        return data
+    def __init__(self, compute: Callable[[tuple[Any, ...]], list[dict[str, Any]]], clock: Callable[[], str],
+                 limiter: CapacityLimiter, max_age_s: float, check_s: float = RULES_CHECK_S,
+                 size: int = RULES_CACHE_SIZE) -> None:
+        self.compute, self.clock, self.limiter = compute, clock, limiter
+        self.max_age_s, self.check_s, self.size = max_age_s, check_s, size
+        self.entries: dict[tuple[Any, ...], _Answer] = {}
+        self.pending: dict[tuple[Any, ...], asyncio.Task[bytes]] = {}
+        self.checking: asyncio.Task[None] | None = None
+        self.last_check = float("-inf")
+        self.generation = 0
+
+    async def get(self, key: tuple[Any, ...]) -> bytes:
+        if self.max_age_s <= 0:
+            return _encode(await run_sync(self.compute, key, limiter=self.limiter))
+        now = time.monotonic()
+        if self.checking is None and now - self.last_check >= self.check_s:
+            self.last_check = now
+            self.checking = asyncio.create_task(self._check())
+        answer = self.entries.get(key)
+        if answer is not None and now - answer.confirmed <= self.max_age_s:
+            answer.used = now
+            return answer.data
+        return await asyncio.shield(self._refresh(key))
+
+    def clear(self) -> None:
+        """Forget every answer, including those being computed now (after this app's own write)."""
+        self.generation += 1
+        self.entries.clear()
+
+    async def _check(self) -> None:
+        started = time.monotonic()
+        try:
+            clock = await run_sync(self.clock, limiter=self.limiter)
+        except DibenchError:
+            # Nothing is confirmed: answers age past max_age_s, and the requests that then
+            # compute their own answer report the error.
+            return
+        finally:
+            self.checking = None
+        for key, answer in list(self.entries.items()):
+            if answer.clock == clock:
+                answer.confirmed = started
+            elif started - answer.used <= self.max_age_s:
+                self._refresh(key).add_done_callback(_retrieve)
+            else:  # not asked for lately: not worth a computation now
+                del self.entries[key]
+
+    def _refresh(self, key: tuple[Any, ...]) -> asyncio.Task[bytes]:
+        task = self.pending.get(key)
+        if task is None:
+            task = self.pending[key] = asyncio.create_task(self._recompute(key))
+        return task
+
+    async def _recompute(self, key: tuple[Any, ...]) -> bytes:
+        try:
+            started, generation = time.monotonic(), self.generation
+            clock, rows = await run_sync(lambda: (self.clock(), self.compute(key)), limiter=self.limiter)
+            data = _encode(rows)
+            if generation == self.generation:
+                if len(self.entries) >= self.size:
+                    self.entries.clear()
+                self.entries[key] = _Answer(data, clock, started, started)
+            return data
+        finally:
+            self.pending.pop(key, None)
+
+
+@dataclass
+class _Answer:
+    data: bytes
+    clock: str
+    confirmed: float
+    used: float
+
+
+def _encode(rows: list[dict[str, Any]]) -> bytes:
+    return json.dumps(rows, default=str).encode()
+
+
+def _retrieve(task: asyncio.Task[bytes]) -> None:
+    """A background refresh's failure is not lost: the next request for its key, once the old
+    answer is too old, computes again and reports the error. Retrieved here so asyncio does not
+    log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 def create_app(settings: Settings | None = None, graph_factory: Callable[[], Graph] | None = None,
@@ -302,7 +387,7 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
                 r["tasks"] = found.get(r["rule_id"], [])
         return rows
 
-    cache = RulesCache(rules_cache_s)
+    cache = RulesCache(lambda key: metric_rules(*key), lambda: graph_of().clock(), limiter, rules_cache_s)
     rules_path, rules_summary = "/metrics/{metric_id}/rules", "Rules affecting a metric"
     if rules_route == "sync":
         @app.get(rules_path, summary=rules_summary)
@@ -312,11 +397,7 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
         @app.get(rules_path, summary=rules_summary, response_class=Response,
                  responses={200: {"content": {"application/json": {}}, "description": "the rules, as JSON"}})
         async def metric_rules_async(metric_id: str, domain: str | None = None, tasks: bool = False) -> Response:
-            key = (metric_id, domain, tasks)
-            data = cache.get(key)
-            if data is None:
-                data = cache.put(key, await run_sync(metric_rules, metric_id, domain, tasks, limiter=limiter))
-            return Response(data, media_type="application/json")
+            return Response(await cache.get((metric_id, domain, tasks)), media_type="application/json")
 
     @app.get("/rules/{rule_id}/impact", summary="What a rule affects")
     def rule_impact(rule_id: str, domain: str | None = None) -> dict[str, Any]:
@@ -352,6 +433,8 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
         plan_fn = lambda: plan_update(pk, doc, g, get_warehouse(), configured_model(),  # noqa: E731
                                       regenerate=req.regenerate)
         plan = plan_fn() if req.dry_run else run_update(plan_fn, g)[0]
+        if not req.dry_run:
+            from_thread.run_sync(cache.clear)  # on the event loop, which owns the cache
         log = plan.changelog()
         log["written"] = log["written"] and not req.dry_run
         return log

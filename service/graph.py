@@ -176,12 +176,29 @@ class Graph:
         """Run user-supplied Cypher in a READ access-mode session (used by export; checked there)."""
         return self._session_call(READ_ACCESS, lambda tx: [r.data() for r in tx.run(text, params)], None)
 
-    def _session_call(self, mode: str, work: Callable[[ManagedTransaction], T], stmt: Statement | None) -> T:
+    def clock(self) -> str:
+        """Where the graph stands: the bookmark of a trivial read, Neo4j's position in its
+        transaction log. Equal clocks mean no write committed in between (any write, any domain:
+        a cache keyed on it is conservative)."""
+        stmt = load("graph_clock")
+        bookmarks: list[str] = []
+
+        def work(tx: ManagedTransaction) -> None:
+            tx.run(stmt.text).consume()
+
+        self._session_call(READ_ACCESS, work, stmt, bookmarks)
+        return ",".join(bookmarks)
+
+    def _session_call(self, mode: str, work: Callable[[ManagedTransaction], T], stmt: Statement | None,
+                      bookmarks: list[str] | None = None) -> T:
+        """Run `work` in a managed transaction of a fresh session; `bookmarks`, when given,
+        receives the session's bookmarks after it."""
         try:
             with self.driver.session(database=self.database, default_access_mode=mode) as session:
-                if mode == READ_ACCESS:
-                    return session.execute_read(work)
-                return session.execute_write(work)
+                result = session.execute_read(work) if mode == READ_ACCESS else session.execute_write(work)
+                if bookmarks is not None:
+                    bookmarks.extend(sorted(session.last_bookmarks().raw_values))
+                return result
         except ServiceUnavailable as exc:
             raise ServiceError(f"Neo4j at {self.settings.neo4j_uri} is not reachable: {exc}",
                                hint="run `dibench services up`") from exc

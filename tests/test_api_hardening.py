@@ -17,9 +17,10 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from service.api import MAX_BODY_BYTES, create_app
+from service.api import MAX_BODY_BYTES, RulesCache, create_app
 from service.cli import main
 from service.config import Settings
+from service.errors import GraphError
 from service.export import ExportError, resolve_domain
 
 WRITE, READ = "write-secret", "read-secret"
@@ -178,16 +179,81 @@ def test_attack_list_is_covered() -> None:
     assert json.dumps(HTTP_ATTACKS)
 
 
-def test_rules_cache_reuses_for_its_ttl_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    from service import api
+class _Graph:
+    """Stand-ins for the two Neo4j calls a RulesCache makes (the real ones are covered by
+    tests/test_api.py): a clock that moves on demand and a counted computation."""
 
-    now = [100.0]
-    monkeypatch.setattr(api.time, "monotonic", lambda: now[0])
-    cache = api.RulesCache(1.0, size=2)
-    assert cache.put(("M", None, False), [{"rule_id": "R"}]) == b'[{"rule_id": "R"}]'
-    assert cache.get(("M", None, False)) == b'[{"rule_id": "R"}]'
-    now[0] += 1.5
-    assert cache.get(("M", None, False)) is None
-    off = api.RulesCache(0.0)
-    off.put(("M", None, False), [])
-    assert off.get(("M", None, False)) is None
+    def __init__(self) -> None:
+        self.clock, self.computed, self.fail = "c1", 0, False
+
+    def read_clock(self) -> str:
+        if self.fail:
+            raise GraphError("cypher/graph_clock.cypher: Neo4j is down")
+        return self.clock
+
+    def compute(self, key: tuple[object, ...]) -> list[dict[str, object]]:
+        self.computed += 1
+        return [{"key": key[0], "clock": self.clock}]
+
+
+def _cache(g: _Graph, max_age_s: float = 1.0) -> RulesCache:
+    from anyio import CapacityLimiter
+
+    return RulesCache(g.compute, g.read_clock, CapacityLimiter(2), max_age_s, check_s=0.0)
+
+
+async def _settle() -> None:
+    """Let the background clock check and recomputations finish."""
+    for _ in range(50):
+        await asyncio.sleep(0.01)
+
+
+def test_rules_cache_serves_until_the_graph_changes_then_refreshes_in_the_background() -> None:
+    async def scenario() -> None:
+        g = _Graph()
+        cache = _cache(g)
+        assert json.loads(await cache.get(("M",))) == [{"key": "M", "clock": "c1"}]
+        await _settle()
+        for _ in range(5):  # the clock has not moved: no computation, whatever the checks
+            await cache.get(("M",))
+            await _settle()
+        assert g.computed == 1
+        g.clock = "c2"
+        stale = await cache.get(("M",))  # starts the check; answered at once, from the old answer
+        assert json.loads(stale)[0]["clock"] == "c1"
+        await _settle()
+        assert json.loads(await cache.get(("M",)))[0]["clock"] == "c2"
+        assert g.computed == 2
+
+    asyncio.run(scenario())
+
+
+def test_rules_cache_waits_when_its_answer_is_too_old_and_reports_the_error() -> None:
+    async def scenario() -> None:
+        g = _Graph()
+        cache = _cache(g, max_age_s=0.05)
+        await cache.get(("M",))
+        g.fail = True  # nothing can be confirmed any more
+        await asyncio.sleep(0.1)
+        await _settle()
+        with pytest.raises(GraphError):
+            await cache.get(("M",))
+
+    asyncio.run(scenario())
+
+
+def test_rules_cache_shares_one_computation_and_forgets_on_clear() -> None:
+    async def scenario() -> None:
+        g = _Graph()
+        cache = _cache(g)
+        answers = await asyncio.gather(*(cache.get(("M",)) for _ in range(10)))
+        assert len(set(answers)) == 1 and g.computed == 1
+        cache.clear()
+        await cache.get(("M",))
+        assert g.computed == 2
+        off = _cache(g, max_age_s=0.0)
+        await off.get(("M",))
+        await off.get(("M",))
+        assert g.computed == 4
+
+    asyncio.run(scenario())

@@ -257,3 +257,20 @@ def test_each_task_is_exported_once(pack: Pack, graph: Graph, warehouse: Warehou
         assert f"run:{DOMAIN}/old" not in [r["key"] for r in m["runs"]]
     finally:
         graph.write("test_export_extra_run_delete", run=f"run:{DOMAIN}/old")
+
+
+def test_generate_gives_each_task_of_an_older_graph_one_run(pack: Pack, graph: Graph) -> None:
+    """Graphs from before issue 16's fix link tasks to several runs; the next generate's
+    migration keeps the latest and lists the others in previous_runs."""
+    from generation.pipeline import migrate
+
+    old = f"run:{DOMAIN}/old"
+    task = sorted(k for k, t in tasks_of(graph, DOMAIN).items() if t["status"] == "admitted")[0]
+    graph.write("test_export_extra_run", task=task, run=old, domain=DOMAIN)
+    try:
+        assert [r["key"] for r in graph.read("test_run_tasks", run=old)] == [task]
+        migrate(graph, DOMAIN, f"run:{DOMAIN}/migration-test")
+        assert graph.read("test_run_tasks", run=old) == []
+        assert old in tasks_of(graph, DOMAIN)[task]["previous_runs"]
+    finally:
+        graph.write("test_export_extra_run_delete", run=old)
