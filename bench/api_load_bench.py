@@ -11,11 +11,14 @@ client's GIL does not time the server), cycling over the domain's metric ids, an
 `--duration` seconds whatever the count. It prints p50/p95/p99/max in milliseconds and
 throughput side by side per configuration, and writes them to `--out` with the load average.
 
-Configurations: `sync` is the route as it was (a plain `def` FastAPI runs in its default
-thread pool of 40 threads, each call blocking a thread on two Neo4j round trips); `async` is an
-`async def` route handing the blocking driver calls to a bounded pool (`service.api.RULES_POOL`);
-`cached` is the route as served now: `async` plus answers reused for 1 s
-(`service.api.RULES_CACHE_S`).
+Configurations (`CONFIGS`): `sync` is the route as it was (a plain `def` FastAPI runs in its
+default thread pool of 40 threads, each call blocking a thread on two Neo4j round trips);
+`async` is an `async def` route handing the blocking driver calls to a bounded pool
+(`service.api.RULES_POOL`); `cached-h11` adds `service.api.RulesCache` (answers kept until the
+graph changes, refreshed in the background); `cached` is the route as served now: the same on
+uvicorn's httptools parser and uvloop event loop. The first three run on h11 and asyncio, as
+uvicorn did before those were dependencies. `cpu_ms` is the server process's CPU time per
+request, which, unlike latency, does not depend on what else the machine runs.
 """
 from __future__ import annotations
 
@@ -39,10 +42,13 @@ TOKEN = "bench-token"
 SERVER = """
 import sys, uvicorn
 from service.api import create_app
-route, cache = {"sync": ("sync", 0.0), "async": ("async", 0.0), "cached": ("async", 1.0)}[sys.argv[2]]
+route, cache, http, loop = CONFIGS[sys.argv[2]]
 uvicorn.run(create_app(rules_route=route, rules_cache_s=cache), host="127.0.0.1", port=int(sys.argv[1]),
-            log_level="warning")
+            log_level="warning", http=http, loop=loop)
 """
+# name -> (rules route, cache max age, uvicorn's HTTP parser, event loop)
+CONFIGS = {"sync": ("sync", 0.0, "h11", "asyncio"), "async": ("async", 0.0, "h11", "asyncio"),
+           "cached-h11": ("async", 1.0, "h11", "asyncio"), "cached": ("async", 1.0, "httptools", "uvloop")}
 
 
 def free_port() -> int:
@@ -54,7 +60,8 @@ def free_port() -> int:
 def start_server(route: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     env = dict(os.environ, DIBENCH_API_TOKEN=TOKEN)
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(port), route], cwd=REPO, env=env)
+    proc = subprocess.Popen([sys.executable, "-c", f"CONFIGS = {CONFIGS!r}\n{SERVER}", str(port), route],
+                            cwd=REPO, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -145,7 +152,7 @@ def load(port: int, paths: list[str], clients: int, requests: int, duration: flo
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--domain", default="demo")
-    ap.add_argument("--configs", default="sync,async,cached", help="comma-separated: sync, async, cached")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated: " + ", ".join(CONFIGS))
     ap.add_argument("--clients", type=int, default=32)
     ap.add_argument("--requests", type=int, default=3000, help="total timed requests per configuration")
     ap.add_argument("--warmup", type=int, default=300)
