@@ -1,6 +1,6 @@
 """`dibench catalog ...` and `dibench routing ...`: a thin click layer over the routing library.
 
-Registered on the main CLI by one line in service/cli.py. Imports only cli.common and the routing
+Registered on the main CLI by one line in cli/main.py. Imports only cli.common and the routing
 stages (never another command module). Each command opens the graph, calls one library function and
 prints the result; a DibenchError becomes a one-line click error.
 """

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from service.api import MAX_BODY_BYTES, create_app
-from service.cli import main
+from cli.main import main
 from service.config import Settings
 from service.export import ExportError, resolve_domain
 

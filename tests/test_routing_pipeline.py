@@ -348,7 +348,7 @@ class _Fixed:
 
 # ------------------------------------------------------------------------------ CLI
 def test_cli_commands_have_help_and_run(built: GenerateSummary, tmp_path: Path) -> None:
-    from service.cli import main
+    from cli.main import main
 
     runner = CliRunner()
     for args in (["catalog"], ["catalog", "ingest"], ["catalog", "status"], ["catalog", "delete"], ["routing"],

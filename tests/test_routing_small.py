@@ -194,7 +194,7 @@ def test_oracle_needs_the_turn_on_ambiguous_tasks(graph: Graph, small: tuple[Pat
 
 
 def test_reingest_prunes_removed_databases_and_delete_command(graph: Graph, tmp_path: Path) -> None:
-    from service.cli import main
+    from cli.main import main
 
     name = CATALOG + "_prune"
     root = write_release(tmp_path, list(DATABASES))
