@@ -94,6 +94,19 @@ def test_public_ids_are_opaque_and_the_mapping_is_private(graph: Graph, built: G
     for pid, row in locations.items():
         assert pid.startswith("db_") and len(pid) == 13
         assert row["name"] not in pid
+    # the benchmark names databases by its own ids: routers and contracts never see a catalog id
+    published = {d for c in built.published for d in c.required_databases()}
+    assert published and not published & set(locations)
+    assert {c.benchmark for c in built.published} == {built.benchmark}
+
+
+def test_evaluation_sees_the_catalog_under_the_benchmark_ids(graph: Graph, built: GenerateSummary,
+                                                             setup: EvalSetup) -> None:
+    view = setup.indexes.view
+    assert len(view.ids()) == 14 and not set(view.ids()) & set(private_locations(graph, CATALOG))
+    assert {d for c in setup.contracts for d in c.required_databases()} <= set(view.ids())
+    assert all(r["a"] in view.databases and r["b"] in view.databases for r in view.related)
+    assert set(setup.route_executor.locations.paths) == set(view.ids())
 
 
 # ------------------------------------------------------------------------------ units and contracts

@@ -156,6 +156,14 @@ def test_each_generation_is_a_new_benchmark_with_fresh_public_ids(graph: Graph, 
             assert told.route_exec_graph == 1.0
         finally:
             setup.executor.close()
+        from cli.main import main
+
+        res = CliRunner().invoke(main, ["routing", "generate", "--catalog", name, "--path", str(root), "--n", "10",
+                                        "-o", str(tmp_path / "c3.jsonl"), "--public-dir", str(tmp_path / "public3")])
+        assert res.exit_code == 0, res.output
+        assert "benchmark bm_" in res.output and (tmp_path / "public3" / "catalog.json").is_file()
+        tasks = [json.loads(line) for line in (tmp_path / "public3" / "tasks.jsonl").read_text().splitlines()]
+        assert tasks and all(set(t) == {"task_id", "benchmark", "request"} for t in tasks)
     finally:
         delete_catalog(graph, name)
 
