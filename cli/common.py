@@ -1,9 +1,11 @@
-"""What command modules share: the console, tables, progress bars and error translation.
+"""What command modules share: the consoles, tables, JSON output, progress bars and error translation.
 
 Kept free of any stage import so every command module can use it without import loops.
 """
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
@@ -14,10 +16,39 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from service.errors import DibenchError
+from service.errors import DibenchError, PackErrors
 
 F = TypeVar("F", bound=Callable[..., Any])
 console = Console()
+err_console = Console(stderr=True)
+
+
+def handle_errors(func: F) -> F:
+    """A DibenchError is printed as one line (a PackErrors as one line per error) and exits 1."""
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        debug = bool(ctx.find_root().params.get("debug"))
+        try:
+            return func(*args, **kwargs)
+        except PackErrors as exc:
+            if debug:
+                raise
+            for e in exc.errors:
+                err_console.print(f"[red]error[/red] {e}", highlight=False, soft_wrap=True)
+            sys.exit(1)
+        except DibenchError as exc:
+            if debug:
+                raise
+            hint = f" (hint: {exc.hint})" if exc.hint else ""
+            err_console.print(f"[red]error[/red] {exc}{hint}", highlight=False, soft_wrap=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
 def click_errors(func: F) -> F:

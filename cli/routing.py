@@ -1,6 +1,6 @@
 """`dibench catalog ...` and `dibench routing ...`: a thin click layer over the routing library.
 
-Registered on the main CLI by one line in service/cli.py. Imports only cli.common and the routing
+Registered on the main CLI by one line in cli/main.py. Imports only cli.common and the routing
 stages (never another command module). Each command opens the graph, calls one library function and
 prints the result; a DibenchError becomes a one-line click error.
 """
@@ -32,19 +32,21 @@ def catalog() -> None:
 @catalog.command("ingest")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("--catalog", "name", default=DEFAULT_CATALOG, show_default=True, help="Catalog name in the graph.")
-@click.option("--postgres-schema", default=None,
-              help="Ingest this schema of the configured PostgreSQL warehouse instead of a SQLite folder.")
+@click.option("--postgres-schema", "postgres_schemas", multiple=True,
+              help="Ingest this schema of the configured PostgreSQL warehouse instead of a SQLite folder "
+                   "(repeat for several).")
 @_errors
-def catalog_ingest(path: Path | None, name: str, postgres_schema: str | None) -> None:
-    """Profile every database of PATH (default: DATA_DIR/spider) into Neo4j; idempotent."""
-    from routing.ingest import discover, ingest_postgres_schema, ingest_sqlite_folder
+def catalog_ingest(path: Path | None, name: str, postgres_schemas: tuple[str, ...]) -> None:
+    """Profile every database of PATH (default: DATA_DIR/spider) into Neo4j; idempotent. Sources ingested
+    into the same catalog later are related to the ones already there."""
+    from routing.ingest import discover, ingest_postgres_schemas, ingest_sqlite_folder
     from service.graph import apply_schema, get_graph
     from service.warehouse import get_warehouse
 
     graph = get_graph()
     apply_schema(graph)
-    if postgres_schema:
-        report = ingest_postgres_schema(graph, get_warehouse().admin(), postgres_schema, catalog=name)
+    if postgres_schemas:
+        report = ingest_postgres_schemas(graph, get_warehouse().admin(), list(postgres_schemas), catalog=name)
     else:
         root = path or get_settings().data_dir / "spider"
         with _progress("profiling databases", len(discover(root))) as advance:
@@ -103,10 +105,14 @@ def routing() -> None:
 @click.option("--seed", type=int, default=None, help="Random seed (default from settings, 42).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("out/routing/contracts.jsonl"),
               show_default=True, help="JSONL export of the contracts.")
+@click.option("--public-dir", type=click.Path(path_type=Path), default=Path("out/routing/public"),
+              show_default=True, help="Public export: tasks.jsonl (requests) and catalog.json (what routers see).")
 @click.option("--llm", "use_llm", is_flag=True, help="Word requests with the configured LLM (template otherwise).")
 @_errors
-def routing_generate(name: str, root: Path | None, n: int | None, seed: int | None, output: Path, use_llm: bool) -> None:
-    """Build source units from gold SQL, then validated contracts of the five behaviours."""
+def routing_generate(name: str, root: Path | None, n: int | None, seed: int | None, output: Path, public_dir: Path,
+                     use_llm: bool) -> None:
+    """Build source units from gold SQL, then validated contracts of the five behaviours, published under
+    fresh random ids (a new benchmark each run; the id mapping stays in the graph, private)."""
     from routing.generate import DEFAULT_N, targets
     from routing.pipeline import release_size, run_generate
     from service.graph import apply_schema, get_graph
@@ -122,10 +128,12 @@ def routing_generate(name: str, root: Path | None, n: int | None, seed: int | No
     apply_schema(graph)
     with _bars(("executing gold SQL", release_size(root)), ("building contracts", sum(targets(n).values()))) as (up, cp):
         s = run_generate(graph, catalog=name, root=root, n=n, seed=settings.seed if seed is None else seed,
-                         out=output, llm=llm, unit_progress=up, contract_progress=cp)
+                         out=output, public_dir=public_dir, llm=llm, unit_progress=up, contract_progress=cp)
     u = s.units
-    _table("source units", ["gold queries", "units", "dev", "train", "failed", "seconds"],
-           [[u.read, len(u.units), u.by_source.get("dev", 0), u.by_source.get("train", 0),
+    asked = sum(x.intent_source == "question" for x in u.units)
+    _table("source units", ["gold queries", "repeats merged", "units", "with a human question", "by file", "failed",
+                            "seconds"],
+           [[u.read, u.merged, len(u.units), asked, ", ".join(f"{k} {v}" for k, v in sorted(u.by_source.items())),
              ", ".join(f"{k} {v}" for k, v in sorted(u.failure_counts().items())) or "0", s.unit_seconds]])
     r = s.report
     _table("contracts", ["behaviour", "target", "produced"], [[b, t, r.produced.get(b, 0)] for b, t in r.targets.items()]
@@ -134,7 +142,8 @@ def routing_generate(name: str, root: Path | None, n: int | None, seed: int | No
         console.print(f"[yellow]skipped[/yellow] {behaviour}: {reason}", highlight=False)
     if r.rejected:
         console.print("rejected candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items())))
-    console.print(f"contracts built in {s.contract_seconds}s; exported to {output}")
+    console.print(f"benchmark {s.benchmark}: contracts built in {s.contract_seconds}s; contracts (private) in "
+                  f"{output}, public tasks and catalog in {public_dir}")
 
 
 @routing.command("eval")

@@ -13,3 +13,6 @@ DETACH DELETE u
 WITH count(*) AS _
 OPTIONAL MATCH (k:RoutingTask {catalog: $catalog})
 DETACH DELETE k
+WITH count(*) AS _
+OPTIONAL MATCH (b:RoutingBenchmark {catalog: $catalog})
+DETACH DELETE b

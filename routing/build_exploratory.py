@@ -52,7 +52,8 @@ def _unit_for(ctx: BuildContext, db: str, caps: set[str]) -> UnitInfo | None:
 
 def exploratory_candidates(ctx: BuildContext) -> Iterator[Contract]:
     holders = ctx.pool.entity_index()
-    dbs = sorted(d for d in ctx.pool.by_database if ctx.pool.view.databases[d].entities)
+    dbs = ctx.pool.prefer_asked({d: infos for d, infos in ctx.pool.by_database.items()
+                                 if ctx.pool.view.databases[d].entities})
     sizes = [(k, w) for k, w in zip(COVER_SIZES, COVER_WEIGHTS) if k <= len(dbs)]
     while sizes:  # a small catalog draws only the cover sizes it has databases for
         k = ctx.rng.choices([k for k, _ in sizes], weights=[w for _, w in sizes])[0]

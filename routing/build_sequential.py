@@ -104,11 +104,16 @@ def make_contract(ctx: BuildContext, c: SeqCandidate) -> Contract | None:
         final_units=[down_unit.unit_id]), edges=[edge])
 
 
+def _questions(c: SeqCandidate) -> int:
+    return sum(i.unit.intent_source == "question" for i in (c.upstream, c.downstream))
+
+
 def sequential_candidates(ctx: BuildContext) -> Iterator[Contract]:
-    """Candidates with related column names first, then the rest; shuffled within each group."""
+    """Candidates with related column names first, then the rest; within each, those whose units are
+    released human questions first (both, then one); shuffled within each group."""
     cands = candidates(ctx)
     ctx.rng.shuffle(cands)
-    cands.sort(key=lambda c: -min(c.affinity, 1))
+    cands.sort(key=lambda c: (-min(c.affinity, 1), -_questions(c)))
     per_value: Counter[Any] = Counter()
     used_down: set[str] = set()
     for c in cands:

@@ -19,8 +19,7 @@ def single_candidates(ctx: BuildContext) -> Iterator[Contract]:
     first (when the catalog has any): the request is then a question a person asked.
     """
     by_db = ctx.pool.distinctive_by_database
-    asked = sorted(db for db, infos in by_db.items() if any(i.unit.intent_source == "question" for i in infos))
-    dbs = asked or sorted(by_db)
+    dbs = ctx.pool.prefer_asked(by_db, at_least=1)
     while dbs:
         db = ctx.rng.choice(dbs)
         info = ctx.rng.choice(prefer_questions(ctx.pool.distinctive_by_database[db]))
@@ -29,7 +28,7 @@ def single_candidates(ctx: BuildContext) -> Iterator[Contract]:
 
 
 def parallel_candidates(ctx: BuildContext) -> Iterator[Contract]:
-    dbs = sorted(ctx.pool.distinctive_by_database)
+    dbs = ctx.pool.prefer_asked(ctx.pool.distinctive_by_database)
     sizes = [(k, w) for k, w in zip(PARALLEL_SIZES, PARALLEL_WEIGHTS) if k <= len(dbs)]
     while sizes:  # a small catalog draws only the fan-outs it has databases for
         k = ctx.rng.choices([k for k, _ in sizes], weights=[w for _, w in sizes])[0]

@@ -5,10 +5,11 @@ Public reads (databases, columns, relations) never touch CatalogLocation or Cata
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from routing.catalog import DatabaseProfile, capabilities
+from routing.catalog import ColumnProfile, DatabaseProfile, TableProfile, capabilities
 from routing.relations import Relation
 from service.graph import Graph, add_counters
 
@@ -52,7 +53,7 @@ def _schema_rows(profiles: dict[str, DatabaseProfile]) -> tuple[list[dict[str, A
                 ckeys.append(ck)
                 columns.append({"table_key": tk, "key": ck, "public_id": pid, "name": c.name, "type": c.type,
                                 "category": c.category, "pk": c.pk, "nullable": c.nullable,
-                                "samples": c.samples, "min": c.min, "max": c.max})
+                                "samples": c.samples, "overlap": c.overlap_values, "min": c.min, "max": c.max})
             for local, ref_table, ref_col in t.foreign_keys:
                 target = lower.get(ref_table.lower())
                 if target is None:
@@ -105,6 +106,18 @@ def read_public(graph: Graph, catalog: str) -> tuple[list[dict[str, Any]], list[
     return (graph.read("routing_catalog_public_databases", catalog=catalog),
             graph.read("routing_catalog_public_columns", catalog=catalog),
             graph.read("routing_catalog_public_related", catalog=catalog))
+
+
+def stored_profiles(graph: Graph, catalog: str) -> dict[str, DatabaseProfile]:
+    """Catalog id -> the profile stored for it (what relations need: tables, entities, columns, values)."""
+    tables: dict[str, dict[str, TableProfile]] = defaultdict(dict)
+    engines: dict[str, str] = {}
+    for r in graph.read("routing_catalog_stored_profiles", catalog=catalog):
+        engines[r["public_id"]] = r["engine"]
+        t = tables[r["public_id"]].setdefault(r["table"], TableProfile(r["table"], r["entity"], r["n_rows"] or 0, [], []))
+        t.columns.append(ColumnProfile(r["column"], r["type"], r["category"], bool(r["pk"]), bool(r["nullable"]),
+                                       list(r["samples"] or []), list(r["overlap"] or []), r["min"], r["max"]))
+    return {pid: DatabaseProfile("", engines[pid], "", None, list(ts.values())) for pid, ts in tables.items()}
 
 
 def private_locations(graph: Graph, catalog: str) -> dict[str, dict[str, Any]]:

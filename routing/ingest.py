@@ -1,7 +1,10 @@
 """Catalog ingest: profile every database of a catalog and write it to Neo4j.
 
 Two sources: a Spider-style folder (`tables.json` + `database/<db>/<db>.sqlite`, SQLite files
-opened read-only) and one PostgreSQL schema reached through an SQLAlchemy engine.
+opened read-only) and PostgreSQL schemas reached through an SQLAlchemy engine. A catalog is
+profiled together whatever the number of ingests that fill it: the relations of the databases an
+ingest brings are computed against every database already stored in the catalog (from their
+stored profiles), so a schema ingested after a folder is related to the folder's databases.
 """
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from routing.catalog import DatabaseProfile, profile_database, sqlite_engine
-from routing.catalog_store import WriteReport, link_domain_tables, private_locations, write_catalog
+from routing.catalog_store import (WriteReport, link_domain_tables, private_locations, stored_profiles,
+                                   write_catalog)
 from routing.errors import CatalogSourceError
 from routing.naming import mint_public_id
 from routing.relations import relations
@@ -82,32 +86,35 @@ def profile_sqlite_folder(root: Path, *, only: list[str] | None = None,
 
 def write_profiles(graph: Graph, catalog: str, profiles: list[DatabaseProfile], *, kind: str, root: str,
                    skipped: list[str]) -> WriteReport:
+    """Write profiles into catalog, relating them to each other and to the catalog's stored databases."""
     # a database keeps its id across re-ingests (contracts refer to it); a new one gets a fresh random id
-    known = {row["name"]: pid for pid, row in private_locations(graph, catalog).items()}
-    by_id = {known.get(p.name) or mint_public_id(): p for p in profiles}
-    return write_catalog(graph, catalog, by_id, relations(by_id), kind=kind, root=root, skipped=skipped)
+    known = {(row["engine"], row["name"]): pid for pid, row in private_locations(graph, catalog).items()}
+    by_id = {known.get((p.engine, p.name)) or mint_public_id(): p for p in profiles}
+    stored = {pid: p for pid, p in stored_profiles(graph, catalog).items() if pid not in by_id}
+    # relations are computed over the whole catalog and replace the stored ones (the prune keeps only these)
+    return write_catalog(graph, catalog, by_id, relations({**stored, **by_id}), kind=kind, root=root, skipped=skipped)
 
 
 def ingest_sqlite_folder(graph: Graph, root: Path, *, catalog: str = "spider", only: list[str] | None = None,
                          progress: Progress | None = None) -> IngestReport:
     started = time.perf_counter()
     profiles, skipped = profile_sqlite_folder(root, only=only, progress=progress)
+    # databases the folder no longer holds go first, so no relation is computed against them
+    names = {p.name for p in profiles}
+    keep = [pid for pid, row in private_locations(graph, catalog).items() if row["name"] in names]
+    pruned = graph.write("routing_catalog_database_prune", catalog=catalog, engine="sqlite", keep=keep)
     w = write_profiles(graph, catalog, profiles, kind="sqlite-folder", root=str(root), skipped=skipped)
-    keep = [pid for pid, row in private_locations(graph, catalog).items() if row["name"] in {p.name for p in profiles}]
-    add_counters(w.counters, graph.write("routing_catalog_database_prune", catalog=catalog, engine="sqlite", keep=keep))
+    add_counters(w.counters, pruned)
     return IngestReport(catalog, w.databases, skipped, w.tables, w.columns, w.foreign_keys, w.relations,
                         round(time.perf_counter() - started, 2), w.counters)
 
 
-def ingest_postgres_schema(graph: Graph, engine: Engine, schema: str, *, catalog: str,
-                           extra: list[DatabaseProfile] | None = None) -> IngestReport:
-    """One Postgres schema becomes one catalog database (named after the schema).
-
-    `extra` profiles join the same catalog write, so relations to them are computed too.
-    """
+def ingest_postgres_schemas(graph: Graph, engine: Engine, schemas: list[str], *, catalog: str) -> IngestReport:
+    """Each Postgres schema becomes one catalog database (named after the schema), profiled with the
+    catalog's other databases (of this ingest and of earlier ones)."""
     started = time.perf_counter()
-    location = f"{engine.url.render_as_string(hide_password=True)}#{schema}"
-    profile = profile_database(engine, name=schema, location=location, schema=schema)
-    w = write_profiles(graph, catalog, [profile, *(extra or [])], kind="postgres-schema", root=location, skipped=[])
+    base = engine.url.render_as_string(hide_password=True)
+    profiles = [profile_database(engine, name=s, location=f"{base}#{s}", schema=s) for s in schemas]
+    w = write_profiles(graph, catalog, profiles, kind="postgres-schema", root=base, skipped=[])
     return IngestReport(catalog, w.databases, [], w.tables, w.columns, w.foreign_keys, w.relations,
                         round(time.perf_counter() - started, 2), w.counters, link_domain_tables(graph, catalog))

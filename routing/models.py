@@ -91,6 +91,7 @@ class Contract(Strict):
     seed: int
     intended: str | None = Field(None, description="interactive: the branch id the user means (private; only "
                                                    "the clarification answer reveals it)")
+    benchmark: str | None = Field(None, description="the generated benchmark whose public ids the contract uses")
 
     def required_databases(self) -> set[str]:
         return {d for b in self.scored_branches() for d in b.databases}

@@ -1,7 +1,9 @@
 """The routing jobs end to end: generate contracts; set up an evaluation.
 
 generate: catalog view -> source units (executed) -> unit pool -> contracts (validated, worded)
--> RoutingUnit / RoutingTask nodes -> JSONL export.
+-> published under fresh per-benchmark ids -> RoutingUnit / RoutingTask nodes -> JSONL export.
+evaluate: contracts -> their benchmark's private id mapping -> the catalog view and locations under
+the benchmark's ids -> environment, routers, execution.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
+from routing import benchmark
 from routing.build_common import BuildContext
 from routing.environment import CatalogIndexes
 from routing.execution import OracleSql, RouteExecutor, SqlWriter, TextToSql
@@ -32,22 +35,27 @@ Progress = Callable[[int], None]
 @dataclass
 class GenerateSummary:
     units: UnitBuild
-    report: GenerationReport
+    report: GenerationReport  # contracts under the catalog's own ids (generation internals)
+    published: list[Contract]  # the same contracts under the benchmark's public ids: stored and exported
+    benchmark: str
     unit_seconds: float
     contract_seconds: float
     out: Path | None
 
 
 def release_size(root: Path) -> int:
-    return len(read_release(root))
+    return len(read_release(root).queries)
 
 
 def run_generate(graph: Graph, *, catalog: str, root: Path, n: int = DEFAULT_N, seed: int = 42,
-                 out: Path | None = None, llm: BaseChatModel | None = None, only_databases: set[str] | None = None,
+                 out: Path | None = None, public_dir: Path | None = None, llm: BaseChatModel | None = None,
+                 only_databases: set[str] | None = None,
                  unit_progress: Progress | None = None, contract_progress: Progress | None = None) -> GenerateSummary:
     """Build units and contracts for `catalog` (whose databases must be ingested) and store them.
 
-    only_databases: restrict units to these public ids (tests use a small catalog subset).
+    only_databases: restrict units to these catalog ids (tests use a small catalog subset).
+    out: the contracts (private: gold SQL, the intended reading). public_dir: what routers may see
+    (requests and the catalog under the benchmark's ids).
     """
     view = CatalogView.load(graph, catalog)
     locations = Locations.load(graph, catalog)
@@ -64,11 +72,17 @@ def run_generate(graph: Graph, *, catalog: str, root: Path, n: int = DEFAULT_N, 
         ctx = BuildContext(catalog, pool, locations, executor, random.Random(seed), seed)
         validator = Validator(view, locations, executor, {u.unit_id: u for u in units.units})
         report = generate(ctx, validator, n, llm=llm, progress=contract_progress)
-        write_contracts(graph, catalog, report.contracts)
+        ids = benchmark.mint(view.ids())
+        benchmark.store(graph, catalog, ids)
+        published = benchmark.publish(report.contracts, ids)
+        write_contracts(graph, catalog, published, ids.catalog_of())
         if out is not None:
-            export_jsonl(report.contracts, out)
+            export_jsonl(published, out)
+        if public_dir is not None:
+            benchmark.write_public(published, CatalogIndexes(view.aliased(ids.public_of)), public_dir)
         contract_seconds = time.perf_counter() - started
-    return GenerateSummary(units, report, round(unit_seconds, 2), round(contract_seconds, 2), out)
+    return GenerateSummary(units, report, published, ids.benchmark, round(unit_seconds, 2),
+                           round(contract_seconds, 2), out)
 
 
 @dataclass
@@ -88,6 +102,10 @@ def load_eval(graph: Graph, catalog: str, contracts_file: Path | None = None,
     contracts = import_jsonl(contracts_file) if contracts_file else read_contracts(graph, catalog)
     view = CatalogView.load(graph, catalog)
     locations = Locations.load(graph, catalog)
+    published = benchmark.benchmark_of(contracts)
+    if published is not None:  # routers see, and routes name, the benchmark's ids only
+        public_of = benchmark.load(graph, catalog, published).public_of
+        view, locations = view.aliased(public_of), locations.aliased(public_of)
     writer: SqlWriter = TextToSql(llm, view) if llm is not None else OracleSql()
     executor = SqliteExecutor()
     return EvalSetup(contracts, CatalogIndexes(view), RouteExecutor(locations, executor, writer), executor)

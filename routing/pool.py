@@ -89,6 +89,18 @@ class UnitPool:
             groups[canonical_sql(info.tree)].append(info)
         return dict(groups)
 
+    @staticmethod
+    def prefer_asked(by_db: dict[str, list[UnitInfo]], at_least: int = 2) -> list[str]:
+        """The databases of by_db that have a unit worded by a released question, when at least
+        `at_least` do; else all of them (sorted).
+
+        Segments use human questions first: where a release ships questions for only some of its
+        databases (Spider without its train questions), contracts draw their sources from those.
+        The others stay in the catalog as candidates a router must rule out.
+        """
+        asked = sorted(db for db, infos in by_db.items() if any(i.unit.intent_source == "question" for i in infos))
+        return asked if len(asked) >= at_least else sorted(by_db)
+
     def entity_index(self) -> dict[str, frozenset[str]]:
         """capability (entity label) -> databases that hold it."""
         out: dict[str, set[str]] = defaultdict(set)

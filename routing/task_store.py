@@ -42,10 +42,14 @@ def read_units(graph: Graph, catalog: str) -> list[SourceUnit]:
     return [SourceUnit(catalog=catalog, **r) for r in graph.read("routing_units_read", catalog=catalog)]
 
 
-def write_contracts(graph: Graph, catalog: str, contracts: list[Contract]) -> dict[str, int]:
+def write_contracts(graph: Graph, catalog: str, contracts: list[Contract],
+                    catalog_of: dict[str, str] | None = None) -> dict[str, int]:
+    """catalog_of: the benchmark's public id -> catalog id, so tasks link to the catalog's databases."""
+    to_catalog = catalog_of or {}
     rows = [{"key": task_key(catalog, c.task_id), "catalog": catalog, "task_id": c.task_id,
              "behaviour": c.behaviour, "request": c.request, "renderer": c.renderer, "seed": c.seed,
-             "contract": c.model_dump_json(), "required": sorted(c.required_databases()),
+             "contract": c.model_dump_json(),
+             "required": sorted(to_catalog.get(d, d) for d in c.required_databases()),
              "units": sorted({unit_key(catalog, base_unit_id(u.unit_id)) for u in c.units()})} for c in contracts]
     counters = graph.write_rows("routing_task_upsert", rows, batch_size=200)
     pruned = graph.write("routing_task_prune", catalog=catalog, keep=[r["key"] for r in rows])

@@ -6,7 +6,7 @@ is a separate object, `Locations`, that only execution and scoring receive.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,15 @@ class CatalogView:
             t.columns.append(c)
         return cls(catalog, databases, rels)
 
+    def aliased(self, public_of: dict[str, str]) -> "CatalogView":
+        """The view under a benchmark's public ids (catalog id -> public id); unmapped databases left out."""
+        databases = {public_of[cid]: replace(db, public_id=public_of[cid], tables={
+            k: replace(t, columns=[{**c, "public_id": public_of[cid]} for c in t.columns]) for k, t in db.tables.items()})
+            for cid, db in self.databases.items() if cid in public_of}
+        related = [{**r, "a": public_of[r["a"]], "b": public_of[r["b"]]} for r in self.related
+                   if r["a"] in public_of and r["b"] in public_of]
+        return CatalogView(self.catalog, databases, related)
+
     def related_to(self, public_id: str) -> list[dict[str, Any]]:
         return [r for r in self.related if public_id in (r["a"], r["b"])]
 
@@ -86,6 +95,11 @@ class Locations:
             elif row["engine"] == "postgresql" and row["db_schema"]:
                 paths[pid] = PgSchema(row["db_schema"])
         return cls(paths, {row["name"]: pid for pid, row in rows.items()})
+
+    def aliased(self, public_of: dict[str, str]) -> "Locations":
+        """The locations under a benchmark's public ids (catalog id -> public id)."""
+        return Locations({public_of[cid]: p for cid, p in self.paths.items() if cid in public_of},
+                         {name: public_of[cid] for name, cid in self.ids.items() if cid in public_of})
 
     def path(self, public_id: str) -> Path | PgSchema:
         if public_id not in self.paths:

@@ -15,7 +15,7 @@ from evaluation.ablation import (
 from evaluation.contracts import AnswerContract
 from evaluation.harness import evaluate
 from evaluation.kb import Bm25Index
-from service.cli import main
+from cli.main import main
 from service.graph import Graph
 from service.warehouse import Warehouse
 from tests.fixtures.evaldomain import EvalDomain, eval_domain  # noqa: F401  (fixture)

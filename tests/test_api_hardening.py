@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
+from cli.main import main
 from service.api import MAX_BODY_BYTES, RulesCache, create_app
-from service.cli import main
 from service.config import Settings
 from service.errors import GraphError
 from service.export import ExportError, resolve_domain

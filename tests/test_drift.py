@@ -27,7 +27,7 @@ from ingest.pack import Pack, load_pack
 from evaluation.report import domain_data, render_drift
 from ingest.pipeline import ingest_pack
 from service.api import create_app
-from service.cli import main
+from cli.main import main
 from service.config import Settings
 from service.export import export, preset_query
 from service.graph import Graph

@@ -20,7 +20,7 @@ from ingest.database import load_database
 from ingest.drift import run_drift
 from ingest.pack import Pack, load_pack, warehouse_for
 from ingest.pipeline import ingest_pack
-from service.cli import main
+from cli.main import main
 from service.config import get_settings
 from service.errors import ConfigError, DibenchError
 from service.graph import Graph

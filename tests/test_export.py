@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from ingest.pack import Pack
 from ingest.update import load_document, plan_update
 from ingest.update_write import run_update
-from service.cli import main
+from cli.main import main
 from service.cypher_guard import CypherWriteRefused, check_read_only
 from service.errors import GraphError
 from service.export import ExportError, ExportQuery, export, preset_query, read_snapshot, task_keys

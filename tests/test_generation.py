@@ -27,7 +27,7 @@ from generation.validation import NOT_DISCRIMINATIVE, STAGE1, rule_changes_answe
 from ingest.keys import dimension_key, metric_key, rule_key, table_key
 from ingest.pack import Pack, load_pack
 from ingest.pipeline import ingest_pack
-from service.cli import main
+from cli.main import main
 from service.graph import Graph
 from service.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, delete_domain, ensure_mini_loaded, snapshot

@@ -19,7 +19,7 @@ from evaluation.agents.tools import Toolbox, schema_description
 from evaluation.harness import EvalResult, run_tasks
 from evaluation.kb import KnowledgeBase
 from evaluation.tasks import TaskRecord
-from service.cli import main
+from cli.main import main
 from service.config import get_settings
 from service.warehouse import Warehouse
 from tests.fixtures.evaldomain import EvalDomain, eval_domain, kb, tasks  # noqa: F401  (fixtures)

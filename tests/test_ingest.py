@@ -16,7 +16,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from ingest.extract import extract_effects
 from ingest.pack import load_pack
 from ingest.pipeline import IngestReport, ingest_pack
-from service.cli import main
+from cli.main import main
 from service.config import get_settings
 from service.errors import ExtractionError, PackErrors
 from service.graph import Graph

@@ -32,7 +32,7 @@ from ingest.extract import REPLY_TOKENS, bounded_prompt, extract_effects, rank_m
 from ingest.pack import load_pack
 from ingest.pipeline import ingest_pack
 from service import llm as llm_mod
-from service.cli import main
+from cli.main import main
 from service.config import Settings, get_settings
 from service.errors import ExtractionError
 from service.graph import Graph

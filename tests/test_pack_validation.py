@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from ingest.validate import validate_pack
-from service.cli import main
+from cli.main import main
 from service.errors import PackError
 from service.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, edit_front, edit_metrics, ensure_mini_loaded

@@ -26,7 +26,7 @@ from ingest.lease import DomainLease, unlock
 from ingest.pack import Pack, load_pack
 from ingest.pipeline import ingest_pack
 from ingest.update_write import KILL_ENV
-from service.cli import main
+from cli.main import main
 from service.config import REPO_ROOT
 from service.export import export, preset_query
 from service.graph import Graph
@@ -86,7 +86,7 @@ def running(pid: int) -> bool:
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "service.cli", *args], cwd=REPO_ROOT, text=True,
+    return subprocess.Popen([sys.executable, "-m", "cli.main", *args], cwd=REPO_ROOT, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from evaluation.report import ReportData, render_html
-from service.cli import main
+from cli.main import main
 from tests.fixtures.evaldomain import EvalDomain, eval_domain  # noqa: F401  (fixture)
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -1,4 +1,4 @@
-"""Layout: routing is a top-level package; command modules sit above every stage, never below."""
+"""Layout: routing is a top-level package; every command module lives in cli/, above every stage."""
 from __future__ import annotations
 
 import ast
@@ -6,7 +6,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("service", "ingest", "generation", "evaluation", "sqlops", "routing")
-COMMAND_MODULES = {"service.cli", "evaluation.cli"}  # to move into cli/ later; cli.* are commands too
 
 
 def _module(path: Path) -> str:
@@ -24,23 +23,37 @@ def _imports(path: Path) -> set[str]:
 
 
 def _is_command(module: str) -> bool:
-    return module in COMMAND_MODULES or module == "cli" or module.startswith("cli.")
+    return module == "cli" or module.startswith("cli.")
 
 
-def test_no_stage_imports_a_command_module() -> None:
-    offenders = []
-    for stage in STAGES:
-        for path in sorted((ROOT / stage).rglob("*.py")):
-            if _is_command(_module(path)):
-                continue
-            offenders += [f"{_module(path)} -> {m}" for m in _imports(path) if _is_command(m)]
+def _python_files() -> list[Path]:
+    """Every project module: top-level folders that are not hidden (state, virtual environment)."""
+    tops = [d for d in sorted(ROOT.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+    return sorted(ROOT.glob("*.py")) + [p for d in tops for p in sorted(d.rglob("*.py"))]
+
+
+def test_no_module_outside_cli_imports_a_command_module() -> None:
+    offenders = [f"{_module(p)} -> {m}" for p in _python_files()
+                 if p.relative_to(ROOT).parts[0] not in ("cli", "tests") for m in _imports(p) if _is_command(m)]
     assert offenders == []
 
 
-def test_routing_commands_import_no_other_command_module() -> None:
-    imported = _imports(ROOT / "cli" / "routing.py")
-    assert not imported & COMMAND_MODULES
-    assert {m for m in imported if m.startswith("cli.")} == {"cli.common"}
+def test_every_command_module_is_in_cli() -> None:
+    stray = [_module(p) for stage in STAGES for p in sorted((ROOT / stage).rglob("cli.py"))]
+    assert stray == []
+    assert (ROOT / "cli" / "main.py").is_file()
+
+
+def test_command_modules_import_only_cli_common_besides_stages() -> None:
+    """Only cli.main registers the others; the rest share cli.common and never import each other."""
+    for path in sorted((ROOT / "cli").glob("*.py")):
+        if path.name in ("main.py", "common.py", "__init__.py"):
+            continue
+        assert {m for m in _imports(path) if _is_command(m)} == {"cli.common"}, path.name
+
+
+def test_console_entry_point_is_the_cli_package() -> None:
+    assert 'dibench = "cli.main:main"' in (ROOT / "pyproject.toml").read_text()
 
 
 def test_routing_is_a_top_level_package() -> None:

@@ -94,12 +94,25 @@ def test_public_ids_are_opaque_and_the_mapping_is_private(graph: Graph, built: G
     for pid, row in locations.items():
         assert pid.startswith("db_") and len(pid) == 13
         assert row["name"] not in pid
+    # the benchmark names databases by its own ids: routers and contracts never see a catalog id
+    published = {d for c in built.published for d in c.required_databases()}
+    assert published and not published & set(locations)
+    assert {c.benchmark for c in built.published} == {built.benchmark}
+
+
+def test_evaluation_sees_the_catalog_under_the_benchmark_ids(graph: Graph, built: GenerateSummary,
+                                                             setup: EvalSetup) -> None:
+    view = setup.indexes.view
+    assert len(view.ids()) == 14 and not set(view.ids()) & set(private_locations(graph, CATALOG))
+    assert {d for c in setup.contracts for d in c.required_databases()} <= set(view.ids())
+    assert all(r["a"] in view.databases and r["b"] in view.databases for r in view.related)
+    assert set(setup.route_executor.locations.paths) == set(view.ids())
 
 
 # ------------------------------------------------------------------------------ units and contracts
 def test_units_come_from_gold_sql_and_failures_are_excluded(built: GenerateSummary, graph: Graph) -> None:
     u = built.units
-    assert u.read == 9693
+    assert u.read == 5280 and u.merged == 10727 - 5280  # one unit per distinct query of the release
     assert u.by_source["dev"] > 0 and u.by_source["train"] > 0
     kinds = u.failure_counts()
     assert set(kinds) <= {"not-in-catalog", "schema-reference", "execution", "render-mismatch", "unwordable"}
@@ -113,10 +126,11 @@ def test_contracts_cover_all_five_behaviours_and_are_stored(built: GenerateSumma
     r = built.report
     assert set(r.produced) == {"single", "parallel", "sequential", "exploratory", "interactive"}
     stored = read_contracts(graph, CATALOG)
-    assert {c.task_id for c in stored} == {c.task_id for c in r.contracts}
+    assert {c.task_id for c in stored} == {c.task_id for c in built.published}
+    assert [c.request for c in built.published] == [c.request for c in r.contracts]
     out = tmp_path / "contracts.jsonl"
-    export_jsonl(r.contracts, out)
-    assert [c.task_id for c in import_jsonl(out)] == [c.task_id for c in r.contracts]
+    export_jsonl(built.published, out)
+    assert [c.task_id for c in import_jsonl(out)] == [c.task_id for c in built.published]
 
 
 def test_generation_is_seeded(graph: Graph, built: GenerateSummary, validator: Validator) -> None:
@@ -348,7 +362,7 @@ class _Fixed:
 
 # ------------------------------------------------------------------------------ CLI
 def test_cli_commands_have_help_and_run(built: GenerateSummary, tmp_path: Path) -> None:
-    from service.cli import main
+    from cli.main import main
 
     runner = CliRunner()
     for args in (["catalog"], ["catalog", "ingest"], ["catalog", "status"], ["catalog", "delete"], ["routing"],

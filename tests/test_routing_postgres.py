@@ -12,7 +12,7 @@ from sqlalchemy import text
 from routing.catalog_store import delete_catalog, private_locations
 from routing.environment import CatalogIndexes, RoutingEnvironment
 from routing.evaluate import evaluate
-from routing.ingest import ingest_postgres_schema
+from routing.ingest import ingest_postgres_schemas, ingest_sqlite_folder
 from routing.models import RouteBranch, RouteContribution
 from routing.pipeline import load_eval, run_generate
 from routing.routers.oracle import OracleRouter
@@ -45,9 +45,9 @@ def pg_schema(warehouse: Warehouse, graph: Graph) -> Iterator[str]:
 
 
 def test_postgres_schema_becomes_a_catalog_database(graph: Graph, warehouse: Warehouse, pg_schema: str) -> None:
-    report = ingest_postgres_schema(graph, warehouse.admin(), pg_schema, catalog=CATALOG)
+    report = ingest_postgres_schemas(graph, warehouse.admin(), [pg_schema], catalog=CATALOG)
     assert (report.databases, report.tables, report.columns, report.foreign_keys) == (1, 2, 6, 1)
-    again = ingest_postgres_schema(graph, warehouse.admin(), pg_schema, catalog=CATALOG)
+    again = ingest_postgres_schemas(graph, warehouse.admin(), [pg_schema], catalog=CATALOG)
     assert again.counters.get("nodes_created", 0) == 0
 
     view = CatalogView.load(graph, CATALOG)
@@ -69,7 +69,7 @@ def test_postgres_schema_becomes_a_catalog_database(graph: Graph, warehouse: War
 def test_postgres_schema_is_a_first_class_executed_source(graph: Graph, warehouse: Warehouse, pg_schema: str,
                                                           tmp_path: Path) -> None:
     """Units come from gold SQL on the schema, and routes to it run read-only there (search_path = schema)."""
-    ingest_postgres_schema(graph, warehouse.admin(), pg_schema, catalog=CATALOG)
+    ingest_postgres_schemas(graph, warehouse.admin(), [pg_schema], catalog=CATALOG)
     (tmp_path / "dev.json").write_text(json.dumps([
         {"db_id": pg_schema, "query": "SELECT city FROM warehouses ORDER BY city", "question": "List warehouse cities."},
         {"db_id": pg_schema, "query": "SELECT sum(weight_kg) FROM shipments",
@@ -106,10 +106,56 @@ def test_a_domain_schema_source_links_to_the_domains_tables(graph: Graph, wareho
     delete_catalog(graph, catalog)
     try:
         ingest_pack(load_pack(copy_pack(tmp_path / "pack", domain)), graph, warehouse)
-        report = ingest_postgres_schema(graph, warehouse.admin(), "mini", catalog=catalog)
+        report = ingest_postgres_schemas(graph, warehouse.admin(), ["mini"], catalog=catalog)
         links = [r for r in domain_links(graph, catalog) if r["domain"] == domain]
         assert report.domain_links >= len(links) == report.tables > 0
         assert all(r["table_key"] == f"table:{domain}/{r['table']}" for r in links)
     finally:
         delete_catalog(graph, catalog)
         delete_domain(graph, domain)
+
+
+def _related(graph: Graph, catalog: str) -> dict[frozenset[str], dict[str, object]]:
+    """Relations by the pair of database names they join (ids differ across catalogs)."""
+    names = {pid: row["name"] for pid, row in private_locations(graph, catalog).items()}
+    return {frozenset((names[r["a"]], names[r["b"]])): {k: r[k] for k in ("kinds", "shared_entities", "shared_columns")}
+            for r in CatalogView.load(graph, catalog).related}
+
+
+def test_sources_of_separate_ingests_are_profiled_together(graph: Graph, warehouse: Warehouse, pg_schema: str,
+                                                           tmp_path: Path) -> None:
+    """A SQLite folder and a Postgres schema ingested one after the other into one catalog are related just
+    as when both come in together; re-ingesting either keeps the relation."""
+    import sqlite3
+
+    folder = tmp_path / "database" / "depots"
+    folder.mkdir(parents=True)
+    with sqlite3.connect(folder / "depots.sqlite") as conn:
+        conn.execute("CREATE TABLE warehouses (warehouse_id integer PRIMARY KEY, city text, capacity integer)")
+        conn.execute("INSERT INTO warehouses VALUES (1, 'Lyon', 500), (2, 'Oslo', 300)")
+    pair = frozenset({"depots", pg_schema})
+    ingest_postgres_schemas(graph, warehouse.admin(), [pg_schema], catalog=CATALOG)
+    assert _related(graph, CATALOG) == {}
+    ingest_sqlite_folder(graph, tmp_path, catalog=CATALOG)  # the second ingest relates its database to the first's
+    separate = _related(graph, CATALOG)
+    assert separate[pair]["shared_entities"] == ["warehouse"] and "city" in separate[pair]["shared_columns"]
+    ingest_postgres_schemas(graph, warehouse.admin(), [pg_schema], catalog=CATALOG)
+    ingest_sqlite_folder(graph, tmp_path, catalog=CATALOG)
+    assert _related(graph, CATALOG) == separate  # re-ingesting either side keeps it
+    together = CATALOG + "_together"
+    delete_catalog(graph, together)
+    try:
+        ingest_sqlite_folder(graph, tmp_path, catalog=together)
+        assert _related(graph, together) == {}
+        delete_catalog(graph, together)
+        from routing.catalog import profile_database, sqlite_engine
+        from routing.ingest import write_profiles
+
+        engine = sqlite_engine(folder / "depots.sqlite")
+        both = [profile_database(warehouse.admin(), name=pg_schema, location="pg", schema=pg_schema),
+                profile_database(engine, name="depots", location=str(folder / "depots.sqlite"))]
+        engine.dispose()
+        write_profiles(graph, together, both, kind="mixed", root="test", skipped=[])
+        assert _related(graph, together) == separate  # one ingest or two: the same relation
+    finally:
+        delete_catalog(graph, together)

@@ -110,8 +110,8 @@ def test_requests_are_human_questions_without_layout_cues(small: tuple[Path, Gen
     assert len(texts) == len(set(texts))
 
 
-def test_public_ids_are_random_per_catalog_and_stable_on_reingest(graph: Graph,
-                                                                  small: tuple[Path, GenerateSummary]) -> None:
+def test_catalog_ids_are_random_per_catalog_and_stable_on_reingest(graph: Graph,
+                                                                   small: tuple[Path, GenerateSummary]) -> None:
     root = small[0]
     first = {r["name"]: pid for pid, r in private_locations(graph, CATALOG).items()}
     ingest_sqlite_folder(graph, root, catalog=CATALOG)
@@ -123,6 +123,49 @@ def test_public_ids_are_random_per_catalog_and_stable_on_reingest(graph: Graph,
         assert not set(again.values()) & set(first.values())  # same files, fresh random ids
     finally:
         delete_catalog(graph, other)
+
+
+def test_each_generation_is_a_new_benchmark_with_fresh_public_ids(graph: Graph, small: tuple[Path, GenerateSummary],
+                                                                  tmp_path: Path) -> None:
+    root = small[0]
+    name = CATALOG + "_bench"
+    delete_catalog(graph, name)
+    try:
+        ingest_sqlite_folder(graph, root, catalog=name)
+        catalog_ids = set(private_locations(graph, name))
+        runs = [run_generate(graph, catalog=name, root=root, n=20, seed=7, out=tmp_path / f"c{i}.jsonl",
+                             public_dir=tmp_path / f"public{i}") for i in (1, 2)]
+        first, second = ({d for c in r.published for d in c.required_databases()} for r in runs)
+        assert runs[0].benchmark != runs[1].benchmark
+        assert first and second and not first & second  # the same catalog, drawn twice: no id in common
+        assert not (first | second) & catalog_ids  # the catalog's own ids never leave the private side
+        assert not {c.task_id for c in runs[0].published} & {c.task_id for c in runs[1].published}
+        assert [c.request for c in runs[0].published] == [c.request for c in runs[1].published]  # same seed
+        for i in (1, 2):
+            public = "".join(p.read_text() for p in sorted((tmp_path / f"public{i}").iterdir()))
+            for row in private_locations(graph, name).values():
+                assert row["name"] not in public and row["location"] not in public
+            assert not any(cid in public for cid in catalog_ids)
+            assert "SELECT" not in public and "intended" not in public and runs[i - 1].published[0].request in public
+        # the first benchmark stays evaluable after the second replaced it in the graph
+        setup = load_eval(graph, name, tmp_path / "c1.jsonl")
+        try:
+            assert first <= set(setup.indexes.view.ids()) and not set(setup.indexes.view.ids()) & catalog_ids
+            told = evaluate(setup.contracts, setup.indexes, setup.route_executor, OracleRouter(setup.contracts),
+                            clarify=True).summary
+            assert told.route_exec_graph == 1.0
+        finally:
+            setup.executor.close()
+        from cli.main import main
+
+        res = CliRunner().invoke(main, ["routing", "generate", "--catalog", name, "--path", str(root), "--n", "10",
+                                        "-o", str(tmp_path / "c3.jsonl"), "--public-dir", str(tmp_path / "public3")])
+        assert res.exit_code == 0, res.output
+        assert "benchmark bm_" in res.output and (tmp_path / "public3" / "catalog.json").is_file()
+        tasks = [json.loads(line) for line in (tmp_path / "public3" / "tasks.jsonl").read_text().splitlines()]
+        assert tasks and all(set(t) == {"task_id", "benchmark", "request"} for t in tasks)
+    finally:
+        delete_catalog(graph, name)
 
 
 def test_oracle_executor_runs_gold_sql_on_the_right_route_only(graph: Graph,
@@ -194,7 +237,7 @@ def test_oracle_needs_the_turn_on_ambiguous_tasks(graph: Graph, small: tuple[Pat
 
 
 def test_reingest_prunes_removed_databases_and_delete_command(graph: Graph, tmp_path: Path) -> None:
-    from service.cli import main
+    from cli.main import main
 
     name = CATALOG + "_prune"
     root = write_release(tmp_path, list(DATABASES))

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from ingest.pack import Pack, load_pack
 from ingest.pipeline import ingest_pack
-from service.cli import main
+from cli.main import main
 from service.errors import NotFound
 from service.graph import Graph
 from service.queries import graph_stats, rules_for

@@ -21,7 +21,7 @@ from evaluation.scoring import (
     score_run,
     score_task,
 )
-from service.cli import main
+from cli.main import main
 from tests.test_contracts import GOLD, roundings
 
 

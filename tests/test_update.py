@@ -24,7 +24,7 @@ from ingest.pack import Pack, load_pack
 from ingest.pipeline import ingest_pack
 from ingest.update import load_document, plan_remove, plan_update
 from ingest.update_write import KILL_ENV, run_update
-from service.cli import main
+from cli.main import main
 from service.config import REPO_ROOT
 from service.graph import Graph
 from service.queries import rules_for, tasks_for_rules
@@ -256,7 +256,7 @@ def _run_cli(path: Path, kill_at: str | None) -> subprocess.CompletedProcess[str
     env.pop(KILL_ENV, None)
     if kill_at:
         env[KILL_ENV] = kill_at
-    return subprocess.run([sys.executable, "-m", "service.cli", "update-rule", str(path), "--json"], cwd=REPO_ROOT,
+    return subprocess.run([sys.executable, "-m", "cli.main", "update-rule", str(path), "--json"], cwd=REPO_ROOT,
                           env=env, capture_output=True, text=True, timeout=300)
 
 

@@ -1,9 +1,8 @@
 """`dibench score`, `eval`, `ablation` and `report`: thin click layers over evaluation.scoring,
 evaluation.harness, evaluation.ablation and evaluation.report.
 
-The commands are registered on `service.cli.main` by service/cli.py itself. This module imports
-service.cli only inside the command, because service.cli imports this module at its end: a
-top-level import would make `python -m service.cli` load the CLI twice and fail on the cycle.
+Registered on `cli.main.main` by cli/main.py; imports only cli.common and the evaluation stages
+(never another command module).
 """
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from cli.common import console, err_console, handle_errors, print_json, print_table
 from evaluation.reporting_tables import bucket_rows
 from evaluation.scoring import Report, load_answers, load_tasks, score_run
 
@@ -32,7 +32,6 @@ def score(tasks: Path, answers: Path, as_json: bool, output: Path | None) -> Non
     Prints one verdict per task with its reason and failure class, then accuracy overall and by
     domain, analysis type, knowledge tier and variant. A task with no answer line fails as no_answer.
     """
-    from service.cli import handle_errors
 
     handle_errors(_score)(tasks, answers, as_json, output)
 
@@ -44,8 +43,6 @@ def _score(tasks: Path, answers: Path, as_json: bool, output: Path | None) -> No
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if as_json:
-        from service.cli import print_json
-
         print_json(data)
     else:
         print_report(report)
@@ -53,7 +50,6 @@ def _score(tasks: Path, answers: Path, as_json: bool, output: Path | None) -> No
 
 def print_report(report: Report) -> None:
     """The verdict table, then the aggregate tables."""
-    from service.cli import print_table
 
     print_table("verdicts", ["task", "domain", "type", "tier", "verdict", "failure", "reason"],
                 [[r.verdict.task_id, r.domain, r.analysis_type, r.tier, "pass" if r.verdict.passed else "FAIL",
@@ -98,7 +94,6 @@ def eval_cmd(agent_name: str, domain: str, run_key: str | None, variants: tuple[
     tokens, messages), score.json and summary.json, then prints accuracy tables.
     """
     from evaluation.agents.llm import Budget
-    from service.cli import handle_errors
 
     handle_errors(_eval)(agent_name, domain, run_key, variants, limit, max_turns, out_dir, as_json,
                          Budget(max_turns, max_tokens, max_seconds))
@@ -107,7 +102,6 @@ def eval_cmd(agent_name: str, domain: str, run_key: str | None, variants: tuple[
 def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
           max_turns: int, out_dir: Path | None, as_json: bool, budget: Budget | None = None) -> None:
     from evaluation.harness import evaluate
-    from service.cli import err_console, print_json
     from service.graph import get_graph
     from service.warehouse import get_warehouse
 
@@ -131,7 +125,6 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
 def print_eval_tables(report: Report) -> None:
     """Aggregates only (the per-task verdicts are in score.json): overall, tiers, variants, types, failures."""
     from evaluation.ablation import variant_rows
-    from service.cli import print_table
 
     columns = ["tasks", "passed", "accuracy %"]
     print_table("overall", ["", *columns], bucket_rows({"all": report.overall}))
@@ -159,7 +152,6 @@ def ablation_cmd() -> None:
 def ablation_pairing(domain: str, run_key: str | None, seed: int, include_rejected: bool, output: Path | None,
                      as_json: bool) -> None:
     """Share of pairings (graph-selected / most similar / random rule) that change each rule task's answer."""
-    from service.cli import handle_errors
 
     handle_errors(_ablation_pairing)(domain, run_key, seed, include_rejected, output, as_json)
 
@@ -167,7 +159,6 @@ def ablation_pairing(domain: str, run_key: str | None, seed: int, include_reject
 def _ablation_pairing(domain: str, run_key: str | None, seed: int, include_rejected: bool, output: Path | None,
                       as_json: bool) -> None:
     from evaluation.ablation import pairing_ablation
-    from service.cli import console, print_json, print_table
     from service.graph import get_graph
     from service.warehouse import get_warehouse
 
@@ -195,7 +186,6 @@ def _ablation_pairing(domain: str, run_key: str | None, seed: int, include_rejec
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 def ablation_variants(results: tuple[Path, ...]) -> None:
     """Accuracy on rule tasks by matched variant (standard / oracle / no_rule) of `dibench eval` RESULTS folders."""
-    from service.cli import handle_errors
 
     handle_errors(_ablation_variants)(results)
 
@@ -203,7 +193,6 @@ def ablation_variants(results: tuple[Path, ...]) -> None:
 def _ablation_variants(results: tuple[Path, ...]) -> None:
     from evaluation.ablation import variant_rows
     from evaluation.report import find_runs
-    from service.cli import print_table
 
     for run in find_runs(list(results)):
         print_table(f"{run.label}: rule tasks by variant", ["variant", "tasks", "passed", "accuracy %"],
@@ -222,7 +211,6 @@ def _ablation_variants(results: tuple[Path, ...]) -> None:
 def report_cmd(domains: tuple[str, ...], results: tuple[Path, ...], ablations: tuple[Path, ...],
                output: Path) -> None:
     """Write one self-contained HTML report: task mix, coverage heat map, accuracy tables and plots, ablations."""
-    from service.cli import handle_errors
 
     handle_errors(_report)(domains, results, ablations, output)
 

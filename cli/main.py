@@ -7,47 +7,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from functools import wraps
-from typing import Any, TypeVar
+from typing import Any
 
 import click
-from rich.console import Console
 
-from cli.common import print_table
+from cli.common import console, err_console, handle_errors, print_json, print_table
 from service.config import get_settings
-from service.errors import DibenchError, PackErrors
-
-console = Console(stderr=False)
-err_console = Console(stderr=True)
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def handle_errors(func: F) -> F:
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        ctx = click.get_current_context()
-        debug = bool(ctx.find_root().params.get("debug"))
-        try:
-            return func(*args, **kwargs)
-        except PackErrors as exc:
-            if debug:
-                raise
-            for e in exc.errors:
-                err_console.print(f"[red]error[/red] {e}", highlight=False, soft_wrap=True)
-            sys.exit(1)
-        except DibenchError as exc:
-            if debug:
-                raise
-            hint = f" (hint: {exc.hint})" if exc.hint else ""
-            err_console.print(f"[red]error[/red] {exc}{hint}", highlight=False, soft_wrap=True)
-            sys.exit(1)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+from service.errors import PackErrors
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -712,8 +678,8 @@ def serve_cmd(host: str, port: int, insecure_local: bool) -> None:
     uvicorn.run(create_app(insecure_local=insecure_local), host=host, port=port)
 
 
-from evaluation.cli import score as _score; main.add_command(_score)
-from evaluation.cli import eval_cmd as _eval, report_cmd as _report, ablation_cmd as _abl; main.add_command(_eval); main.add_command(_report); main.add_command(_abl)
+from cli.evaluation import score as _score; main.add_command(_score)
+from cli.evaluation import eval_cmd as _eval, report_cmd as _report, ablation_cmd as _abl; main.add_command(_eval); main.add_command(_report); main.add_command(_abl)
 
 from cli.routing import catalog as _catalog, routing as _routing; main.add_command(_catalog); main.add_command(_routing)  # noqa: E402,E501
 

@@ -1,0 +1,122 @@
+"""Routing benchmark on a Spider-style release: the figures of issue 14's closing note, in one run.
+
+    .venv/bin/python bench/routing_bench.py                        # ../shared/data/spider, 815 contracts
+    .venv/bin/python bench/routing_bench.py --path /data/spider --n 200 --keep
+
+Times catalog ingest, `routing generate` and each router's evaluation (the library calls the
+commands make), then reports the score table (oracle without and with the clarification turn,
+lexical, random, layout-only), the behaviour mix, and the share of segments (contract units)
+whose text is a released human question, with why the others are not. The catalog (default
+`bench_routing`) is deleted before the run and after it unless `--keep`.
+Results: a summary on stdout and `bench/results/routing.json`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from routing.catalog_store import delete_catalog
+from routing.evaluate import EvalResult, evaluate
+from routing.ingest import ingest_sqlite_folder
+from routing.models import Contract, SourceUnit
+from routing.pipeline import load_eval, run_generate
+from routing.routers.layout import LayoutRouter
+from routing.routers.lexical import LexicalRouter
+from routing.routers.oracle import OracleRouter
+from routing.routers.random_router import RandomRouter
+from routing.task_store import base_unit_id
+from service.config import get_settings
+from service.graph import apply_schema, get_graph
+
+
+def question_share(contracts: list[Contract], units: list[SourceUnit]) -> dict[str, Any]:
+    """Segments whose base unit's text is a released question, overall and per behaviour."""
+    source = {u.unit_id: u.intent_source for u in units}
+    asked_dbs = {u.database for u in units if u.intent_source == "question"}
+    total: Counter[str] = Counter()
+    asked: Counter[str] = Counter()
+    rendered_db_has_questions = 0
+    for c in contracts:
+        for u in c.units():
+            total[c.behaviour] += 1
+            if source[base_unit_id(u.unit_id)] == "question":
+                asked[c.behaviour] += 1
+            elif u.database in asked_dbs:
+                rendered_db_has_questions += 1
+    n, k = sum(total.values()), sum(asked.values())
+    return {"segments": n, "with_question": k, "share": round(k / n, 4) if n else 0.0,
+            "by_behaviour": {b: f"{asked[b]}/{total[b]}" for b in total},
+            "rendered_on_database_without_questions": n - k - rendered_db_has_questions,
+            "rendered_on_database_with_questions": rendered_db_has_questions,
+            "databases_with_questions": len(asked_dbs), "databases_with_units": len({u.database for u in units})}
+
+
+def run_router(setup: Any, router: Any, *, ask: bool) -> tuple[EvalResult, float]:
+    started = time.perf_counter()
+    result = evaluate(setup.contracts, setup.indexes, setup.route_executor, router, clarify=ask)
+    return result, round(time.perf_counter() - started, 2)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--path", type=Path, default=get_settings().data_dir / "spider")
+    ap.add_argument("--catalog", default="bench_routing")
+    ap.add_argument("--n", type=int, default=815)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--out", type=Path, default=Path("bench/results/routing.json"))
+    args = ap.parse_args()
+    graph = get_graph()
+    apply_schema(graph)
+    delete_catalog(graph, args.catalog)
+    t0 = time.perf_counter()
+    ingest = ingest_sqlite_folder(graph, args.path, catalog=args.catalog)
+    t_ingest = round(time.perf_counter() - t0, 2)
+    t0 = time.perf_counter()
+    gen = run_generate(graph, catalog=args.catalog, root=args.path, n=args.n, seed=args.seed)
+    t_generate = round(time.perf_counter() - t0, 2)
+    t0 = time.perf_counter()
+    setup = load_eval(graph, args.catalog)
+    t_load = round(time.perf_counter() - t0, 2)
+    contracts = setup.contracts
+    runs = {"oracle (no asking)": (OracleRouter(contracts, args.seed), False),
+            "oracle (asks once)": (OracleRouter(contracts, args.seed), True),
+            "lexical": (LexicalRouter("never"), False), "random": (RandomRouter(args.seed), False),
+            "layout-only": (LayoutRouter(args.seed), False)}
+    scores: dict[str, Any] = {}
+    for name, (router, ask) in runs.items():
+        result, seconds = run_router(setup, router, ask=ask)
+        s = result.summary
+        scores[name] = {"ra_set": s.ra_set, "ra_graph": s.ra_graph, "ea_micro": s.ea_micro,
+                        "route_exec_graph": s.route_exec_graph, "executor": result.executor, "seconds": seconds,
+                        "interactive_ra_graph": s.by_behaviour["interactive"].ra_graph
+                        if "interactive" in s.by_behaviour else None}
+    setup.executor.close()
+    data = {
+        "release": str(args.path), "catalog": args.catalog, "n": args.n, "seed": args.seed,
+        "loadavg": os.getloadavg(),
+        "ingest": {"databases": ingest.databases, "skipped": ingest.skipped, "relations": ingest.relations},
+        "units": {"read": gen.units.read, "units": len(gen.units.units), "by_source": gen.units.by_source,
+                  "failures": gen.units.failure_counts(),
+                  "with_question": sum(u.intent_source == "question" for u in gen.units.units)},
+        "mix": {"targets": gen.report.targets, "produced": gen.report.produced},
+        "question_share": question_share(contracts, gen.units.units),
+        "seconds": {"ingest": t_ingest, "generate": t_generate, "generate_units": gen.unit_seconds,
+                    "generate_contracts": gen.contract_seconds, "eval_load": t_load,
+                    "eval": {k: v["seconds"] for k, v in scores.items()}},
+        "scores": scores,
+    }
+    if not args.keep:
+        delete_catalog(graph, args.catalog)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(data, indent=1))
+    print(json.dumps(data, indent=1))
+
+
+if __name__ == "__main__":
+    main()
