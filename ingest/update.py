@@ -315,7 +315,7 @@ def plan_update(pack: Pack, doc: RuleDoc, graph: Graph, wh: Warehouse, llm: Base
     state = graph.read("update_rule_state", rule=rule_key(d, doc.id))
     st = state[0] if state else None
     seq = int(st["seq"]) if st else int(graph.read("update_domain_seq", domain=d)[0]["seq"])
-    rules = plan_rules(pack, wh, llm, only={doc.id})
+    rules = plan_rules(pack, wh, llm, graph=graph, only={doc.id})
     if rules.failures:
         raise DibenchError("; ".join(rules.failures), hint="fix the rule document; the graph was not changed")
     before = {"version": st["version"], "hash": st["hash"], "removed": bool(st["removed"])} if st else \

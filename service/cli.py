@@ -291,6 +291,10 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | N
         click.echo(f"{pk.name}: rule -> metric edges verified {report.verified}, unverified {report.unverified}")
         for e in report.unverified_edges:
             click.echo(f"  unverified: {e}")
+        if report.extraction:
+            x = report.extraction
+            click.echo(f"LLM extraction: {x['documents']} documents' effects from {x['model']} "
+                       f"(prompt {x['prompt_version']})")
         calls = session().as_dict()
         if calls["calls"] or calls["cache_hits"]:
             click.echo(f"LLM: calls {calls['calls']}, cache hits {calls['cache_hits']}, failures {calls['failures']}")

@@ -43,7 +43,7 @@ from tests.fixtures.packs import MINIPACK, copy_pack, delete_domain, edit_metric
 from tests.fixtures.skeletons import skeleton
 from tests.llm_stub import StubServer, error, stub, stub_server, tool_call  # noqa: F401 - fixtures
 
-DOMAINS = ["mini_llm_stage_a", "mini_llm_stage_b"]
+DOMAINS = ["mini_llm_stage_a", "mini_llm_stage_b", "mini_llm_x", "mini_llm_y", "mini_llm_big", "mini_llm_cols"]
 RULE_FRONT = {"id": "MINI-R-LLM", "title": "Very large orders are left out of order value averages", "version": "1",
               "effective_date": "2023-01-01", "owner": "Finance", "rule_type": "exclusionary"}
 RULE_BODY = ("# Very large orders\n\nOrders above two thousand are negotiated one by one by the key account team, "
@@ -87,12 +87,18 @@ def llm_pack(tmp_path: Path, name: str) -> Path:
 
 
 # ------------------------------------------------------------------------------ extraction
-def test_missing_column_is_retried_with_the_problem_then_stored(stub: StubServer, tmp_path: Path,
+def catalog_in_graph(root: Path, graph: Graph, warehouse: Warehouse) -> Path:
+    """Ingest a pack without a model: its metrics and tables are what extraction selects from."""
+    ingest_pack(load_pack(root), graph, warehouse, verify=False)
+    return root
+
+
+def test_missing_column_is_retried_with_the_problem_then_stored(stub: StubServer, tmp_path: Path, graph: Graph,
                                                                 warehouse: Warehouse) -> None:
-    pack = load_pack(llm_pack(tmp_path, "mini_llm_x"))
+    pack = load_pack(catalog_in_graph(llm_pack(tmp_path, "mini_llm_x"), graph, warehouse))
     stub.then(json.dumps(MISSING_COLUMN), json.dumps(GOOD))
     columns = schema_columns(warehouse, pack.schema)
-    got = extract_effects(pack.rule("MINI-R-LLM"), pack, model(stub), columns)
+    got = extract_effects(pack.rule("MINI-R-LLM"), pack, model(stub), graph, columns)
     assert got.model_dump(exclude_none=True, exclude_defaults=True)["effects"][0]["predicate"] == "o.amount > 2000"
     feedback = stub.requests[1]["messages"][-1]["content"]
     assert "effects.0.predicate: o.refund_type: column orders.refund_type does not exist" in feedback
@@ -101,13 +107,23 @@ def test_missing_column_is_retried_with_the_problem_then_stored(stub: StubServer
     assert '"orders":[' in prompt and "ordered_at" in prompt  # the columns the model may use
 
 
-def test_always_invalid_extraction_fails_that_document(stub: StubServer, tmp_path: Path, warehouse: Warehouse) -> None:
-    pack = load_pack(llm_pack(tmp_path, "mini_llm_y"))
+def test_always_invalid_extraction_fails_that_document(stub: StubServer, tmp_path: Path, graph: Graph,
+                                                       warehouse: Warehouse) -> None:
+    pack = load_pack(catalog_in_graph(llm_pack(tmp_path, "mini_llm_y"), graph, warehouse))
     stub.default = json.dumps(MISSING_COLUMN)
     with pytest.raises(ExtractionError, match=r"rules/llm\.md: effects: LLM reply malformed after 3 attempts: "
                                               r"effects\.0\.predicate: o\.refund_type: column orders\.refund_type "
                                               r"does not exist$"):
-        extract_effects(pack.rule("MINI-R-LLM"), pack, model(stub), schema_columns(warehouse, pack.schema))
+        extract_effects(pack.rule("MINI-R-LLM"), pack, model(stub), graph, schema_columns(warehouse, pack.schema))
+
+
+def test_extraction_without_the_domain_in_the_graph_says_so(stub: StubServer, tmp_path: Path, graph: Graph,
+                                                            warehouse: Warehouse) -> None:
+    pack = load_pack(llm_pack(tmp_path, "mini_llm_never_ingested"))
+    with pytest.raises(ExtractionError, match=r"rules/llm\.md: effects: the graph holds no metric of domain "
+                                              r"'mini_llm_never_ingested'"):
+        extract_effects(pack.rule("MINI-R-LLM"), pack, model(stub), graph, schema_columns(warehouse, pack.schema))
+    assert stub.requests == []
 
 
 def test_context_overflow_fails_one_document_and_ingest_goes_on(stub: StubServer, tmp_path: Path, graph: Graph,
@@ -120,30 +136,57 @@ def test_context_overflow_fails_one_document_and_ingest_goes_on(stub: StubServer
     assert "\n" not in failure and "Traceback" not in failure
     assert report.verified == 5  # the front-matter documents are ingested as usual
     assert len(stub.requests) == 1  # an overflow is not retried
+    assert report.extraction == {"model": "CompatibleChatOpenAI:stub", "prompt_version": "extract-effects/2",
+                                 "documents": 0}
 
 
-def test_a_catalog_of_500_metrics_fits_the_default_context(tmp_path: Path, warehouse: Warehouse) -> None:
+def grow_to_500(metrics: list[dict[str, Any]]) -> None:
+    """Pad the catalog with 495 metrics that read the same tables and sound alike."""
+    base = [dict(m) for m in metrics]
+    for i in range(500 - len(metrics)):
+        m = dict(base[i % len(base)])
+        m["id"], m["name"] = f"MINI-GEN-{i:03d}", f"Generated metric number {i} about order shipments"
+        m["description"] = "Orders and their value, per month, for the finance team's monthly report."
+        metrics.append(m)
+
+
+def test_a_catalog_of_500_metrics_fits_the_default_context(stub: StubServer, tmp_path: Path, graph: Graph,
+                                                           warehouse: Warehouse) -> None:
+    """Over HTTP, through the graph: the 500-metric catalog is ingested, the document's prompt
+    stays within DIBENCH_LLM_CONTEXT (4,096) with the targeted metric first, the effect is stored."""
     root = llm_pack(tmp_path, "mini_llm_big")
-
-    def grow(metrics: list[dict[str, Any]]) -> None:
-        base = [dict(m) for m in metrics]
-        for i in range(500 - len(metrics)):
-            m = dict(base[i % len(base)])
-            m["id"], m["name"] = f"MINI-GEN-{i:03d}", f"Generated metric number {i} about shipments"
-            metrics.append(m)
-
-    edit_metrics(root, grow)
+    edit_metrics(root, grow_to_500)
     pack = load_pack(root)
     assert len(pack.metrics) == 500
-    columns = schema_columns(warehouse, pack.schema)
-    doc = pack.rule("MINI-R-LLM")
-    system, user, sent = bounded_prompt(doc, pack, columns, 4096)
+    stub.default = json.dumps(GOOD)
+    report = ingest_pack(pack, graph, warehouse, model(stub), verify=False)
+    assert report.failures == [] and report.extraction["documents"] == 1
+    [request] = stub.requests
+    prompt_tokens = sum(estimate_tokens(str(m["content"])) for m in request["messages"])
+    assert prompt_tokens <= 4096 - REPLY_TOKENS
+    sent = json.loads(stub.prompt(0).split("Candidate metrics:\n", 1)[1].split("\n", 1)[0])
     assert 1 <= len(sent) < 500
-    assert estimate_tokens(system) + estimate_tokens(user) <= 4096 - REPLY_TOKENS
-    assert rank_metrics(doc, pack)[0].metric.id == "MINI-AOV-001"  # "average order value" is named
-    assert sent[0].id == "MINI-AOV-001"
+    assert sent[0]["id"] == "MINI-AOV-001"  # "average order value" is named
+    modifies = [e["dst"] for e in graph.read("test_domain_edges", domain="mini_llm_big")
+                if e["type"] == "MODIFIES" and e["src"] == "rule:mini_llm_big/MINI-R-LLM"]
+    assert modifies == ["metric:mini_llm_big/MINI-AOV-001"]
+    doc = pack.rule("MINI-R-LLM")
     with pytest.raises(ExtractionError, match="more than DIBENCH_LLM_CONTEXT=300"):
-        bounded_prompt(doc, pack, columns, 300)
+        bounded_prompt(doc, pack, graph, schema_columns(warehouse, pack.schema), 300)
+
+
+def test_candidates_come_through_the_graph_by_the_columns_a_document_names(tmp_path: Path, graph: Graph,
+                                                                          warehouse: Warehouse) -> None:
+    """A document that names no metric but a column: the metrics whose READS edges list that
+    column come first (a column of a table every metric reads says nothing by itself)."""
+    root = copy_pack(tmp_path / "pack", "mini_llm_cols")
+    write_front(root / "rules" / "llm.md", {**RULE_FRONT, "title": "Agent-entered scores"},
+                "# Agent-entered scores\n\nA rating entered by the support agent instead of the buyer is left "
+                "out, so the figures reflect what buyers said.\n")
+    pack = load_pack(catalog_in_graph(root, graph, warehouse))
+    ranked = rank_metrics(pack.rule("MINI-R-LLM"), pack, graph)
+    assert {(c.metric.id, c.reason) for c in ranked[:2]} == {("MINI-HEALTH-001", "reads"), ("MINI-SAT-001", "reads")}
+    assert {c.reason for c in ranked[2:]} == {"similar"}
 
 
 # ------------------------------------------------------------------------------ generation
