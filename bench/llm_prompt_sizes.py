@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from evaluation.tasks import load_tasks
-from generation.questions import PHRASE_SYSTEM, PhrasedQuestion
+from generation.questions import PHRASE_SYSTEM, PhrasedQuestion, fitting_documents
 from generation.validation import JUDGE_SYSTEM, JudgeVerdict
 from ingest.database import schema_columns
 from ingest.extract import EXAMPLE, bounded_prompt
@@ -68,11 +68,14 @@ def main(domain: str) -> None:
     tasks = [t for t in load_tasks(graph, domain) if t.variant == "standard"]
     phrase_before, phrase_after, judge_before, judge_after = [], [], [], []
     for t in tasks:
-        payload = json.dumps({"metric": t.metric_ids[0], "analysis_type": t.analysis_type, "answer": t.gold_answer,
-                              "facts": t.facts, "rule_documents": [docs[r] for r in t.rule_ids if r in docs]},
-                             default=str)
-        phrase_before.append(estimate_tokens(OLD_PHRASE_SYSTEM) + estimate_tokens(payload))
-        phrase_after.append(estimate_tokens(f"{PHRASE_SYSTEM}\n\n{shape_text(PhrasedQuestion)}") + estimate_tokens(payload))
+        texts = [docs[r] for r in t.rule_ids if r in docs]
+        fields: dict[str, Any] = {"metric": t.metric_ids[0], "analysis_type": t.analysis_type,
+                                  "answer": t.gold_answer, "facts": t.facts, "rule_documents": texts}
+        phrase_before.append(estimate_tokens(OLD_PHRASE_SYSTEM) + estimate_tokens(json.dumps(fields, default=str)))
+        # As generation.questions.llm_question sends it: the documents that fit the context.
+        bounded = {**fields, "rule_documents": fitting_documents({**fields, "rule_documents": []}, texts, context)}
+        phrase_after.append(estimate_tokens(f"{PHRASE_SYSTEM}\n\n{shape_text(PhrasedQuestion)}")
+                            + estimate_tokens(json.dumps(bounded, default=str)))
         judged = json.dumps({"question": t.question, "analysis_type": t.analysis_type, "gold_answer": t.gold_answer,
                              "gold_sql": t.gold_sql, "answer_format": t.answer_format}, default=str)
         judge_before.append(estimate_tokens(JUDGE_SYSTEM) + estimate_tokens(judged))

@@ -25,7 +25,7 @@ from evaluation.harness import run_tasks
 from evaluation.kb import KnowledgeBase
 from evaluation.tasks import TaskRecord
 from generation.grounding import Executor
-from generation.questions import template_question
+from generation.questions import PHRASE_REPLY_TOKENS, llm_question, template_question
 from generation.tasks import build_candidates, vocabulary
 from ingest.database import schema_columns
 from ingest.extract import REPLY_TOKENS, bounded_prompt, extract_effects, rank_metrics
@@ -228,6 +228,56 @@ def faithful_phrasing(body: dict[str, Any]) -> str:
     q = template_question(payload["analysis_type"], payload["metric"], "segment", payload["facts"],
                           random.Random(0), "count")
     return json.dumps({"question": f"Quick one: {q}"})
+
+
+DRIFT = "Roughly how did that figure come out for our customers?"
+
+
+def drift_then(rewrite: Any) -> Any:
+    """A phraser that drops the window and groups, then answers a rewrite request with `rewrite`."""
+    def reply(body: dict[str, Any]) -> str:
+        if "previous_question" in json.loads(body["messages"][1]["content"]):
+            return str(rewrite(body))
+        return json.dumps({"question": DRIFT})
+    return reply
+
+
+def test_drifting_question_over_http_is_rewritten_once_then_rejected(stub: StubServer, warehouse: Warehouse) -> None:
+    pack = load_pack(MINIPACK)
+    vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(warehouse, pack.schema).items()})
+    sk = skeleton(pack, "MINI-SAT-001", "customers.plan", ["MINI-R-PHONE"])
+    stub.default = drift_then(lambda _body: json.dumps({"question": DRIFT}))
+    drifted = build_candidates(sk, pack, Executor(warehouse), vocab, seed=42, llm=model(stub), judge=False)
+    windowed = [c for c in drifted if "start" in c.facts]
+    assert windowed
+    for c in windowed:
+        assert c.question == DRIFT
+        assert any(r.startswith("phrasing_fidelity") for r in c.rejections)
+    asked = [json.loads(r["messages"][1]["content"]) for r in stub.requests]
+    rewrites = [p for p in asked if "previous_question" in p]
+    assert len(rewrites) == len(windowed)  # once each, never twice
+    assert all(p["previous_question"] == DRIFT and p["reviewer_objections"] for p in rewrites)
+
+    stub.reset()
+    stub.default = drift_then(faithful_phrasing)
+    fixed = build_candidates(sk, pack, Executor(warehouse), vocab, seed=42, llm=model(stub), judge=False)
+    for c in fixed:
+        if "start" in c.facts and not any(r.startswith("rule_not_discriminative") for r in c.rejections):
+            assert c.question.startswith("Quick one: ") and c.rejections == [], (c.question, c.rejections)
+
+
+def test_phrasing_prompt_stays_within_the_context(stub: StubServer) -> None:
+    """Several long rule documents: they are sent while they fit DIBENCH_LLM_CONTEXT, the last cut short."""
+    stub.default = json.dumps({"question": "What was the satisfaction rate for basic customers in 2024?"})
+    docs = [f"Rule {i}. " + "Orders of basic customers placed by phone are left out of the rating. " * 120
+            for i in range(5)]  # ~2,100 tokens each
+    llm_question(model(stub), "point_query", "Satisfaction rate", {"value": 71.4},
+                 {"start": "2024-01-01", "end": "2025-01-01", "group": "basic"}, docs, where="test")
+    [request] = stub.requests
+    assert sum(estimate_tokens(str(m["content"])) for m in request["messages"]) <= 4096 - PHRASE_REPLY_TOKENS
+    sent = json.loads(request["messages"][1]["content"])["rule_documents"]
+    assert sent[0] == docs[0] and sent[-1].endswith(" [...]") and len(sent) < len(docs)
+
 
 
 def test_generate_cli_caps_llm_calls_records_them_and_prints_only_json(
