@@ -282,14 +282,20 @@ def test_phrasing_prompt_stays_within_the_context(stub: StubServer) -> None:
 
 def test_generate_cli_caps_llm_calls_records_them_and_prints_only_json(
         stub: StubServer, tmp_path: Path, graph: Graph, warehouse: Warehouse, monkeypatch: pytest.MonkeyPatch) -> None:
-    root = copy_pack(tmp_path / "pack", DOMAINS[1])
-    ingest_pack(load_pack(root), graph, warehouse)
-    stub.default = faithful_phrasing
+    root = llm_pack(tmp_path, DOMAINS[1])
     for k, v in {"DIBENCH_LLM": "openai", "DIBENCH_LLM_BASE_URL": stub.base_url, "DIBENCH_LLM_MODEL": "stub",
                  "DIBENCH_LLM_MAX_CALLS": "", "DIBENCH_LLM_JUDGE": "true"}.items():
         monkeypatch.setenv(k, v)  # restored after the test, whatever the command sets
     monkeypatch.delenv("DIBENCH_LLM_MAX_CALLS")
     get_settings.cache_clear()
+    # The ingest extracts the effect-less document's effects; it says with which model and prompt.
+    stub.then(json.dumps(GOOD))
+    res = CliRunner().invoke(main, ["ingest", str(root)])
+    assert res.exit_code == 0, res.output
+    assert "LLM extraction: 1 documents' effects from CompatibleChatOpenAI:stub (prompt extract-effects/2)" \
+        in res.output
+    stub.reset()
+    stub.default = faithful_phrasing
     res = CliRunner().invoke(main, ["generate", str(root), "--target", "2", "--min-per-type", "0",
                                     "--max-llm-calls", "3", "--no-judge", "--json"])
     assert res.exit_code == 0, res.output
@@ -303,6 +309,11 @@ def test_generate_cli_caps_llm_calls_records_them_and_prints_only_json(
     assert (run["llm_calls"], run["llm_failures"], run["llm_max_calls"]) == (3, 0, 3)
     assert run["phraser"] == "CompatibleChatOpenAI:stub" and run["judge"] == "skipped"
     assert json.loads(run["llm_usage"])["calls"] == {"phrase": 3}
+    # Every prompt version behind the run's tasks, the extraction of the rule effects included.
+    versions = {"phrase": "phrase/2",
+                "extract": [{"model": "CompatibleChatOpenAI:stub", "prompt_version": "extract-effects/2"}]}
+    assert json.loads(run["prompt_versions"]) == versions
+    assert (summary["llm_model"], summary["prompt_versions"]) == ("CompatibleChatOpenAI:stub", versions)
 
 
 # ------------------------------------------------------------------------------ agent
