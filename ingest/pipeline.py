@@ -1,6 +1,8 @@
 """`dibench ingest`: the ordered steps schema -> catalog -> rules (+ verification) -> write.
 
-Plans are built first without touching the graph. A plan of at most `DIBENCH_INGEST_TX_ROWS`
+Plans are built first without touching the graph (except one step: LLM extraction selects its
+candidate metrics through the graph, so with extraction the schema and catalog plans are written
+before the rule plan is built, see `ingest_pack`). A plan of at most `DIBENCH_INGEST_TX_ROWS`
 rows (every real domain pack: a few hundred) is written in one Neo4j transaction, all or
 nothing. A larger one is written statement by statement, each in batches of
 `DIBENCH_WRITE_BATCH` rows run as concurrent transactions (`DIBENCH_WRITE_WORKERS`): each
@@ -24,9 +26,9 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from ingest.catalog import CatalogPlan, plan_catalog
+from ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION
 from ingest.keys import props_hash
 from ingest.lease import domain_lease
-from ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION
 from ingest.pack import Pack
 from ingest.rules import RulePlan, needs_extraction, plan_rules
 from ingest.schema import SchemaPlan, plan_schema

@@ -176,3 +176,17 @@ def test_a_500_fails_each_task_alone_and_a_rerun_reinstates_it(pack: Pack, stub:
     back = {t["key"]: t for t in again["tasks"] if t["key"] in retired}
     assert {t["action"] for t in back.values()} == {"updated"}
     assert {t["reason"] for t in back.values()} == {"reinstated"}
+
+
+def test_remove_rule_takes_the_same_llm_options_and_records_them(pack: Pack, stub: StubServer) -> None:  # noqa: F811
+    """The last test: MINI-R-PHONE goes; the tasks on its metrics are re-derived without it and
+    judged (re-phrased where their facts changed) within --max-llm-calls."""
+    stub.default = scripted()
+    res = CliRunner().invoke(main, ["remove-rule", "MINI-R-PHONE", "--domain", DOMAIN, "--pack", str(pack.root),
+                                    "--judge", "--max-llm-calls", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    log = json.loads(res.stdout)
+    assert log["action"] == "remove" and log["written"] is True
+    assert 1 <= len(stub.requests) <= 3 and sum(log["llm"]["calls"].values()) == len(stub.requests)
+    assert "judge" in log["llm"]["calls"] and log["llm"]["max_calls"] == 3
+    assert log["llm"]["prompt_versions"] == {"phrase": "phrase/2", "judge": "judge/2"}
