@@ -2,6 +2,11 @@
 catalog with SQL in every extraction prompt, no shape example) and now. Tokens are estimated as
 characters / 4 (service.llm.estimate_tokens), the same estimate the bounded prompts use.
 
+Extraction is measured on every rule document as if it had no effects: its prompt is built with
+the candidate metrics the graph gives (ingest/extract.py), and `targeted` counts the document's
+front-matter effects whose metric is among the candidates sent (a metric left out could not be
+extracted at all).
+
     python bench/llm_prompt_sizes.py demo            # needs `dibench ingest demo` and `dibench generate demo`
 """
 from __future__ import annotations
@@ -12,7 +17,7 @@ import sys
 from typing import Any
 
 from evaluation.tasks import load_tasks
-from generation.questions import PHRASE_SYSTEM, PhrasedQuestion
+from generation.questions import PHRASE_SYSTEM, PhrasedQuestion, fitting_documents
 from generation.validation import JUDGE_SYSTEM, JudgeVerdict
 from ingest.database import schema_columns
 from ingest.extract import EXAMPLE, bounded_prompt
@@ -49,21 +54,28 @@ def main(domain: str) -> None:
     pack = load_pack(domain)
     columns = schema_columns(get_warehouse(), pack.schema)
     context = get_settings().llm_context
+    graph = get_graph()
     extraction = []
     for doc in pack.rules:
-        system, user, sent = bounded_prompt(doc, pack, columns, context)
+        system, user, sent = bounded_prompt(doc, pack, graph, columns, context)
         now = estimate_tokens(f"{system}\n\n{shape_text(LLMEffects, EXAMPLE)}") + estimate_tokens(user)
+        targeted = [e.metric for e in doc.front.effects or []]
+        ids = {m.id for m in sent}
         extraction.append({"doc": doc.id, "before": old_extraction_tokens(pack, doc.id), "after": now,
-                           "metrics_sent": len(sent), "metrics_total": len(pack.metrics)})
+                           "metrics_sent": len(sent), "metrics_total": len(pack.metrics),
+                           "targeted": len(targeted), "targeted_sent": sum(1 for m in targeted if m in ids)})
     docs = {r.id: r.body for r in pack.rules}
-    tasks = [t for t in load_tasks(get_graph(), domain) if t.variant == "standard"]
+    tasks = [t for t in load_tasks(graph, domain) if t.variant == "standard"]
     phrase_before, phrase_after, judge_before, judge_after = [], [], [], []
     for t in tasks:
-        payload = json.dumps({"metric": t.metric_ids[0], "analysis_type": t.analysis_type, "answer": t.gold_answer,
-                              "facts": t.facts, "rule_documents": [docs[r] for r in t.rule_ids if r in docs]},
-                             default=str)
-        phrase_before.append(estimate_tokens(OLD_PHRASE_SYSTEM) + estimate_tokens(payload))
-        phrase_after.append(estimate_tokens(f"{PHRASE_SYSTEM}\n\n{shape_text(PhrasedQuestion)}") + estimate_tokens(payload))
+        texts = [docs[r] for r in t.rule_ids if r in docs]
+        fields: dict[str, Any] = {"metric": t.metric_ids[0], "analysis_type": t.analysis_type,
+                                  "answer": t.gold_answer, "facts": t.facts, "rule_documents": texts}
+        phrase_before.append(estimate_tokens(OLD_PHRASE_SYSTEM) + estimate_tokens(json.dumps(fields, default=str)))
+        # As generation.questions.llm_question sends it: the documents that fit the context.
+        bounded = {**fields, "rule_documents": fitting_documents({**fields, "rule_documents": []}, texts, context)}
+        phrase_after.append(estimate_tokens(f"{PHRASE_SYSTEM}\n\n{shape_text(PhrasedQuestion)}")
+                            + estimate_tokens(json.dumps(bounded, default=str)))
         judged = json.dumps({"question": t.question, "analysis_type": t.analysis_type, "gold_answer": t.gold_answer,
                              "gold_sql": t.gold_sql, "answer_format": t.answer_format}, default=str)
         judge_before.append(estimate_tokens(JUDGE_SYSTEM) + estimate_tokens(judged))
@@ -71,7 +83,11 @@ def main(domain: str) -> None:
     print(json.dumps({
         "context": context,
         "extraction": {"before": stats([e["before"] for e in extraction]),
-                       "after": stats([e["after"] for e in extraction]), "per_document": extraction},
+                       "after": stats([e["after"] for e in extraction]),
+                       "metrics_sent": stats([e["metrics_sent"] for e in extraction]),
+                       "targeted_sent": f"{sum(e['targeted_sent'] for e in extraction)} of "
+                                        f"{sum(e['targeted'] for e in extraction)}",
+                       "per_document": extraction},
         "phrasing": {"before": stats(phrase_before), "after": stats(phrase_after)},
         "judge": {"before": stats(judge_before), "after": stats(judge_after)},
     }, indent=1, default=str))

@@ -257,6 +257,10 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | N
         click.echo(f"{pk.name}: rule -> metric edges verified {report.verified}, unverified {report.unverified}")
         for e in report.unverified_edges:
             click.echo(f"  unverified: {e}")
+        if report.extraction:
+            x = report.extraction
+            click.echo(f"LLM extraction: {x['documents']} documents' effects from {x['model']} "
+                       f"(prompt {x['prompt_version']})")
         calls = session().as_dict()
         if calls["calls"] or calls["cache_hits"]:
             click.echo(f"LLM: calls {calls['calls']}, cache hits {calls['cache_hits']}, failures {calls['failures']}")
@@ -342,6 +346,11 @@ def _print_summary(summary: Any) -> None:
                f"featured {d['featured_covered']}/{d['rules_total']}; {d['multi_decisive']} tasks with more than "
                f"one decisive rule; metrics covered {d['metrics_covered']}; validation stage 2: {d['stage2']}; "
                f"wall {d['wall_seconds']}s, SQL {d['sql_seconds']}s" + (" (resumed)" if d["resumed"] else ""))
+    if d["llm_model"] != "none":
+        versions = ", ".join(f"{k} {v}" if isinstance(v, str) else f"{k} " + ", ".join(
+            f"{x['prompt_version']} ({x['model']})" for x in v) for k, v in sorted(d["prompt_versions"].items()))
+        click.echo(f"LLM {d['llm_model']}: calls {d['llm'].get('calls', {})}, cache hits "
+                   f"{d['llm'].get('cache_hits', {})}, failures {d['llm_failures']}; prompts: {versions}")
     for metric, why in d.get("skipped_metrics", {}).items():
         err_console.print(f"[yellow]skipped[/yellow] {metric}: {why}", highlight=False, soft_wrap=True)
     if d.get("migrated"):
@@ -359,6 +368,14 @@ def llm_options(max_llm_calls: int | None = None, judge: bool | None = None) -> 
     if judge is not None:
         os.environ["DIBENCH_LLM_JUDGE"] = "true" if judge else "false"
     get_settings.cache_clear()
+
+
+LLM_CALLS_OPTION = click.option(
+    "--max-llm-calls", type=int, default=None,
+    help="At most this many LLM requests (cache hits are free); then template phrasing, no judge.")
+JUDGE_OPTION = click.option(
+    "--judge/--no-judge", default=None,
+    help="Run the stage-2 LLM judge (default: when a model is configured); phrasing is independent.")
 
 
 def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type: int, as_json: bool,
@@ -395,10 +412,8 @@ def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type
 @click.option("--resume", "resume", default=None, metavar="RUN", help="Resume this unfinished run (its key).")
 @click.option("--new", "new", is_flag=True, help="Start a new run even if an unfinished one could be resumed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (only JSON on stdout).")
-@click.option("--max-llm-calls", type=int, default=None,
-              help="At most this many LLM requests (cache hits are free); then template phrasing, no judge.")
-@click.option("--judge/--no-judge", default=None,
-              help="Run the stage-2 LLM judge (default: when a model is configured); phrasing is independent.")
+@LLM_CALLS_OPTION
+@JUDGE_OPTION
 @handle_errors
 def generate_cmd(pack: str, target: int, seed: int, workers: int, min_per_type: int, resume: str | None, new: bool,
                  as_json: bool, max_llm_calls: int | None, judge: bool | None) -> None:
@@ -478,6 +493,10 @@ def _print_changelog(log: dict[str, Any]) -> None:
     c = log["counts"]
     click.echo(f"tasks: {c['unchanged']} unchanged, {c['updated']} updated, {c['retired']} retired, "
                f"{c['regenerated']} regenerated" + ("" if log["written"] else " (nothing to write)"))
+    llm = log.get("llm") or {}
+    if llm.get("model", "none") != "none":
+        click.echo(f"LLM {llm['model']}: calls {llm['calls']}, cache hits {llm['cache_hits']}, failures "
+                   f"{llm['failures']}; prompts {json.dumps(llm['prompt_versions'], sort_keys=True)}")
 
 
 @main.command("update-rule")
@@ -486,9 +505,18 @@ def _print_changelog(log: dict[str, Any]) -> None:
 @click.option("--regenerate", is_flag=True, help="Also generate tasks for skeletons the rule newly reaches.")
 @click.option("--dry-run", is_flag=True, help="Compute and print the changelog without writing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the changelog as JSON.")
+@LLM_CALLS_OPTION
+@JUDGE_OPTION
 @handle_errors
-def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run: bool, as_json: bool) -> None:
-    """Re-read one rule document, re-verify its edges and re-derive the tasks it affects."""
+def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run: bool, as_json: bool,
+                    max_llm_calls: int | None, judge: bool | None) -> None:
+    """Re-read one rule document, re-verify its edges and re-derive the tasks it affects.
+
+    With an LLM configured, a document without effects has them extracted, and re-derived or
+    regenerated tasks whose facts changed are phrased and judged as `generate` does (same call
+    budget, judge switch, reply cache and fidelity check); a failed model call retires that task
+    with the reason, and running the update again re-derives it."""
+    llm_options(max_llm_calls, judge)
     from ingest.update import load_document, plan_update
     from ingest.update_write import run_update
     from service.graph import apply_schema, get_graph
@@ -517,10 +545,14 @@ def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run:
               help="The domain's pack, to re-derive the tasks whose metric's policy loses the rule "
                    "(default: the built-in pack of that name, if any; without a pack they are retired).")
 @click.option("--json", "as_json", is_flag=True, help="Print the changelog as JSON.")
+@LLM_CALLS_OPTION
+@JUDGE_OPTION
 @handle_errors
-def remove_rule_cmd(rule_id: str, domain: str | None, pack_path: str | None, as_json: bool) -> None:
+def remove_rule_cmd(rule_id: str, domain: str | None, pack_path: str | None, as_json: bool,
+                    max_llm_calls: int | None, judge: bool | None) -> None:
     """Handle a deleted rule document: remove its edges, keep its versions, re-derive every task on
     a metric it modified under the policy without it (tasks featuring it are retired)."""
+    llm_options(max_llm_calls, judge)
     from ingest.pack import DOMAINS_DIR, load_pack
     from ingest.update import plan_remove, resolve_rule
     from ingest.update_write import run_update

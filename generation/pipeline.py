@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.language_models.chat_models import BaseChatModel
+
 from generation import questions, validation
 from generation.analyses import registry
 from generation.selection import quality, select
@@ -54,6 +56,8 @@ class RunSummary:
     resumed: bool = False
     llm: dict[str, dict[str, int]] = field(default_factory=dict)  # calls, cache hits, failures, prompt tokens per stage
     llm_failures: int = 0  # model calls that failed for good (each recorded against its candidate)
+    llm_model: str = "none"
+    prompt_versions: dict[str, Any] = field(default_factory=dict)  # as the Run records them
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -69,17 +73,31 @@ def plan_rows(skeletons: list[Skeleton], selected_by: str, start: int) -> list[d
     return rows
 
 
+def llm_props(graph: Graph, domain: str, llm: BaseChatModel | None) -> dict[str, Any]:
+    """What a Run records of the model behind its tasks: phraser, judge, model, call budget, and
+    every prompt version involved, the extraction prompts the domain's rules got their effects
+    from included (`prompt_versions`, JSON: {stage: version}; extraction: a list of
+    {model, prompt_version})."""
+    judging = llm is not None and get_settings().llm_judge
+    extraction = graph.read("rules_extraction", domain=domain)
+    versions: dict[str, Any] = {"phrase": questions.PROMPT_VERSION if llm else None,
+                                "judge": validation.JUDGE_PROMPT_VERSION if judging else None}
+    if extraction:
+        versions["extract"] = [{"model": r["model"], "prompt_version": r["prompt_version"]} for r in extraction]
+    return {"phraser": describe(llm) if llm else "template", "judge": describe(llm) if judging else "skipped",
+            "llm_model": describe(llm), "llm_max_calls": get_settings().llm_max_calls,
+            "phrase_prompt_version": questions.PROMPT_VERSION, "judge_prompt_version": validation.JUDGE_PROMPT_VERSION,
+            "prompt_versions": json.dumps({k: v for k, v in versions.items() if v}, sort_keys=True)}
+
+
 def create_run(graph: Graph, pack: Pack, seed: int, target: int) -> str:
     llm = configured_model()
     stamp = dt.datetime.now(dt.timezone.utc)
     # A random suffix: two runs started in the same second (tests, parallel drivers) must not
     # MERGE into one Run node and silently share its plan.
     key = f"run:{pack.name}/{stamp:%Y%m%dT%H%M%S}-{seed}-{target}-{uuid.uuid4().hex[:8]}"
-    judging = llm is not None and get_settings().llm_judge
     props = {"domain": pack.name, "seed": seed, "target": target, "code_version": CODE_VERSION,
-             "phraser": describe(llm) if llm else "template", "judge": describe(llm) if judging else "skipped",
-             "llm_model": describe(llm), "llm_max_calls": get_settings().llm_max_calls,
-             "phrase_prompt_version": questions.PROMPT_VERSION, "judge_prompt_version": validation.JUDGE_PROMPT_VERSION,
+             **llm_props(graph, pack.name, llm),
              "started_at": stamp.isoformat(timespec="seconds"), "gold_version": GOLD_VERSION,
              # What the gold answers were computed on; every task of the run copies it (tasks_write).
              "data_fingerprint": fingerprint.dumps(fingerprint.pack_fingerprint(warehouse_for(pack), pack))}
@@ -277,8 +295,11 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
     summary.resumed = run.resumed
     summary.llm = merge_counts([s["llm"] for s in stats if "llm" in s])
     summary.llm_failures = sum(summary.llm.get("failures", {}).values())
-    graph.write("run_llm_usage", key=run_key, usage=json.dumps(summary.llm, sort_keys=True),
-                calls=sum(summary.llm.get("calls", {}).values()), failures=summary.llm_failures)
+    for row in graph.write_returning("run_llm_usage", key=run_key, usage=json.dumps(summary.llm, sort_keys=True),
+                                     calls=sum(summary.llm.get("calls", {}).values()),
+                                     failures=summary.llm_failures):
+        summary.llm_model = str(row["model"] or "none")
+        summary.prompt_versions = json.loads(row["prompt_versions"] or "{}")
     return summary
 
 

@@ -7,6 +7,7 @@ Questions never name tables, columns or documents: dimensions appear by their la
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 import re
 from typing import Any
@@ -14,7 +15,8 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.llm import ask_structured
+from service.config import get_settings
+from service.llm import ask_structured, estimate_tokens, shape_text
 
 PROMPT_VERSION = "phrase/2"
 
@@ -137,14 +139,40 @@ def llm_question(llm: BaseChatModel, analysis: str, metric_name: str, gold_answe
                  rewrite: tuple[str, list[str]] | None = None) -> str:
     """Phrase the question; `rewrite` = (previous question, the judge's objections) asks for a
     better phrasing of the same question after a phrasing-only judge failure."""
-    import json
-
     payload: dict[str, Any] = {"metric": metric_name, "analysis_type": analysis, "answer": gold_answer,
-                               "facts": facts, "rule_documents": rule_texts}
+                               "facts": facts, "rule_documents": []}
     if rewrite is not None:
         payload["previous_question"], payload["reviewer_objections"] = rewrite[0], rewrite[1]
+    payload["rule_documents"] = fitting_documents(payload, rule_texts, get_settings().llm_context)
     return ask_structured(llm, PHRASE_SYSTEM, json.dumps(payload, default=str), PhrasedQuestion, where=where,
                           stage="phrase").question
+
+
+PHRASE_REPLY_TOKENS = 200  # kept free for the reply: one question in JSON
+
+
+def fitting_documents(payload: dict[str, Any], texts: list[str], context: int) -> list[str]:
+    """The rule documents that fit the phrasing prompt within `context` tokens, in order, the last
+    one cut short: a task with several decisive rules would otherwise need more than a 4k model
+    has (the demo's largest: ~4,200 tokens). The documents only help the wording; the facts stay."""
+    fixed = estimate_tokens(f"{PHRASE_SYSTEM}\n\n{shape_text(PhrasedQuestion)}") + estimate_tokens(
+        json.dumps(payload, default=str)) + 2 * 4  # two messages' overhead (service.llm.messages_tokens)
+    room = (context - PHRASE_REPLY_TOKENS - fixed) * 4  # characters
+    out = []
+    for text in texts:
+        # json.dumps escapes newlines and quotes: measure the text as it will be sent.
+        size = len(json.dumps(text)) + 2
+        if size <= room:
+            out.append(text)
+            room -= size
+            continue
+        if room > 200:
+            cut = text[:room - 100]
+            while len(json.dumps(cut)) + 2 > room - 10:
+                cut = cut[:int(len(cut) * 0.9)]
+            out.append(cut + " [...]")
+        break
+    return out
 
 
 def answer_format(analysis: str) -> str:

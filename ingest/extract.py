@@ -1,9 +1,10 @@
 """Rule extraction: a rule document's structured effects, from front matter or from an LLM.
 
 The prompt is bounded (`DIBENCH_LLM_CONTEXT`): it carries only candidate metrics, best first,
-as many as fit: metrics the document names or ids, then metrics reading tables or columns it
-names (the metric -> table/column links the graph holds, computed from the same parsed SQL),
-then metrics lexically closest to it; and the columns of the tables those metrics read. An
+as many as fit, selected through the graph (cypher/extract_candidates.cypher): metrics the
+document names or ids, then metrics whose READS edges reach the tables or columns it names, then
+metrics lexically closest to it; and the columns of the tables those metrics read. So the
+domain's metric/table part must be in the graph first: `ingest_pack` writes it before it extracts. An
 extracted effect is checked like a front-matter effect (`dibench domain validate`: its metric,
 expressions, columns and the rewrite itself) before it is accepted; a reply with problems is
 retried with them, then the document fails alone.
@@ -17,14 +18,14 @@ from dataclasses import dataclass
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import ValidationError
 
+from ingest.catalog import metric_tables
 from ingest.pack import Pack, RuleDoc, _rel
 from ingest.validate import effect_problems
 from service.config import get_settings
-from service.errors import DibenchError, ExtractionError
+from service.errors import ExtractionError
+from service.graph import Graph
 from service.llm import ask_structured, estimate_tokens, shape_text
 from service.models import LLMEffects, MetricSpec, RuleFrontMatter
-from sqlops.dialect import parse
-from sqlops.tree import columns_read, tables_read
 
 PROMPT_VERSION = "extract-effects/2"
 REPLY_TOKENS = 600  # kept free for the reply: a few effects of JSON
@@ -63,25 +64,36 @@ def _mentions(text: str, name: str) -> bool:
     return re.search(pattern, text) is not None
 
 
-def rank_metrics(doc: RuleDoc, pack: Pack) -> list[Candidate]:
-    """Every metric of the pack, best candidate first (see the module docstring)."""
-    text = f"{doc.front.title}\n{doc.body}".lower()
+def doc_text(doc: RuleDoc) -> str:
+    return f"{doc.front.title}\n{doc.body}".lower()
+
+
+def mentioned_names(text: str, graph: Graph, domain: str) -> list[str]:
+    """The domain's table and column names (from its Table nodes) that `text` mentions."""
+    rows = graph.read("extract_schema_names", domain=domain)
+    names = {r["name"] for r in rows} | {c for r in rows for c in r["columns"]}
+    return sorted(n for n in names if _mentions(text, n))
+
+
+def rank_metrics(doc: RuleDoc, pack: Pack, graph: Graph) -> list[Candidate]:
+    """The domain's metrics in the graph, best candidate first (see the module docstring). A metric
+    the graph holds but the pack no longer defines is left out: there is nothing to show of it."""
+    text = doc_text(doc)
     doc_words = _words(text)
+    rows = graph.read("extract_candidates", domain=pack.name, text=text,
+                      names=mentioned_names(text, graph, pack.name))
+    if not rows:
+        raise ExtractionError(f"{_rel(doc.path)}: effects: the graph holds no metric of domain {pack.name!r} "
+                              f"to extract effects on", hint=f"dibench ingest {pack.root}")
     out = []
-    for m in pack.metrics:
-        if m.derived is not None:
-            continue  # a rule changes a derived metric through its inputs, never directly
-        named = int(m.id.lower() in text or m.name.lower() in text)
-        try:
-            tree = parse(m.template)
-            names = tables_read(tree) | {c for _t, c in columns_read(tree)}
-        except DibenchError:
-            names = set()
-        reads = sum(1 for n in names if _mentions(text, n))
-        own = _words(f"{m.name} {m.description} {m.formula}")
+    for r in rows:
+        m = pack.metric_by_id.get(r["id"])
+        if m is None:
+            continue
+        own = _words(r["words"])
         similar = len(own & doc_words) / (len(own) or 1)
-        reason = "named" if named else "reads" if reads else "similar"
-        out.append(Candidate(m, reason, (named, reads, similar)))
+        reason = "named" if r["named"] else "reads" if r["reads"] else "similar"
+        out.append(Candidate(m, reason, (int(r["named"]), int(r["reads"]), similar)))
     return sorted(out, key=lambda c: (-c.score[0], -c.score[1], -c.score[2], c.metric.id))
 
 
@@ -90,24 +102,18 @@ def _metric_item(m: MetricSpec) -> dict[str, object]:
             "time_column": m.time_column}
 
 
-def _tables_of(metrics: list[MetricSpec]) -> set[str]:
-    out: set[str] = set()
-    for m in metrics:
-        try:
-            out |= tables_read(parse(m.template))
-        except (DibenchError, ValueError):
-            continue
-    return out
+def _tables_of(pack: Pack, metrics: list[MetricSpec]) -> set[str]:
+    return {t for m in metrics for t in metric_tables(pack, m)}
 
 
-def user_prompt(doc: RuleDoc, metrics: list[MetricSpec], columns: dict[str, dict[str, str]]) -> str:
-    tables = {t: sorted(columns[t]) for t in sorted(_tables_of(metrics)) if t in columns}
+def user_prompt(doc: RuleDoc, pack: Pack, metrics: list[MetricSpec], columns: dict[str, dict[str, str]]) -> str:
+    tables = {t: sorted(columns[t]) for t in sorted(_tables_of(pack, metrics)) if t in columns}
     return (f"Candidate metrics:\n{json.dumps([_metric_item(m) for m in metrics], separators=(',', ':'))}\n\n"
             f"Columns of their tables:\n{json.dumps(tables, separators=(',', ':'))}\n\n"
             f"Rule document {doc.id} ({doc.front.title}), type {doc.front.rule_type.value}:\n\n{doc.body}")
 
 
-def bounded_prompt(doc: RuleDoc, pack: Pack, columns: dict[str, dict[str, str]],
+def bounded_prompt(doc: RuleDoc, pack: Pack, graph: Graph, columns: dict[str, dict[str, str]],
                    context: int) -> tuple[str, str, list[MetricSpec]]:
     """(system, user, metrics sent): the most candidate metrics whose prompt fits `context` tokens
     with REPLY_TOKENS left for the reply. Raises ExtractionError if not even one fits."""
@@ -118,8 +124,8 @@ def bounded_prompt(doc: RuleDoc, pack: Pack, columns: dict[str, dict[str, str]],
     chosen: list[MetricSpec] = []
     user = ""
     first = 0
-    for cand in rank_metrics(doc, pack):
-        trial = user_prompt(doc, [*chosen, cand.metric], columns)
+    for cand in rank_metrics(doc, pack, graph):
+        trial = user_prompt(doc, pack, [*chosen, cand.metric], columns)
         first = first or estimate_tokens(trial)
         if estimate_tokens(trial) > budget:
             break  # later candidates rank lower: an earlier one never gives way to them
@@ -151,10 +157,13 @@ def extraction_problems(doc: RuleDoc, pack: Pack, columns: dict[str, dict[str, s
     return out
 
 
-def extract_effects(doc: RuleDoc, pack: Pack, llm: BaseChatModel, columns: dict[str, dict[str, str]] | None = None,
-                    retries: int = 2, context: int | None = None) -> LLMEffects:
+def extract_effects(doc: RuleDoc, pack: Pack, llm: BaseChatModel, graph: Graph,
+                    columns: dict[str, dict[str, str]] | None = None, retries: int = 2,
+                    context: int | None = None) -> LLMEffects:
+    """The document's effects from the model. The graph must hold the domain's metrics and tables
+    (ingest writes them before it extracts; update-rule finds them there)."""
     columns = columns or {}
-    system, user, sent = bounded_prompt(doc, pack, columns, context or get_settings().llm_context)
+    system, user, sent = bounded_prompt(doc, pack, graph, columns, context or get_settings().llm_context)
     where = f"{_rel(doc.path)}: effects"
     return ask_structured(llm, system, user, LLMEffects, where=where, stage="extract", retries=retries,
                           example=EXAMPLE,

@@ -1,6 +1,8 @@
 """`dibench ingest`: the ordered steps schema -> catalog -> rules (+ verification) -> write.
 
-Plans are built first without touching the graph. A plan of at most `DIBENCH_INGEST_TX_ROWS`
+Plans are built first without touching the graph (except one step: LLM extraction selects its
+candidate metrics through the graph, so with extraction the schema and catalog plans are written
+before the rule plan is built, see `ingest_pack`). A plan of at most `DIBENCH_INGEST_TX_ROWS`
 rows (every real domain pack: a few hundred) is written in one Neo4j transaction, all or
 nothing. A larger one is written statement by statement, each in batches of
 `DIBENCH_WRITE_BATCH` rows run as concurrent transactions (`DIBENCH_WRITE_WORKERS`): each
@@ -24,13 +26,15 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from ingest.catalog import CatalogPlan, plan_catalog
+from ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION
 from ingest.keys import props_hash
 from ingest.lease import domain_lease
 from ingest.pack import Pack
-from ingest.rules import RulePlan, plan_rules
+from ingest.rules import RulePlan, needs_extraction, plan_rules
 from ingest.schema import SchemaPlan, plan_schema
 from service.config import get_settings
 from service.graph import Graph, Tx, add_counters, batched
+from service.llm import describe
 from service.warehouse import Warehouse
 
 
@@ -45,6 +49,8 @@ class IngestReport:
     unverified_edges: list[str] = field(default_factory=list)
     rows: int = 0
     transactions: int = 0
+    # With LLM extraction: the model and prompt version, and how many documents got their effects from it.
+    extraction: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -108,11 +114,9 @@ def write_plans(tx: Tx, pack: Pack, schema: SchemaPlan | None, catalog: CatalogP
         tx.run_rows(name, rows)
 
 
-def ingest_pack(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | None = None, *,
-                verify: bool = True, only_rules: set[str] | None = None) -> IngestReport:
-    schema = plan_schema(pack, wh) if only_rules is None else None
-    catalog = plan_catalog(pack) if only_rules is None else None
-    rules = plan_rules(pack, wh, llm, verify=verify, only=only_rules)
+def _write(graph: Graph, pack: Pack, schema: SchemaPlan | None, catalog: CatalogPlan | None,
+           rules: RulePlan) -> tuple[dict[str, int], int, int]:
+    """Write a plan under the domain's lease: (counters, transactions, rows)."""
     steps = plan_steps(schema, catalog, rules)
     settings = get_settings()
     n_rows = sum(len(rows) for _, rows in steps)
@@ -122,17 +126,44 @@ def ingest_pack(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | No
                 write_plans(tx, pack, schema, catalog, rules)
                 return tx.counters
 
-            counters, transactions = graph.transaction(work), 1
-        else:
-            counters = dict(graph.write("ingest_domain", **_domain_params(pack)))
-            transactions = 1
-            for name, rows in steps:
-                lease.renew()
-                add_counters(counters, write_batched(graph, name, rows, batch_size=settings.write_batch,
-                                                     workers=settings.write_workers))
-                transactions += len(list(batched(rows, settings.write_batch, ROW_WEIGHT.get(name))))
+            return graph.transaction(work), 1, n_rows
+        counters = dict(graph.write("ingest_domain", **_domain_params(pack)))
+        transactions = 1
+        for name, rows in steps:
+            lease.renew()
+            add_counters(counters, write_batched(graph, name, rows, batch_size=settings.write_batch,
+                                                 workers=settings.write_workers))
+            transactions += len(list(batched(rows, settings.write_batch, ROW_WEIGHT.get(name))))
+    return counters, transactions, n_rows
+
+
+def extracts(pack: Pack, llm: BaseChatModel | None, only_rules: set[str] | None) -> bool:
+    """Whether this ingest asks the model for some document's effects."""
+    return llm is not None and any(needs_extraction(d) for d in pack.rules if only_rules is None or d.id in only_rules)
+
+
+def ingest_pack(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | None = None, *,
+                verify: bool = True, only_rules: set[str] | None = None) -> IngestReport:
+    """Plan and write a pack. Without extraction, one plan in one transaction (or batches, see the
+    module docstring). With extraction, the schema and catalog part goes first: candidate metrics
+    are selected through the graph's metric -> table edges; then the rules, in a second write
+    (a failure between them leaves the metrics and tables, and rerunning completes the ingest)."""
+    schema = plan_schema(pack, wh) if only_rules is None else None
+    catalog = plan_catalog(pack) if only_rules is None else None
+    counters: dict[str, int] = {}
+    transactions = n_rows = 0
+    if extracts(pack, llm, only_rules) and catalog is not None:
+        counters, transactions, n_rows = _write(graph, pack, schema, catalog, RulePlan())
+        schema = catalog = None
+    rules = plan_rules(pack, wh, llm, graph=graph, verify=verify, only=only_rules)
+    more, more_tx, more_rows = _write(graph, pack, schema, catalog, rules)
+    add_counters(counters, more)
+    transactions, n_rows = transactions + more_tx, n_rows + more_rows
     report = IngestReport(pack.name, counters, warnings=rules.warnings, failures=rules.failures + rules.conflicts,
                           rows=n_rows, transactions=transactions)
+    if extracts(pack, llm, only_rules):
+        report.extraction = {"model": describe(llm), "prompt_version": EXTRACT_PROMPT_VERSION,
+                             "documents": sum(1 for r in rules.rules if r["props"]["effects_source"] == "llm")}
     for c in rules.checks:
         if c.verified:
             report.verified += 1

@@ -40,7 +40,7 @@ def analysis_named(name: str) -> Analysis:
 
 
 def rederive(task: dict[str, Any], skeleton: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, *,
-             seed: int, windows: dict[str, Any], llm: BaseChatModel | None) -> Candidate | None:
+             seed: int, windows: dict[str, Any], llm: BaseChatModel | None, judge: bool = True) -> Candidate | None:
     """A fresh candidate for stored `task` under `skeleton`'s policy (the metric's policy as of now;
     the featured rule stays the task's own). None when the task's grounding cannot be reproduced any
     more (its slice no longer yields an answer)."""
@@ -61,4 +61,4 @@ def rederive(task: dict[str, Any], skeleton: Skeleton, pack: Pack, ex: Executor,
     # Same facts: the question still asks exactly this, so it keeps its wording.
     same = canonical(g.result.facts) == task["facts"]
     return candidate(skeleton, pack, analysis.NAME, g, rng, vocab, llm, key=task["key"],
-                     question=task["question"] if same else None)
+                     question=task["question"] if same else None, judge=judge)

@@ -17,11 +17,13 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from ingest.conflicts import conflict_lines, pack_conflicts
 from ingest.database import schema_columns
-from ingest.extract import extract_effects
+from ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION, extract_effects
 from ingest.keys import dimension_key, metric_key, row, rule_key, rule_version_key
 from ingest.pack import Pack, RuleDoc, _rel
 from ingest.verify import EdgeCheck, metric_window, verify_effect
 from service.errors import DibenchError
+from service.graph import Graph
+from service.llm import describe
 from service.warehouse import Warehouse
 from sqlops.ops import AnyEffect
 
@@ -43,10 +45,14 @@ def effect_json(eff: AnyEffect) -> str:
     return json.dumps(eff.model_dump(mode="json", exclude_none=True), sort_keys=True)
 
 
-def doc_effects(doc: RuleDoc, pack: Pack, llm: BaseChatModel | None, plan: RulePlan,
+def needs_extraction(doc: RuleDoc) -> bool:
+    return doc.front.effects is None
+
+
+def doc_effects(doc: RuleDoc, pack: Pack, llm: BaseChatModel | None, plan: RulePlan, graph: Graph | None = None,
                 columns: dict[str, dict[str, str]] | None = None) -> tuple[list[AnyEffect], str]:
-    if doc.front.effects is not None:
-        return list(doc.front.effects), "front_matter"
+    if not needs_extraction(doc):
+        return list(doc.front.effects or []), "front_matter"
     if llm is None:
         named = mentioned_metrics(doc, pack)
         also = (f"; the policy of {', '.join(named)} is unknown until it does, so generation skips "
@@ -54,7 +60,9 @@ def doc_effects(doc: RuleDoc, pack: Pack, llm: BaseChatModel | None, plan: RuleP
         plan.warnings.append(f"{_rel(doc.path)}: no effects in front matter and no LLM configured; "
                              f"ingested without effects (set DIBENCH_LLM or add `effects`){also}")
         return [], "none"
-    return list(extract_effects(doc, pack, llm, columns).effects), "llm"
+    # Candidate metrics are selected through the graph: the caller has written the metric/table part.
+    assert graph is not None, "LLM extraction needs the graph"
+    return list(extract_effects(doc, pack, llm, graph, columns).effects), "llm"
 
 
 def mentioned_metrics(doc: RuleDoc, pack: Pack) -> list[str]:
@@ -87,8 +95,10 @@ def effect_problems(doc: RuleDoc, effects: list[AnyEffect], pack: Pack) -> list[
     return out
 
 
-def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, verify: bool = True,
-               only: set[str] | None = None) -> RulePlan:
+def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, graph: Graph | None = None,
+               verify: bool = True, only: set[str] | None = None) -> RulePlan:
+    """The rule part of the ingest plan; with `llm`, documents without effects get them extracted,
+    and `graph` (holding the domain's metrics and tables) must be given."""
     plan = RulePlan()
     d = pack.name
     windows: dict[str, tuple[dt.date, dt.date]] = {}
@@ -98,7 +108,7 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, v
         if only is not None and doc.id not in only:
             continue
         try:
-            effects, source = doc_effects(doc, pack, llm, plan, columns)
+            effects, source = doc_effects(doc, pack, llm, plan, graph, columns)
         except DibenchError as exc:
             plan.failures.append(str(exc))
             continue
@@ -110,11 +120,15 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, v
             continue
         f = doc.front
         vkey = rule_version_key(d, doc.id, doc.content_hash)
+        # Extracted effects say what produced them (model, prompt version); the Run of a generation
+        # from these edges repeats it (generation.pipeline.create_run).
+        provenance = {"effects_model": describe(llm), "effects_prompt_version": EXTRACT_PROMPT_VERSION} \
+            if source == "llm" else {}
         plan.rules.append(row(rule_key(d, doc.id), {
             "domain": d, "id": doc.id, "title": f.title, "rule_type": f.rule_type.value, "owner": f.owner,
             "version": f.version, "effective_date": f.effective_date.isoformat(), "path": str(doc.path.name),
             "content_hash": doc.content_hash, "effects_source": source, "body": doc.body,
-            "supersedes": f.supersedes,
+            "supersedes": f.supersedes, **provenance,
         }, version_key=vkey, version_props={
             "domain": d, "rule_id": doc.id, "version": f.version, "hash": doc.content_hash,
             "effective_date": f.effective_date.isoformat(), "body": doc.body,

@@ -24,12 +24,13 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from generation.grounding import Executor
-from generation.pipeline import CODE_VERSION, plan_rows
+from generation.pipeline import CODE_VERSION, llm_props, plan_rows
 from generation.skeletons import RuleRef, Skeleton, enumerate_all
 from generation.tasks import build_candidates, vocabulary
 from generation.validation import Candidate, Vocabulary
 from generation.writeback import task_rows
 from ingest.database import schema_columns
+from ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION
 from ingest.keys import metric_key, rule_key
 from ingest.pack import Pack, RuleDoc, load_pack, read_rule
 from ingest.rederive import canonical, rederive
@@ -37,6 +38,7 @@ from ingest.rules import RulePlan, plan_rules
 from service.config import get_settings
 from service.errors import DibenchError, PackError, PackErrors
 from service.graph import Graph
+from service.llm import describe, session
 from service.policy import Policy, RuleEdge, first_applies, policy_inputs
 from service.queries import resolve_one
 from service.warehouse import Warehouse
@@ -96,6 +98,7 @@ class UpdatePlan:
     retire: list[dict[str, Any]] = field(default_factory=list)
     regeneration: Regeneration | None = None
     warnings: list[str] = field(default_factory=list)
+    llm: dict[str, Any] = field(default_factory=dict)  # model, prompt versions, calls (see llm_record)
 
     @property
     def rule_key(self) -> str:
@@ -125,7 +128,7 @@ class UpdatePlan:
             "update_key": self.update_key if self.changed else None, "written": self.changed,
             "before": self.before, "after": self.after, "effects": self.effects, "applies_when": self.applies,
             "counts": self.counts(), "tasks": [c.as_dict() for c in sorted(self.changes, key=lambda c: c.key)],
-            "warnings": self.warnings,
+            "warnings": self.warnings, "llm": self.llm,
         }
 
 
@@ -263,7 +266,8 @@ def plan_tasks(plan: UpdatePlan, graph: Graph, ctx: _Ctx, policies: dict[str, Po
         c = None
         if sk is not None:
             seed = int(a["seed"]) if a["seed"] is not None else default_seed
-            c = rederive(task, sk, ctx.pack, ctx.ex, ctx.vocab, seed=seed, windows=ctx.windows, llm=ctx.llm)
+            c = rederive(task, sk, ctx.pack, ctx.ex, ctx.vocab, seed=seed, windows=ctx.windows, llm=ctx.llm,
+                         judge=get_settings().llm_judge)
         change = classify(task, a["why"], c, ctx, plan)
         if sk is None and change.action == "retired":
             change.reason = why_not
@@ -277,8 +281,6 @@ def plan_regeneration(plan: UpdatePlan, graph: Graph, ctx: _Ctx, policies: dict[
     """Tasks for skeletons (metric, dimension, featured rule) on metrics the rule newly modifies."""
     if not new_metrics:
         return
-    from generation import questions, validation
-
     bases = [s for s in enumerate_all(graph, plan.domain, limit=10**9, seed=seed, policies=policies).skeletons
              if not s.rules and s.metric in new_metrics]
     wanted = [replace(s, rules=tuple(r for r in s.policy if r.id == plan.rule_id)) for s in bases]
@@ -286,12 +288,11 @@ def plan_regeneration(plan: UpdatePlan, graph: Graph, ctx: _Ctx, policies: dict[
     wanted = sorted((s for s in wanted if s.rules and s.key not in existing), key=lambda s: s.key)
     run_key = f"run:{plan.domain}/update-{plan.rule_id}@{str(plan.after['hash'])[:12]}"
     props = {"domain": plan.domain, "seed": seed, "target": len(wanted), "code_version": CODE_VERSION,
-             "phraser": type(ctx.llm).__name__ if ctx.llm else "template",
-             "judge": type(ctx.llm).__name__ if ctx.llm else "skipped", "phrase_prompt_version": questions.PROMPT_VERSION,
-             "judge_prompt_version": validation.JUDGE_PROMPT_VERSION, "update_of": plan.rule_id}
+             **llm_props(graph, plan.domain, ctx.llm), "update_of": plan.rule_id}
     regen = Regeneration(run_key, props, wanted, {})
     for sk in wanted:
-        cands = build_candidates(sk, ctx.pack, ctx.ex, ctx.vocab, seed=seed, llm=ctx.llm, windows=ctx.windows)
+        cands = build_candidates(sk, ctx.pack, ctx.ex, ctx.vocab, seed=seed, llm=ctx.llm, windows=ctx.windows,
+                                 judge=get_settings().llm_judge)
         rows = task_rows(cands, ctx.pack, run_key)
         regen.rows_by_skeleton[sk.key] = rows
         for c in cands:
@@ -303,6 +304,28 @@ def plan_regeneration(plan: UpdatePlan, graph: Graph, ctx: _Ctx, policies: dict[
 
 
 # ------------------------------------------------------------------------------ plans
+def llm_record(graph: Graph, domain: str, llm: BaseChatModel | None, before: dict[str, Any],
+               rules: RulePlan | None = None) -> dict[str, Any]:
+    """What an update asked of the model (the RuleUpdate record and a regeneration Run keep it):
+    model, phraser, judge, call budget, every prompt version (this document's extraction
+    included) and the calls, cache hits and failures per stage since `before` (a session snapshot)."""
+    props = llm_props(graph, domain, llm)
+    versions = json.loads(props["prompt_versions"])
+    if rules is not None and any(r["props"]["effects_source"] == "llm" for r in rules.rules):
+        mine = {"model": describe(llm), "prompt_version": EXTRACT_PROMPT_VERSION}
+        versions["extract"] = [*[x for x in versions.get("extract", []) if x != mine], mine]
+    return {"model": props["llm_model"], "phraser": props["phraser"], "judge": props["judge"],
+            "max_calls": props["llm_max_calls"], "prompt_versions": versions, **session().since(before)}
+
+
+def _with_usage(props: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """A regeneration Run's properties with the update's LLM usage, as a generation Run has them."""
+    return {**props, "llm_usage": json.dumps({k: record[k] for k in ("calls", "cache_hits", "failures",
+                                                                      "prompt_tokens", "max_prompt_tokens")},
+                                             sort_keys=True),
+            "llm_calls": sum(record["calls"].values()), "llm_failures": sum(record["failures"].values())}
+
+
 def _context(pack: Pack, wh: Warehouse, llm: BaseChatModel | None, update_key: str) -> _Ctx:
     vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(wh, pack.schema).items()})
     return _Ctx(pack, Executor(wh, schema=pack.schema), vocab, llm, {}, update_key)
@@ -312,10 +335,11 @@ def plan_update(pack: Pack, doc: RuleDoc, graph: Graph, wh: Warehouse, llm: Base
                 regenerate: bool = False, seed: int | None = None) -> UpdatePlan:
     """Plan the update of rule `doc` (already placed in `pack`, see `with_document`)."""
     d = pack.name
+    llm_before = session().snapshot()
     state = graph.read("update_rule_state", rule=rule_key(d, doc.id))
     st = state[0] if state else None
     seq = int(st["seq"]) if st else int(graph.read("update_domain_seq", domain=d)[0]["seq"])
-    rules = plan_rules(pack, wh, llm, only={doc.id})
+    rules = plan_rules(pack, wh, llm, graph=graph, only={doc.id})
     if rules.failures:
         raise DibenchError("; ".join(rules.failures), hint="fix the rule document; the graph was not changed")
     before = {"version": st["version"], "hash": st["hash"], "removed": bool(st["removed"])} if st else \
@@ -340,6 +364,9 @@ def plan_update(pack: Pack, doc: RuleDoc, graph: Graph, wh: Warehouse, llm: Base
     plan_tasks(plan, graph, ctx, policies, metrics)
     if regenerate:
         plan_regeneration(plan, graph, ctx, policies, new_metrics, seed if seed is not None else get_settings().seed)
+    plan.llm = llm_record(graph, d, llm, llm_before, rules)
+    if plan.regeneration is not None:
+        plan.regeneration.run_props = _with_usage(plan.regeneration.run_props, plan.llm)
     return plan
 
 
@@ -354,6 +381,7 @@ def plan_remove(graph: Graph, rule_id: str, domain: str | None = None, pack: Pac
     on a metric it modified is re-derived under the policy without it (tasks featuring it retire).
     Without the pack and warehouse to re-derive with, those tasks are retired instead."""
     d = resolve_rule(graph, rule_id, domain)
+    llm_before = session().snapshot()
     st = graph.read("update_rule_state", rule=rule_key(d, rule_id))[0]
     before = {"version": st["version"], "hash": st["hash"], "removed": bool(st["removed"])}
     plan = UpdatePlan(d, rule_id, int(st["seq"]), before, {"version": None, "hash": None, "removed": True},
@@ -372,6 +400,7 @@ def plan_remove(graph: Graph, rule_id: str, domain: str | None = None, pack: Pac
         for r in plan.retire:
             if rule_id in r["reason"]:
                 r["reason"] = "the rule document was removed"
+        plan.llm = llm_record(graph, d, llm, llm_before)
         return plan
     for a in sorted(graph.read("update_affected_tasks", metrics=[metric_key(d, m) for m in metrics]),
                     key=lambda a: a["task"]["key"]):

@@ -69,7 +69,8 @@ def write_update(plan: UpdatePlan, graph: Graph) -> dict[str, int]:
         checkpoint("tasks_written")
         props: dict[str, Any] = {"domain": plan.domain, "rule_id": plan.rule_id, "seq": plan.seq + 1,
                                  "at": stamp.isoformat(timespec="seconds"),
-                                 "changelog": json.dumps(plan.changelog(), sort_keys=True, default=str)}
+                                 "changelog": json.dumps(plan.changelog(), sort_keys=True, default=str),
+                                 "llm": json.dumps(plan.llm, sort_keys=True, default=str)}
         tx.run("update_record", rule=plan.rule_key, key=plan.update_key, props=props)
         return tx.counters
 

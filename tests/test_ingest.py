@@ -130,6 +130,10 @@ def test_edges_carry_what_the_spec_says(shape_report: IngestReport, graph: Graph
     assert applies == {"value": "basic"}
     rule = nodes[f"rule:{k}/MINI-R-STRICT"]
     assert (rule["version"], rule["effects_source"], rule["labels"]) == ("1", "front_matter", ["Rule"])
+    # READS lists the columns of the table the metric's SQL reads (extraction's candidates go by them).
+    assert edges[("READS", f"metric:{k}/MINI-SAT-001", f"table:{k}/orders")] == {
+        "columns": ["customer_id", "ordered_at", "rating"]}
+    assert edges[("READS", f"metric:{k}/MINI-SAT-001", f"table:{k}/customers")] == {"columns": ["customer_id"]}
 
 
 def test_second_ingest_writes_nothing(shape_report: IngestReport, shape_pack: Path, graph: Graph,
@@ -258,11 +262,6 @@ def test_llm_always_malformed_fails_that_document_only(tmp_path: Path, graph: Gr
     k = "mini_ti_llm_b"
     root = _llm_pack(tmp_path, k)
     llm = FakeListChatModel(responses=[f"not json, attempt {i}" for i in range(1, 7)])
-    with pytest.raises(ExtractionError, match=r"rules/llm\.md: effects: LLM reply malformed after 3 attempts"):
-        extract_effects(load_pack(root).rule("MINI-R-LLM"), load_pack(root), llm)
-    assert llm.i == 3  # bounded: 1 call + 2 retries, then it stops asking
-
-    llm = FakeListChatModel(responses=[f"not json, attempt {i}" for i in range(1, 7)])
     report = _ingest(root, graph, warehouse, llm)
     [failure] = report.failures
     assert "rules/llm.md: effects: LLM reply malformed after 3 attempts: no JSON object in the reply" in failure
@@ -271,6 +270,11 @@ def test_llm_always_malformed_fails_that_document_only(tmp_path: Path, graph: Gr
     assert {n for n in nodes if n.startswith("rule:")} == {
         f"rule:{k}/MINI-R-OUTLIER", f"rule:{k}/MINI-R-PHONE", f"rule:{k}/MINI-R-PRIVACY", f"rule:{k}/MINI-R-STRICT"}
     assert graph_stats(graph, k)["edges"]["MODIFIES"] == 5
+
+    llm = FakeListChatModel(responses=[f"not json, attempt {i}" for i in range(1, 7)])
+    with pytest.raises(ExtractionError, match=r"rules/llm\.md: effects: LLM reply malformed after 3 attempts"):
+        extract_effects(load_pack(root).rule("MINI-R-LLM"), load_pack(root), llm, graph)
+    assert llm.i == 3  # bounded: 1 call + 2 retries, then it stops asking
 
 
 def test_llm_naming_a_wrong_metric_gives_an_unverified_edge(tmp_path: Path, graph: Graph,

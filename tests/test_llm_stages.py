@@ -25,7 +25,7 @@ from evaluation.harness import run_tasks
 from evaluation.kb import KnowledgeBase
 from evaluation.tasks import TaskRecord
 from generation.grounding import Executor
-from generation.questions import template_question
+from generation.questions import PHRASE_REPLY_TOKENS, llm_question, template_question
 from generation.tasks import build_candidates, vocabulary
 from ingest.database import schema_columns
 from ingest.extract import REPLY_TOKENS, bounded_prompt, extract_effects, rank_metrics
@@ -43,7 +43,7 @@ from tests.fixtures.packs import MINIPACK, copy_pack, delete_domain, edit_metric
 from tests.fixtures.skeletons import skeleton
 from tests.llm_stub import StubServer, error, stub, stub_server, tool_call  # noqa: F401 - fixtures
 
-DOMAINS = ["mini_llm_stage_a", "mini_llm_stage_b"]
+DOMAINS = ["mini_llm_stage_a", "mini_llm_stage_b", "mini_llm_x", "mini_llm_y", "mini_llm_big", "mini_llm_cols"]
 RULE_FRONT = {"id": "MINI-R-LLM", "title": "Very large orders are left out of order value averages", "version": "1",
               "effective_date": "2023-01-01", "owner": "Finance", "rule_type": "exclusionary"}
 RULE_BODY = ("# Very large orders\n\nOrders above two thousand are negotiated one by one by the key account team, "
@@ -87,12 +87,18 @@ def llm_pack(tmp_path: Path, name: str) -> Path:
 
 
 # ------------------------------------------------------------------------------ extraction
-def test_missing_column_is_retried_with_the_problem_then_stored(stub: StubServer, tmp_path: Path,
+def catalog_in_graph(root: Path, graph: Graph, warehouse: Warehouse) -> Path:
+    """Ingest a pack without a model: its metrics and tables are what extraction selects from."""
+    ingest_pack(load_pack(root), graph, warehouse, verify=False)
+    return root
+
+
+def test_missing_column_is_retried_with_the_problem_then_stored(stub: StubServer, tmp_path: Path, graph: Graph,
                                                                 warehouse: Warehouse) -> None:
-    pack = load_pack(llm_pack(tmp_path, "mini_llm_x"))
+    pack = load_pack(catalog_in_graph(llm_pack(tmp_path, "mini_llm_x"), graph, warehouse))
     stub.then(json.dumps(MISSING_COLUMN), json.dumps(GOOD))
     columns = schema_columns(warehouse, pack.schema)
-    got = extract_effects(pack.rule("MINI-R-LLM"), pack, model(stub), columns)
+    got = extract_effects(pack.rule("MINI-R-LLM"), pack, model(stub), graph, columns)
     assert got.model_dump(exclude_none=True, exclude_defaults=True)["effects"][0]["predicate"] == "o.amount > 2000"
     feedback = stub.requests[1]["messages"][-1]["content"]
     assert "effects.0.predicate: o.refund_type: column orders.refund_type does not exist" in feedback
@@ -101,13 +107,23 @@ def test_missing_column_is_retried_with_the_problem_then_stored(stub: StubServer
     assert '"orders":[' in prompt and "ordered_at" in prompt  # the columns the model may use
 
 
-def test_always_invalid_extraction_fails_that_document(stub: StubServer, tmp_path: Path, warehouse: Warehouse) -> None:
-    pack = load_pack(llm_pack(tmp_path, "mini_llm_y"))
+def test_always_invalid_extraction_fails_that_document(stub: StubServer, tmp_path: Path, graph: Graph,
+                                                       warehouse: Warehouse) -> None:
+    pack = load_pack(catalog_in_graph(llm_pack(tmp_path, "mini_llm_y"), graph, warehouse))
     stub.default = json.dumps(MISSING_COLUMN)
     with pytest.raises(ExtractionError, match=r"rules/llm\.md: effects: LLM reply malformed after 3 attempts: "
                                               r"effects\.0\.predicate: o\.refund_type: column orders\.refund_type "
                                               r"does not exist$"):
-        extract_effects(pack.rule("MINI-R-LLM"), pack, model(stub), schema_columns(warehouse, pack.schema))
+        extract_effects(pack.rule("MINI-R-LLM"), pack, model(stub), graph, schema_columns(warehouse, pack.schema))
+
+
+def test_extraction_without_the_domain_in_the_graph_says_so(stub: StubServer, tmp_path: Path, graph: Graph,
+                                                            warehouse: Warehouse) -> None:
+    pack = load_pack(llm_pack(tmp_path, "mini_llm_never_ingested"))
+    with pytest.raises(ExtractionError, match=r"rules/llm\.md: effects: the graph holds no metric of domain "
+                                              r"'mini_llm_never_ingested'"):
+        extract_effects(pack.rule("MINI-R-LLM"), pack, model(stub), graph, schema_columns(warehouse, pack.schema))
+    assert stub.requests == []
 
 
 def test_context_overflow_fails_one_document_and_ingest_goes_on(stub: StubServer, tmp_path: Path, graph: Graph,
@@ -120,30 +136,57 @@ def test_context_overflow_fails_one_document_and_ingest_goes_on(stub: StubServer
     assert "\n" not in failure and "Traceback" not in failure
     assert report.verified == 5  # the front-matter documents are ingested as usual
     assert len(stub.requests) == 1  # an overflow is not retried
+    assert report.extraction == {"model": "CompatibleChatOpenAI:stub", "prompt_version": "extract-effects/2",
+                                 "documents": 0}
 
 
-def test_a_catalog_of_500_metrics_fits_the_default_context(tmp_path: Path, warehouse: Warehouse) -> None:
+def grow_to_500(metrics: list[dict[str, Any]]) -> None:
+    """Pad the catalog with 495 metrics that read the same tables and sound alike."""
+    base = [dict(m) for m in metrics]
+    for i in range(500 - len(metrics)):
+        m = dict(base[i % len(base)])
+        m["id"], m["name"] = f"MINI-GEN-{i:03d}", f"Generated metric number {i} about order shipments"
+        m["description"] = "Orders and their value, per month, for the finance team's monthly report."
+        metrics.append(m)
+
+
+def test_a_catalog_of_500_metrics_fits_the_default_context(stub: StubServer, tmp_path: Path, graph: Graph,
+                                                           warehouse: Warehouse) -> None:
+    """Over HTTP, through the graph: the 500-metric catalog is ingested, the document's prompt
+    stays within DIBENCH_LLM_CONTEXT (4,096) with the targeted metric first, the effect is stored."""
     root = llm_pack(tmp_path, "mini_llm_big")
-
-    def grow(metrics: list[dict[str, Any]]) -> None:
-        base = [dict(m) for m in metrics]
-        for i in range(500 - len(metrics)):
-            m = dict(base[i % len(base)])
-            m["id"], m["name"] = f"MINI-GEN-{i:03d}", f"Generated metric number {i} about shipments"
-            metrics.append(m)
-
-    edit_metrics(root, grow)
+    edit_metrics(root, grow_to_500)
     pack = load_pack(root)
     assert len(pack.metrics) == 500
-    columns = schema_columns(warehouse, pack.schema)
-    doc = pack.rule("MINI-R-LLM")
-    system, user, sent = bounded_prompt(doc, pack, columns, 4096)
+    stub.default = json.dumps(GOOD)
+    report = ingest_pack(pack, graph, warehouse, model(stub), verify=False)
+    assert report.failures == [] and report.extraction["documents"] == 1
+    [request] = stub.requests
+    prompt_tokens = sum(estimate_tokens(str(m["content"])) for m in request["messages"])
+    assert prompt_tokens <= 4096 - REPLY_TOKENS
+    sent = json.loads(stub.prompt(0).split("Candidate metrics:\n", 1)[1].split("\n", 1)[0])
     assert 1 <= len(sent) < 500
-    assert estimate_tokens(system) + estimate_tokens(user) <= 4096 - REPLY_TOKENS
-    assert rank_metrics(doc, pack)[0].metric.id == "MINI-AOV-001"  # "average order value" is named
-    assert sent[0].id == "MINI-AOV-001"
+    assert sent[0]["id"] == "MINI-AOV-001"  # "average order value" is named
+    modifies = [e["dst"] for e in graph.read("test_domain_edges", domain="mini_llm_big")
+                if e["type"] == "MODIFIES" and e["src"] == "rule:mini_llm_big/MINI-R-LLM"]
+    assert modifies == ["metric:mini_llm_big/MINI-AOV-001"]
+    doc = pack.rule("MINI-R-LLM")
     with pytest.raises(ExtractionError, match="more than DIBENCH_LLM_CONTEXT=300"):
-        bounded_prompt(doc, pack, columns, 300)
+        bounded_prompt(doc, pack, graph, schema_columns(warehouse, pack.schema), 300)
+
+
+def test_candidates_come_through_the_graph_by_the_columns_a_document_names(tmp_path: Path, graph: Graph,
+                                                                          warehouse: Warehouse) -> None:
+    """A document that names no metric but a column: the metrics whose READS edges list that
+    column come first (a column of a table every metric reads says nothing by itself)."""
+    root = copy_pack(tmp_path / "pack", "mini_llm_cols")
+    write_front(root / "rules" / "llm.md", {**RULE_FRONT, "title": "Agent-entered scores"},
+                "# Agent-entered scores\n\nA rating entered by the support agent instead of the buyer is left "
+                "out, so the figures reflect what buyers said.\n")
+    pack = load_pack(catalog_in_graph(root, graph, warehouse))
+    ranked = rank_metrics(pack.rule("MINI-R-LLM"), pack, graph)
+    assert {(c.metric.id, c.reason) for c in ranked[:2]} == {("MINI-HEALTH-001", "reads"), ("MINI-SAT-001", "reads")}
+    assert {c.reason for c in ranked[2:]} == {"similar"}
 
 
 # ------------------------------------------------------------------------------ generation
@@ -187,16 +230,72 @@ def faithful_phrasing(body: dict[str, Any]) -> str:
     return json.dumps({"question": f"Quick one: {q}"})
 
 
+DRIFT = "Roughly how did that figure come out for our customers?"
+
+
+def drift_then(rewrite: Any) -> Any:
+    """A phraser that drops the window and groups, then answers a rewrite request with `rewrite`."""
+    def reply(body: dict[str, Any]) -> str:
+        if "previous_question" in json.loads(body["messages"][1]["content"]):
+            return str(rewrite(body))
+        return json.dumps({"question": DRIFT})
+    return reply
+
+
+def test_drifting_question_over_http_is_rewritten_once_then_rejected(stub: StubServer, warehouse: Warehouse) -> None:
+    pack = load_pack(MINIPACK)
+    vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(warehouse, pack.schema).items()})
+    sk = skeleton(pack, "MINI-SAT-001", "customers.plan", ["MINI-R-PHONE"])
+    stub.default = drift_then(lambda _body: json.dumps({"question": DRIFT}))
+    drifted = build_candidates(sk, pack, Executor(warehouse), vocab, seed=42, llm=model(stub), judge=False)
+    windowed = [c for c in drifted if "start" in c.facts]
+    assert windowed
+    for c in windowed:
+        assert c.question == DRIFT
+        assert any(r.startswith("phrasing_fidelity") for r in c.rejections)
+    asked = [json.loads(r["messages"][1]["content"]) for r in stub.requests]
+    rewrites = [p for p in asked if "previous_question" in p]
+    assert len(rewrites) == len(windowed)  # once each, never twice
+    assert all(p["previous_question"] == DRIFT and p["reviewer_objections"] for p in rewrites)
+
+    stub.reset()
+    stub.default = drift_then(faithful_phrasing)
+    fixed = build_candidates(sk, pack, Executor(warehouse), vocab, seed=42, llm=model(stub), judge=False)
+    for c in fixed:
+        if "start" in c.facts and not any(r.startswith("rule_not_discriminative") for r in c.rejections):
+            assert c.question.startswith("Quick one: ") and c.rejections == [], (c.question, c.rejections)
+
+
+def test_phrasing_prompt_stays_within_the_context(stub: StubServer) -> None:
+    """Several long rule documents: they are sent while they fit DIBENCH_LLM_CONTEXT, the last cut short."""
+    stub.default = json.dumps({"question": "What was the satisfaction rate for basic customers in 2024?"})
+    docs = [f"Rule {i}. " + "Orders of basic customers placed by phone are left out of the rating. " * 120
+            for i in range(5)]  # ~2,100 tokens each
+    llm_question(model(stub), "point_query", "Satisfaction rate", {"value": 71.4},
+                 {"start": "2024-01-01", "end": "2025-01-01", "group": "basic"}, docs, where="test")
+    [request] = stub.requests
+    assert sum(estimate_tokens(str(m["content"])) for m in request["messages"]) <= 4096 - PHRASE_REPLY_TOKENS
+    sent = json.loads(request["messages"][1]["content"])["rule_documents"]
+    assert sent[0] == docs[0] and sent[-1].endswith(" [...]") and len(sent) < len(docs)
+
+
+
 def test_generate_cli_caps_llm_calls_records_them_and_prints_only_json(
         stub: StubServer, tmp_path: Path, graph: Graph, warehouse: Warehouse, monkeypatch: pytest.MonkeyPatch) -> None:
-    root = copy_pack(tmp_path / "pack", DOMAINS[1])
-    ingest_pack(load_pack(root), graph, warehouse)
-    stub.default = faithful_phrasing
+    root = llm_pack(tmp_path, DOMAINS[1])
     for k, v in {"DIBENCH_LLM": "openai", "DIBENCH_LLM_BASE_URL": stub.base_url, "DIBENCH_LLM_MODEL": "stub",
                  "DIBENCH_LLM_MAX_CALLS": "", "DIBENCH_LLM_JUDGE": "true"}.items():
         monkeypatch.setenv(k, v)  # restored after the test, whatever the command sets
     monkeypatch.delenv("DIBENCH_LLM_MAX_CALLS")
     get_settings.cache_clear()
+    # The ingest extracts the effect-less document's effects; it says with which model and prompt.
+    stub.then(json.dumps(GOOD))
+    res = CliRunner().invoke(main, ["ingest", str(root)])
+    assert res.exit_code == 0, res.output
+    assert "LLM extraction: 1 documents' effects from CompatibleChatOpenAI:stub (prompt extract-effects/2)" \
+        in res.output
+    stub.reset()
+    stub.default = faithful_phrasing
     res = CliRunner().invoke(main, ["generate", str(root), "--target", "2", "--min-per-type", "0",
                                     "--max-llm-calls", "3", "--no-judge", "--json"])
     assert res.exit_code == 0, res.output
@@ -210,6 +309,11 @@ def test_generate_cli_caps_llm_calls_records_them_and_prints_only_json(
     assert (run["llm_calls"], run["llm_failures"], run["llm_max_calls"]) == (3, 0, 3)
     assert run["phraser"] == "CompatibleChatOpenAI:stub" and run["judge"] == "skipped"
     assert json.loads(run["llm_usage"])["calls"] == {"phrase": 3}
+    # Every prompt version behind the run's tasks, the extraction of the rule effects included.
+    versions = {"phrase": "phrase/2",
+                "extract": [{"model": "CompatibleChatOpenAI:stub", "prompt_version": "extract-effects/2"}]}
+    assert json.loads(run["prompt_versions"]) == versions
+    assert (summary["llm_model"], summary["prompt_versions"]) == ("CompatibleChatOpenAI:stub", versions)
 
 
 # ------------------------------------------------------------------------------ agent
