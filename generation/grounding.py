@@ -20,11 +20,14 @@ from typing import Any
 
 from sqlglot import exp
 
+from generation import grouped as grouped_plan
 from generation.skeletons import Skeleton
 from ingest.verify import as_date, metric_window
+from service.config import get_settings
 from service.errors import RewriteError
 from service.models import LLMEffects, MetricSpec
 from service.warehouse import QueryResult, Warehouse
+from sqlops import grouped as grouped_sql
 from sqlops.dialect import parse, parse_expression, render
 from sqlops.ops import AnyEffect, Bound, apply_effects
 from sqlops.shape import combine, distinct_values, rename_placeholders
@@ -47,10 +50,14 @@ class Executor:
     sql_seconds: float = 0.0
     statements: int = 0
     cache: dict[tuple[str, str], QueryResult] = field(default_factory=dict)
+    # Answer analysis statements from one partials scan per rule set (generation/grouped.py);
+    # off: one statement per answer, as before issue 15 (DIBENCH_GROUPED_PLAN=0, generate --legacy-plan).
+    grouped: bool = field(default_factory=lambda: get_settings().grouped_plan)
+    plan_log: list[str] = field(default_factory=list)  # per answered statement: "grouped" or "legacy: why"
 
-    def run(self, sql: str, params: dict[str, Any]) -> QueryResult:
-        key = (sql, json.dumps(params, sort_keys=True, default=str))
-        hit = self.cache.get(key)
+    def run(self, sql: str, params: dict[str, Any], *, cache: bool = True) -> QueryResult:
+        key = (sql, json.dumps(params, sort_keys=True, default=str)) if cache else None
+        hit = self.cache.get(key) if key is not None else None
         if hit is not None:
             return hit
         started = time.perf_counter()
@@ -59,6 +66,8 @@ class Executor:
         finally:
             self.sql_seconds += time.perf_counter() - started
             self.statements += 1
+        if key is None:
+            return result
         if len(self.cache) >= CACHE_ENTRIES:
             self.cache.pop(next(iter(self.cache)))
         self.cache[key] = result
@@ -169,11 +178,15 @@ class Context:
         return bool(self.in_force)
 
     def time(self, tree: exp.Expression) -> exp.Expression:
-        """The time column of the (part's) query `tree`."""
+        """The time column of the (part's) query `tree` (over partials: a day of the partial's month)."""
+        if tree.meta.get("grouped"):
+            return grouped_sql.month_column()
         return aliased_column(str(tree.meta.get("time_column") or self.metric.time_ref))
 
     def dim(self, tree: exp.Expression) -> exp.Expression:
         """The skeleton's dimension column as the (part's) query `tree` reads it."""
+        if tree.meta.get("grouped"):
+            return grouped_sql.group_column()
         return column(tree, self.skeleton.dimension)
 
     @property
@@ -199,13 +212,29 @@ class Context:
         base_params = {**self.window_params(window), **(extra or {})}
         self.last = (shape, base_params)
         gold_st, base_st = self.statement(self.in_force), self.statement(frozenset())
-        gold = self.ex.run(gold_st.sql, gold_st.params)
-        base = self.ex.run(base_st.sql, base_st.params) if self.has_rules else gold
+        gold = self.rows(self.in_force, gold_st, window, extra)
+        base = self.rows(frozenset(), base_st, window, extra) if self.has_rules else gold
         lifted_rows = None
         if lifted:
-            st = self.statement(self.in_force - {self.featured})
-            lifted_rows = self.ex.run(st.sql, st.params).rows
+            without = self.in_force - {self.featured}
+            lifted_rows = self.rows(without, self.statement(without), window, extra).rows
         return Pair(gold.rows, base.rows, gold_st.sql, base_st.sql, gold_st.params, base_st.params, lifted_rows)
+
+    def rows(self, rule_ids: frozenset[str], st: Statement, window: tuple[dt.date, dt.date],
+             extra: dict[str, Any] | None) -> QueryResult:
+        """What statement `st` (the last shape under `rule_ids`) returns: from the grouped plan when
+        it applies, else by running `st`."""
+        assert self.last is not None
+        return self.planned(rule_ids, self.last[0], window, extra or {}, st.sql, st.params)
+
+    def planned(self, rule_ids: frozenset[str], shape: Shape, window: tuple[dt.date, dt.date],
+                extra: dict[str, Any], sql: str, params: dict[str, Any]) -> QueryResult:
+        planned = grouped_plan.answer(self, rule_ids, shape, window, extra) if self.ex.grouped else "switched off"
+        if isinstance(planned, QueryResult):
+            self.ex.plan_log.append("grouped")
+            return planned
+        self.ex.plan_log.append(f"legacy: {planned}")
+        return self.ex.run(sql, params)
 
     def statement(self, rule_ids: frozenset[str]) -> Statement:
         """The last shaped query under `rule_ids` (not run)."""
@@ -223,7 +252,9 @@ class Context:
     def top_values(self, window: tuple[dt.date, dt.date], limit: int = 12, min_rows: int = 5) -> list[str]:
         """Dimension values present in the window, most frequent first, with at least min_rows rows."""
         tree = distinct_values(self.base.tree, self.dim_col, "value_limit")
-        res = self.ex.run(render(tree), {**self.window_params(window), "value_limit": limit})
+        extra = {"value_limit": limit}
+        res = self.planned(frozenset(), lambda t: distinct_values(t, self.dim(t), "value_limit"), window, extra,
+                           render(tree), {**self.window_params(window), **extra})
         return [str(v) for v, n in res.rows if v is not None and n >= min_rows]
 
 

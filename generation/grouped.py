@@ -1,0 +1,75 @@
+"""The grouped plan of a skeleton's analyses (issue 15): every analysis statement of a metric under
+one rule set reads one partials statement (per group and month, the whole data window, run once
+and cached by the Executor), and is answered by its own shape over those partials in
+PostgreSQL (sqlops/grouped.py says why that is exact). The stored gold SQL stays the original
+statement; only how its rows are obtained changes. When a statement cannot be planned so, the
+reason is returned and the caller runs the original statement (`Executor.plan_log` keeps the
+path of every statement, so each task records the path its analysis took)."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from service.warehouse import QueryResult
+from sqlops import grouped
+from sqlops.dialect import render
+
+if TYPE_CHECKING:  # grounding imports this module
+    from generation.grounding import Context
+
+Shape = Any  # Callable[[exp.Expression], exp.Expression]; grounding.Shape, without the import cycle
+
+
+@dataclass(frozen=True)
+class Partials:
+    """The partial rows of a metric under one rule set, columnwise, and the proxy's `value`."""
+
+    columns: dict[str, list[Any]]
+    types: dict[str, str]
+    value: exp.Expression
+
+
+def month_aligned(window: tuple[dt.date, dt.date]) -> bool:
+    return window[0].day == 1 and window[1].day == 1
+
+
+def partials(ctx: Context, rule_ids: frozenset[str]) -> Partials | str:
+    """The partials of the skeleton's metric under `rule_ids` over the data window, or why not."""
+    if ctx.metric.derived is not None:
+        return "derived metric (joined components)"
+    part = ctx.under(rule_ids)[0]
+    d = grouped.decompose(part.bound.tree)
+    if isinstance(d, str):
+        return d
+    categorical = ctx.skeleton.dimension_type != "temporal"
+    tree = grouped.partials_query(part.bound.tree, d, ctx.dim(part.bound.tree) if categorical else None,
+                                  ctx.time(part.bound.tree))
+    params = {**ctx.window_params(ctx.data_window), **part.bound.params}
+    res = ctx.ex.run(render(tree), params)
+    columns = {c: [r[i] for r in res.rows] for i, c in enumerate(res.columns)}
+    types: dict[str, str] = {}
+    for name, values in columns.items():
+        t = grouped.column_type(values)
+        if t is None:
+            return f"partial {name} is not integer or numeric (a float sum is not exact)"
+        types[name] = t
+    return Partials(columns, types, grouped.recombine(d, types))
+
+
+def answer(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[dt.date, dt.date],
+           extra: dict[str, Any]) -> QueryResult | str:
+    """The rows `shape(metric under rule_ids)` returns in `window`, from the partials; or why the
+    original statement must run instead."""
+    if not month_aligned(window):
+        return "window not aligned on months"
+    p = partials(ctx, rule_ids)
+    if isinstance(p, str):
+        return p
+    tree = grouped.count_rows(shape(grouped.proxy_query(p.value, p.types)))
+    first, last = f"{window[0]:%Y-%m}", f"{window[1]:%Y-%m}"
+    keep = [i for i, period in enumerate(p.columns[grouped.PERIOD]) if first <= period < last]
+    params = {**extra, **{grouped.PARAM_PREFIX + c: [v[i] for i in keep] for c, v in p.columns.items()}}
+    return ctx.ex.run(render(tree), params, cache=False)
