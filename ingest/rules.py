@@ -20,7 +20,7 @@ from ingest.database import schema_columns
 from ingest.extract import extract_effects
 from ingest.keys import dimension_key, metric_key, row, rule_key, rule_version_key
 from ingest.pack import Pack, RuleDoc, _rel
-from ingest.verify import EdgeCheck, metric_window, verify_effect
+from ingest.verify import BaseCache, EdgeCheck, metric_window, verify_effect
 from service.errors import DibenchError
 from service.warehouse import Warehouse
 from sqlops.ops import AnyEffect
@@ -92,6 +92,7 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, v
     plan = RulePlan()
     d = pack.name
     windows: dict[str, tuple[dt.date, dt.date]] = {}
+    base_answers: BaseCache = {}  # each metric's slices without any rule, computed once
     # Extracted effects are checked against the loaded schema, like front-matter ones by `domain validate`.
     columns = schema_columns(wh, pack.schema) if llm is not None else {}
     for doc in pack.rules:
@@ -127,7 +128,8 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, v
             if verify:
                 if metric.id not in windows:
                     windows[metric.id] = metric_window(wh, metric, schema=pack.schema)
-                check = verify_effect(wh, metric, doc.id, eff, windows[metric.id], schema=pack.schema)
+                check = verify_effect(wh, metric, doc.id, eff, windows[metric.id], schema=pack.schema,
+                                      cache=base_answers)
             else:
                 check = EdgeCheck(doc.id, metric.id, False, (), 0, "not verified (--no-verify)")
             plan.checks.append(check)

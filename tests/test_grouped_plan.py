@@ -13,14 +13,16 @@ import pytest
 from generation.grounding import Executor
 from generation.skeletons import enumerate_all
 from generation.tasks import build_candidates, sql_plan, vocabulary
-from ingest.database import schema_columns
+from ingest.database import load_database, schema_columns
 from ingest.pack import Pack, load_pack
 from ingest.pipeline import ingest_pack
+from ingest.verify import BaseCache, EdgeCheck, verify_effect
+from service.config import get_settings
 from service.graph import Graph
 from service.warehouse import Warehouse
 from sqlops import grouped
 from sqlops.dialect import parse, render
-from tests.fixtures.packs import copy_pack, delete_domain, ensure_mini_loaded
+from tests.fixtures.packs import MINIPACK, copy_pack, delete_domain, ensure_mini_loaded
 
 DOMAIN = "mini_grouped"
 
@@ -117,3 +119,37 @@ def test_grouped_and_legacy_plans_give_identical_tasks(pack: Pack, graph: Graph,
         "the statement has HAVING", "partial c0 is not integer or numeric (a float sum is not exact)",
         "partial c2 is not integer or numeric (a float sum is not exact)"}
     assert all(c.sql_plan.startswith("legacy: switched off") or c.sql_plan == "none" for c in old)
+
+
+# ------------------------------------------------------------------------------ edge verification
+@pytest.fixture()
+def legacy_plan(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """DIBENCH_GROUPED_PLAN=0 for the duration of a test."""
+    monkeypatch.setenv("DIBENCH_GROUPED_PLAN", "0")
+    get_settings.cache_clear()
+    yield
+    monkeypatch.delenv("DIBENCH_GROUPED_PLAN")
+    get_settings.cache_clear()
+
+
+def edge_checks(pk: Pack, wh: Warehouse) -> list[EdgeCheck]:
+    cache: BaseCache = {}
+    return [verify_effect(wh, pk.metric_by_id[eff.metric], doc.id, eff, schema=pk.schema, cache=cache)
+            for doc in pk.rules for eff in doc.front.effects or []]
+
+
+@pytest.mark.parametrize("name", ["demo", "minipack"])
+def test_edge_verification_is_the_same_on_both_paths(name: str, warehouse: Warehouse,
+                                                     request: pytest.FixtureRequest) -> None:
+    """Which edges verify, on which slices, with how many slices checked: every effect of the demo
+    pack (numeric data) and of the mini pack (float amounts, a suppression rule: HAVING)."""
+    pk = load_pack(MINIPACK if name == "minipack" else name)
+    if name == "minipack":
+        ensure_mini_loaded(warehouse)
+    elif "tickets" not in schema_columns(warehouse, pk.schema):
+        load_database(pk, warehouse)
+    grouped_checks = edge_checks(pk, warehouse)
+    request.getfixturevalue("legacy_plan")
+    legacy_checks = edge_checks(pk, warehouse)
+    assert grouped_checks == legacy_checks
+    assert sum(c.verified for c in grouped_checks) >= 5 and not any(c.error for c in grouped_checks)
