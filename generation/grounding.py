@@ -14,9 +14,9 @@ import datetime as dt
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from sqlglot import exp
 
@@ -36,7 +36,8 @@ from sqlops.tree import aliased_column, column
 Shape = Callable[[exp.Expression], exp.Expression]
 
 
-CACHE_ENTRIES = 256
+CACHE_ENTRIES = 4096
+T = TypeVar("T")
 
 
 @dataclass
@@ -49,29 +50,35 @@ class Executor:
     schema: str | None = None  # the domain's: its read-only role runs every statement
     sql_seconds: float = 0.0
     statements: int = 0
-    cache: dict[tuple[str, str], QueryResult] = field(default_factory=dict)
+    cache: dict[Hashable, Any] = field(default_factory=dict)
     # Answer analysis statements from one partials scan per rule set (generation/grouped.py);
     # off: one statement per answer, as before issue 15 (DIBENCH_GROUPED_PLAN=0, generate --legacy-plan).
     grouped: bool = field(default_factory=lambda: get_settings().grouped_plan)
     plan_log: list[str] = field(default_factory=list)  # per answered statement: "grouped" or "legacy: why"
 
     def run(self, sql: str, params: dict[str, Any], *, cache: bool = True) -> QueryResult:
-        key = (sql, json.dumps(params, sort_keys=True, default=str)) if cache else None
-        hit = self.cache.get(key) if key is not None else None
-        if hit is not None:
-            return hit
+        if not cache:
+            return self._execute(sql, params)
+        key = (sql, json.dumps(params, sort_keys=True, default=str))
+        return self.remember(key, lambda: self._execute(sql, params))
+
+    def remember(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()` once per key, for the rest of the run (the CACHE_ENTRIES most recent keys)."""
+        if key in self.cache:
+            return cast(T, self.cache[key])
+        value = compute()
+        if len(self.cache) >= CACHE_ENTRIES:
+            self.cache.pop(next(iter(self.cache)))
+        self.cache[key] = value
+        return value
+
+    def _execute(self, sql: str, params: dict[str, Any]) -> QueryResult:
         started = time.perf_counter()
         try:
-            result = self.wh.execute_readonly(sql, params, schema=self.schema)
+            return self.wh.execute_readonly(sql, params, schema=self.schema)
         finally:
             self.sql_seconds += time.perf_counter() - started
             self.statements += 1
-        if key is None:
-            return result
-        if len(self.cache) >= CACHE_ENTRIES:
-            self.cache.pop(next(iter(self.cache)))
-        self.cache[key] = result
-        return result
 
 
 @dataclass(frozen=True)
@@ -159,19 +166,27 @@ class Context:
         """The metric's part(s) with the effects of `rule_ids` applied in the composition order."""
         key = frozenset(rule_ids)
         if key not in self._parts:
-            ids = {r.id for r in self.skeleton.policy if r.id in key}
-            winners = frozenset(r.id for r in self.skeleton.policy if r.id in ids and r.supersedes in ids)
-            parts = []
-            for name, m in self.inputs():
-                tree = parse(m.template, where=f"metric {m.id}: sql")
-                tree.meta["time_column"] = m.time_ref
-                bound = apply_effects(Bound(tree), self.effects(key, m), m, winners)
-                if name:
-                    bound = Bound(rename_placeholders(bound.tree, f"{name}__", WINDOW),
-                                  {f"{name}__{k}": v for k, v in bound.params.items()})
-                parts.append(Part(name, m, bound))
-            self._parts[key] = tuple(parts)
+            # The same rules on the same metric give the same parts in every Context of the run
+            # (attempts, variants, other skeletons): built once. Parts are never changed in place.
+            refs = tuple(sorted((r.id, r.content_hash, r.op, r.supersedes or "") for r in self.skeleton.policy
+                                if r.id in key))
+            self._parts[key] = self.ex.remember(("parts", self.metric.id, self.metric.template, refs),
+                                                lambda: self._build_parts(key))
         return self._parts[key]
+
+    def _build_parts(self, key: frozenset[str]) -> tuple[Part, ...]:
+        ids = {r.id for r in self.skeleton.policy if r.id in key}
+        winners = frozenset(r.id for r in self.skeleton.policy if r.id in ids and r.supersedes in ids)
+        parts = []
+        for name, m in self.inputs():
+            tree = parse(m.template, where=f"metric {m.id}: sql")
+            tree.meta["time_column"] = m.time_ref
+            bound = apply_effects(Bound(tree), self.effects(key, m), m, winners)
+            if name:
+                bound = Bound(rename_placeholders(bound.tree, f"{name}__", WINDOW),
+                              {f"{name}__{k}": v for k, v in bound.params.items()})
+            parts.append(Part(name, m, bound))
+        return tuple(parts)
 
     @property
     def has_rules(self) -> bool:
@@ -229,7 +244,10 @@ class Context:
 
     def planned(self, rule_ids: frozenset[str], shape: Shape, window: tuple[dt.date, dt.date],
                 extra: dict[str, Any], sql: str, params: dict[str, Any]) -> QueryResult:
-        planned = grouped_plan.answer(self, rule_ids, shape, window, extra) if self.ex.grouped else "switched off"
+        planned: QueryResult | str = "switched off"
+        if self.ex.grouped:  # the original statement and its parameters say what the answer is
+            key = ("answer", sql, json.dumps(params, sort_keys=True, default=str))
+            planned = self.ex.remember(key, lambda: grouped_plan.answer(self, rule_ids, shape, window, extra))
         if isinstance(planned, QueryResult):
             self.ex.plan_log.append("grouped")
             return planned

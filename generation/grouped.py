@@ -8,6 +8,7 @@ path of every statement, so each task records the path its analysis took)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ class Partials:
     columns: dict[str, list[Any]]
     types: dict[str, str]
     value: exp.Expression
+    params: dict[str, Any]  # the metric's and the rules': placeholders outside aggregates stay in `value`
 
 
 def month_aligned(window: tuple[dt.date, dt.date]) -> bool:
@@ -44,11 +46,19 @@ def partials(ctx: Context, rule_ids: frozenset[str]) -> Partials | str:
     d = grouped.decompose(part.bound.tree)
     if isinstance(d, str):
         return d
+    why = grouped.window_only_bounds_time(part.bound.tree, ctx.time(part.bound.tree))
+    if why is not None:
+        return why
     categorical = ctx.skeleton.dimension_type != "temporal"
     tree = grouped.partials_query(part.bound.tree, d, ctx.dim(part.bound.tree) if categorical else None,
                                   ctx.time(part.bound.tree))
     params = {**ctx.window_params(ctx.data_window), **part.bound.params}
-    res = ctx.ex.run(render(tree), params)
+    sql = render(tree)
+    return ctx.ex.remember(("partials", sql, json.dumps(params, sort_keys=True, default=str)),
+                           lambda: typed(ctx.ex.run(sql, params, cache=False), d, params))
+
+
+def typed(res: QueryResult, d: grouped.Decomposed, params: dict[str, Any]) -> Partials | str:
     columns = {c: [r[i] for r in res.rows] for i, c in enumerate(res.columns)}
     types: dict[str, str] = {}
     for name, values in columns.items():
@@ -56,7 +66,7 @@ def partials(ctx: Context, rule_ids: frozenset[str]) -> Partials | str:
         if t is None:
             return f"partial {name} is not integer or numeric (a float sum is not exact)"
         types[name] = t
-    return Partials(columns, types, grouped.recombine(d, types))
+    return Partials(columns, types, grouped.recombine(d, types), params)
 
 
 def answer(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[dt.date, dt.date],
@@ -71,5 +81,5 @@ def answer(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[d
     tree = grouped.count_rows(shape(grouped.proxy_query(p.value, p.types)))
     first, last = f"{window[0]:%Y-%m}", f"{window[1]:%Y-%m}"
     keep = [i for i, period in enumerate(p.columns[grouped.PERIOD]) if first <= period < last]
-    params = {**extra, **{grouped.PARAM_PREFIX + c: [v[i] for i in keep] for c, v in p.columns.items()}}
+    params = {**p.params, **extra, **{grouped.PARAM_PREFIX + c: [v[i] for i in keep] for c, v in p.columns.items()}}
     return ctx.ex.run(render(tree), params, cache=False)

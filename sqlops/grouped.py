@@ -140,6 +140,30 @@ def decompose(tree: exp.Expression) -> Decomposed | str:
     return Decomposed(value, tuple(partials))
 
 
+WINDOW = ("start_date", "end_date")
+
+
+def window_only_bounds_time(tree: exp.Expression, time_col: exp.Expression) -> str | None:
+    """Why the window's placeholders do more than bound the time column in the outer WHERE (a
+    backlog metric counts tickets still open at :end_date: its partials would depend on the
+    window), or None. Partials over the data window stand for any month-aligned window only when
+    `time >= :start_date AND time < :end_date` is all the window does."""
+    where = outer_select(tree).args.get("where")
+    for p in tree.find_all(exp.Placeholder):
+        if p.name not in WINDOW:
+            continue
+        compare = p.parent
+        bound = isinstance(compare, exp.GTE if p.name == WINDOW[0] else exp.LT) and compare.expression is p \
+            and compare.this == time_col
+        node = compare
+        while bound and node is not None and node is not where:
+            node = node.parent
+            bound = isinstance(node, (exp.And, exp.Paren, exp.Where))
+        if not bound or node is not where:
+            return f":{p.name} is used beyond bounding the time column"
+    return None
+
+
 def partials_query(tree: exp.Expression, d: Decomposed, group: exp.Expression | None,
                    time_col: exp.Expression) -> exp.Expression:
     """The metric's FROM/WHERE (window placeholders kept) grouped by (group, month): the group,
@@ -151,7 +175,10 @@ def partials_query(tree: exp.Expression, d: Decomposed, group: exp.Expression | 
     select.set("expressions", [exp.alias_(g, GROUP), exp.alias_(period, PERIOD),
                                exp.alias_(exp.func("COUNT", exp.Star()), ROWS),
                                *[exp.alias_(p.expression.copy(), p.name) for p in d.partials]])
-    keys = [period.copy()] if group is None else [group.copy(), period.copy()]
+    # Grouped by the month's start, formatted once per group: TO_CHAR on every row costs more than
+    # the aggregation itself.
+    month = period.args["this"].copy()
+    keys = [month] if group is None else [group.copy(), month]
     select.set("group", exp.Group(expressions=keys))
     return tree
 
