@@ -144,23 +144,29 @@ def loaded_rows(wh: Warehouse, pack: Pack, table: str) -> int | None:
     return int(res.rows[0][0])
 
 
-def legacy_run(pack: Pack, graph: Graph, args: argparse.Namespace) -> dict[str, Any]:
-    """The same generation with one SQL statement per answer (a new run; same task keys)."""
+@contextmanager
+def legacy_plan() -> Iterator[None]:
+    """DIBENCH_GROUPED_PLAN=0 inside the block: one SQL statement per answer (and per slice)."""
     saved = os.environ.get("DIBENCH_GROUPED_PLAN")
     os.environ["DIBENCH_GROUPED_PLAN"] = "0"
     get_settings.cache_clear()
     try:
-        with sql_clock() as clock:
-            started = time.perf_counter()
-            summary = generate(pack, graph, target=args.target, seed=args.seed, workers=1,
-                               min_per_type=args.min_per_type, new=True)
-            wall = time.perf_counter() - started
+        yield
     finally:
         if saved is None:
             os.environ.pop("DIBENCH_GROUPED_PLAN")
         else:
             os.environ["DIBENCH_GROUPED_PLAN"] = saved
         get_settings.cache_clear()
+
+
+def legacy_run(pack: Pack, graph: Graph, args: argparse.Namespace) -> dict[str, Any]:
+    """The same generation with one SQL statement per answer (a new run; same task keys)."""
+    with legacy_plan(), sql_clock() as clock:
+        started = time.perf_counter()
+        summary = generate(pack, graph, target=args.target, seed=args.seed, workers=1,
+                           min_per_type=args.min_per_type, new=True)
+        wall = time.perf_counter() - started
     return {"tasks": summary.admitted, "wall_seconds": round(wall, 2), "sql_seconds": round(clock.seconds, 2),
             "sql_statements": clock.statements, "sql_plan": summary.sql_plan}
 

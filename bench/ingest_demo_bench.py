@@ -23,40 +23,22 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.generation_bench import copy_pack, loaded_rows, sql_clock  # noqa: E402
+from bench.generation_bench import copy_pack, legacy_plan, loaded_rows, sql_clock  # noqa: E402
 from ingest.database import load_database  # noqa: E402
 from ingest.pack import Pack, load_pack, resolve_pack_path  # noqa: E402
 from ingest.pipeline import ingest_pack  # noqa: E402
 from ingest.rules import plan_rules  # noqa: E402
-from service.config import REPO_ROOT, get_settings  # noqa: E402
+from service.config import REPO_ROOT  # noqa: E402
 from service.graph import Graph, apply_schema, delete_domain  # noqa: E402
 from service.warehouse import Warehouse  # noqa: E402
 
 RESULTS = REPO_ROOT / "bench" / "results" / "ingest_demo.json"
 TARGET_S = 60.0
-
-
-@contextmanager
-def legacy_plan() -> Iterator[None]:
-    """DIBENCH_GROUPED_PLAN=0 inside the block: one statement per slice."""
-    saved = os.environ.get("DIBENCH_GROUPED_PLAN")
-    os.environ["DIBENCH_GROUPED_PLAN"] = "0"
-    get_settings.cache_clear()
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("DIBENCH_GROUPED_PLAN")
-        else:
-            os.environ["DIBENCH_GROUPED_PLAN"] = saved
-        get_settings.cache_clear()
 
 
 def timed_verification(pack: Pack, wh: Warehouse) -> tuple[dict[str, Any], list[Any]]:

@@ -20,7 +20,7 @@ from ingest.database import schema_columns
 from ingest.extract import extract_effects
 from ingest.keys import dimension_key, metric_key, row, rule_key, rule_version_key
 from ingest.pack import Pack, RuleDoc, _rel
-from ingest.verify import BaseCache, EdgeCheck, metric_window, verify_effect
+from ingest.verify import EdgeCheck, SideCache, metric_window, prefetch, verify_effect
 from service.errors import DibenchError
 from service.warehouse import Warehouse
 from sqlops.ops import AnyEffect
@@ -87,12 +87,34 @@ def effect_problems(doc: RuleDoc, effects: list[AnyEffect], pack: Pack) -> list[
     return out
 
 
+def prefetch_sides(pack: Pack, wh: Warehouse, only: set[str] | None, windows: dict[str, tuple[dt.date, dt.date]],
+                   cache: SideCache) -> None:
+    """Verify the front-matter effects of all documents metric by metric, one scan each (what
+    verify_effect then reads); effects an LLM extracts later are verified one by one."""
+    by_metric: dict[str, list[tuple[str, AnyEffect]]] = {}
+    for doc in pack.rules:
+        if (only is None or doc.id in only) and doc.front.effects:
+            for eff in doc.front.effects:
+                if eff.metric in pack.metric_by_id:
+                    by_metric.setdefault(eff.metric, []).append((doc.id, eff))
+    for metric_id, effects in by_metric.items():
+        metric = pack.metric_by_id[metric_id]
+        try:
+            if metric_id not in windows:
+                windows[metric_id] = metric_window(wh, metric, schema=pack.schema)
+            prefetch(wh, metric, effects, windows[metric_id], cache, schema=pack.schema)
+        except DibenchError:
+            continue  # verify_effect meets the same error edge by edge and records it on each
+
+
 def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, verify: bool = True,
                only: set[str] | None = None) -> RulePlan:
     plan = RulePlan()
     d = pack.name
     windows: dict[str, tuple[dt.date, dt.date]] = {}
-    base_answers: BaseCache = {}  # each metric's slices without any rule, computed once
+    sides: SideCache = {}  # each metric's slices without rules and under each effect, one scan per metric
+    if verify:
+        prefetch_sides(pack, wh, only, windows, sides)
     # Extracted effects are checked against the loaded schema, like front-matter ones by `domain validate`.
     columns = schema_columns(wh, pack.schema) if llm is not None else {}
     for doc in pack.rules:
@@ -129,7 +151,7 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, v
                 if metric.id not in windows:
                     windows[metric.id] = metric_window(wh, metric, schema=pack.schema)
                 check = verify_effect(wh, metric, doc.id, eff, windows[metric.id], schema=pack.schema,
-                                      cache=base_answers)
+                                      cache=sides)
             else:
                 check = EdgeCheck(doc.id, metric.id, False, (), 0, "not verified (--no-verify)")
             plan.checks.append(check)

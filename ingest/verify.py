@@ -6,7 +6,9 @@ value of each dimension the metric may be sliced by, and every month. All slices
 (the metric without and with the rule) come from one statement, GROUP BY GROUPING SETS of the
 slice keys (issue 15): each grouping set aggregates the same rows with the same expression as a
 GROUP BY of its key alone would, HAVING included, so the answers are those of one statement per
-slice. A statement that already groups falls back to one statement per slice, and so does every
+slice. Better still, `prefetch` computes the side without rules and the side of every effect on
+a metric in one statement (sqlops/sides.py), so an ingest scans each metric's data once. A
+statement that already groups falls back to one statement per slice, and so does every
 statement with DIBENCH_GROUPED_PLAN=0 (the path before issue 15). The side without
 the rule is shared by every edge of the metric (`BaseCache`). All statements run on the
 read-only path.
@@ -24,6 +26,7 @@ from service.config import get_settings
 from service.errors import DibenchError
 from service.models import MetricSpec
 from service.warehouse import Warehouse, bounded_message
+from sqlops import sides
 from sqlops.dialect import parse, render
 from sqlops.ops import AnyEffect, Bound, apply_effect
 from sqlops.shape import group_by, month_bucket, time_bounds
@@ -66,55 +69,68 @@ def rounded(v: Any, digits: int) -> Any:
 
 Keys = list[tuple[str, exp.Expression | None]]
 Answers = dict[str, dict[str, Any]]  # slice key label -> {slice: rounded value}
-BaseCache = dict[tuple[str, str], Answers]  # (SQL, parameters) of the side without the rule -> its answers
+SideCache = dict[tuple[str, str], Answers]  # (SQL, parameters) of one side -> its answers, for some keys
+
+
+def side_key(tree: exp.Expression, params: dict[str, Any]) -> tuple[str, str]:
+    return render(tree), json.dumps(params, sort_keys=True, default=str)
 
 
 def grouping_sets(tree: exp.Expression, keys: Keys) -> exp.Expression:
     """One statement for every slice key: the keys, GROUPING() of them (which set a row is of) and
-    the value, GROUP BY GROUPING SETS ((), (key1), ...)."""
+    the tree's projections, GROUP BY GROUPING SETS ((), (key1), ...). A month key (TO_CHAR of a
+    DATE_TRUNC) is grouped by the DATE_TRUNC and formatted once per group, not once per row."""
     tree = tree.copy()
     select = outer_select(tree)
-    exprs = [k for _, k in keys if k is not None]
-    sets = [exp.Tuple(expressions=[]) if k is None else exp.Paren(this=k.copy()) for _, k in keys]
-    select.set("expressions", [*[exp.alias_(e.copy(), f"k{i}") for i, e in enumerate(exprs)],
-                               exp.alias_(exp.func("GROUPING", *[e.copy() for e in exprs]), "grouping_set"),
-                               value_projection(tree).copy()])
+    shown = [k for _, k in keys if k is not None]
+    grouped = [k.this if isinstance(k, exp.ToChar) else k for k in shown]
+    sets = [exp.Tuple(expressions=[]) if k is None else
+            exp.Paren(this=(k.this if isinstance(k, exp.ToChar) else k).copy()) for _, k in keys]
+    select.set("expressions", [*[exp.alias_(e.copy(), f"k{i}") for i, e in enumerate(shown)],
+                               exp.alias_(exp.func("GROUPING", *[e.copy() for e in grouped]), "grouping_set"),
+                               *[p.copy() for p in select.expressions]])
     select.set("group", exp.Group(grouping_sets=[exp.GroupingSets(expressions=sets)]))
     return tree
+
+
+def grouped_rows(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], keys: Keys,
+                 *, schema: str | None = None) -> list[tuple[str, str, tuple[Any, ...]]]:
+    """(key label, slice, the tree's projections) of every row of the GROUPING SETS statement."""
+    exprs = len([k for _, k in keys if k is not None])
+    everything = (1 << exprs) - 1
+    bits: dict[int, str] = {}
+    positions: dict[str, int] = {}
+    for label, key in keys:  # GROUPING(k0..kn) sets bit n-1-i when k_i is not in the row's set
+        if key is None:
+            bits[everything] = label
+        else:
+            positions[label] = len(positions)
+            bits[everything & ~(1 << (exprs - 1 - positions[label]))] = label
+    res = wh.execute_readonly(render(grouping_sets(tree, keys)), params, schema=schema)
+    out = []
+    for r in res.rows:
+        label = bits[r[exprs]]
+        out.append((label, str(r[positions[label]]) if label in positions else "all", tuple(r[exprs + 1:])))
+    return out
 
 
 def grouped_answers(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], keys: Keys, digits: int,
                     *, schema: str | None = None) -> Answers:
     """What `slice_answers` gives for each key, from one GROUPING SETS statement."""
-    exprs = len([k for _, k in keys if k is not None])
-    everything = (1 << exprs) - 1
-    bits: dict[int, str] = {}
-    i = 0
-    for label, key in keys:  # GROUPING(k0..kn) sets bit n-1-i when k_i is not in the row's set
-        if key is None:
-            bits[everything] = label
-        else:
-            bits[everything & ~(1 << (exprs - 1 - i))] = label
-            i += 1
-    res = wh.execute_readonly(render(grouping_sets(tree, keys)), params, schema=schema)
     out: Answers = {label: {} for label, _ in keys}
-    positions = {label: n for n, label in enumerate(label for label, k in keys if k is not None)}
-    for r in res.rows:
-        label = bits[r[exprs]]
-        value = rounded(r[exprs + 1], digits)
-        if label in positions:
-            out[label][str(r[positions[label]])] = value
-        else:
-            out[label]["all"] = value
+    for label, slice_, values in grouped_rows(wh, tree, params, keys, schema=schema):
+        out[label][slice_] = rounded(values[0], digits)
     return out
 
 
 def side_answers(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], keys: Keys, digits: int,
-                 *, schema: str | None = None, cache: BaseCache | None = None) -> Answers:
-    """Every slice key's answers for one side; one statement unless the tree already groups."""
-    key = (render(tree), json.dumps([params, [label for label, _ in keys]], sort_keys=True, default=str))
-    if cache is not None and key in cache:
-        return cache[key]
+                 *, schema: str | None = None, cache: SideCache | None = None) -> Answers:
+    """Every slice key's answers for one side (from `cache` when `prefetch` computed them); one
+    statement unless the tree already groups."""
+    key = side_key(tree, params)
+    hit = cache.get(key) if cache is not None else None
+    if hit is not None and all(label in hit for label, _ in keys):
+        return {label: hit[label] for label, _ in keys}
     if not get_settings().grouped_plan or outer_select(tree).args.get("group"):
         out = {label: slice_answers(wh, tree, params, k, digits, schema=schema) for label, k in keys}
     else:
@@ -122,6 +138,58 @@ def side_answers(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], ke
     if cache is not None:
         cache[key] = out
     return out
+
+
+def slice_keys(metric: MetricSpec, tree: exp.Expression, effects: list[AnyEffect]) -> Keys:
+    """The whole window, each dimension the metric (or an effect's condition) slices by, each month."""
+    keys: Keys = [("all", None)]
+    dims = list(metric.dimensions)
+    for eff in effects:
+        if eff.applies_when and eff.applies_when.dimension not in dims:
+            dims.append(eff.applies_when.dimension)
+    keys += [(d, column(tree, d)) for d in dims]
+    keys.append(("month", month_bucket(aliased_column(metric.time_ref))))
+    return keys
+
+
+def prefetch(wh: Warehouse, metric: MetricSpec, effects: list[tuple[str, AnyEffect]],
+             window: tuple[dt.date, dt.date], cache: SideCache, *, schema: str | None = None) -> None:
+    """The answers of the metric without rules and under each effect, every slice, in one scan
+    (sqlops/sides.py), into `cache` for `verify_effect`. An effect that is more than a row filter,
+    a value and a HAVING (or fails to apply) is left to `verify_effect` alone."""
+    if not get_settings().grouped_plan:
+        return
+    base = Bound(parse(metric.template, where=f"metric {metric.id}: sql"))
+    base_params = {"start_date": window[0], "end_date": window[1], **metric.params}
+    variants = [(base.tree, base_params)]
+    for rule_id, eff in effects:
+        try:
+            gold = apply_effect(base, eff, metric, rule_id)
+        except DibenchError:
+            continue  # verify_effect records the error on the edge
+        variants.append((gold.tree, {**base_params, **gold.params}))
+    members: list[tuple[exp.Expression, dict[str, Any]]] = []
+    parts: list[sides.Side] = []
+    for tree, params in variants:
+        part = sides.side(base.tree, tree, params, len(parts))
+        if not isinstance(part, str):
+            members.append((tree, params))
+            parts.append(part)
+    if len(parts) < 2:
+        return
+    keys = slice_keys(metric, base.tree, [eff for _, eff in effects])
+    params = dict(base_params)
+    for part in parts:
+        params.update(part.params)
+    answers: list[Answers] = [{label: {} for label, _ in keys} for _ in parts]
+    for label, slice_, values in grouped_rows(wh, sides.combined(base.tree, parts), params, keys, schema=schema):
+        for i, out in enumerate(answers):
+            value, rows, having = values[3 * i: 3 * i + 3]
+            # A WHERE that keeps no row of a group yields no group; HAVING drops the groups it fails.
+            if having is True and (rows > 0 or label == "all"):
+                out[label][slice_] = rounded(value, metric.rounding)
+    for (tree, params), out in zip(members, answers):
+        cache[side_key(tree, params)] = out
 
 
 def slice_answers(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], key: exp.Expression | None,
@@ -136,26 +204,20 @@ def slice_answers(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], k
 
 def verify_effect(wh: Warehouse, metric: MetricSpec, rule_id: str, eff: AnyEffect,
                   window: tuple[dt.date, dt.date] | None = None, *, schema: str | None = None,
-                  cache: BaseCache | None = None) -> EdgeCheck:
+                  cache: SideCache | None = None) -> EdgeCheck:
     """Verify one edge; `schema` is the pack's (its read-only role runs every statement); `cache`
-    shares the side without the rule between the edges of one ingest. A failure is kept on the
-    edge as a bounded one-line message: SQL errors are already value-free."""
+    holds the sides `prefetch` computed and shares the side without the rule between edges. A
+    failure is kept on the edge as a bounded one-line message: SQL errors are already value-free."""
     try:
         base = Bound(parse(metric.template, where=f"metric {metric.id}: sql"))
         gold = apply_effect(base, eff, metric, rule_id)
         lo, hi = window or metric_window(wh, metric, schema=schema)
         base_params = {"start_date": lo, "end_date": hi, **metric.params}
         gold_params = {**base_params, **gold.params}
-        keys: list[tuple[str, exp.Expression | None]] = [("all", None)]
-        dims = list(metric.dimensions)
-        if eff.applies_when and eff.applies_when.dimension not in dims:
-            dims.append(eff.applies_when.dimension)
-        for d in dims:
-            keys.append((d, column(base.tree, d)))
-        keys.append(("month", month_bucket(aliased_column(metric.time_ref))))
+        keys = slice_keys(metric, base.tree, [eff])
         changed: list[str] = []
         before = side_answers(wh, base.tree, base_params, keys, metric.rounding, schema=schema, cache=cache)
-        after = side_answers(wh, gold.tree, gold_params, keys, metric.rounding, schema=schema)
+        after = side_answers(wh, gold.tree, gold_params, keys, metric.rounding, schema=schema, cache=cache)
         for label, key in keys:
             b, g = before[label], after[label]
             for s in sorted(set(b) | set(g)):

@@ -19,7 +19,8 @@ from generation.tasks import build_candidates, sql_plan, vocabulary
 from ingest.database import load_database, schema_columns
 from ingest.pack import Pack, load_pack, resolve_pack_path
 from ingest.pipeline import ingest_pack
-from ingest.verify import BaseCache, EdgeCheck, verify_effect
+from ingest.rules import plan_rules
+from ingest.verify import EdgeCheck
 from service.config import get_settings
 from service.graph import Graph
 from service.warehouse import Warehouse
@@ -190,9 +191,7 @@ def legacy_plan(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def edge_checks(pk: Pack, wh: Warehouse) -> list[EdgeCheck]:
-    cache: BaseCache = {}
-    return [verify_effect(wh, pk.metric_by_id[eff.metric], doc.id, eff, schema=pk.schema, cache=cache)
-            for doc in pk.rules for eff in doc.front.effects or []]
+    return plan_rules(pk, wh).checks
 
 
 @pytest.mark.parametrize("name", ["demo", "minipack"])
