@@ -250,7 +250,8 @@ def test_the_run_records_how_its_sql_was_planned(gen: Generated, graph: Graph) -
     assert set(gen.first.sql_plan) == ALL_TYPES
     assert gen.first.sql_plan["knowledge_retrieval"] == {"none": gen.first.sql_plan["knowledge_retrieval"]["none"]}
     paths = {p.split(":")[0] for counts in gen.first.sql_plan.values() for p in counts}
-    assert {"grouped", "legacy"} <= paths
+    # the mini pack's amounts are floats and its privacy rule suppresses groups: fallbacks abound
+    assert "none" in paths and paths & {"grouped", "mixed"} and paths <= {"grouped", "legacy", "mixed", "none"}
     for t in gen.first_tasks:
         assert t["props"]["sql_plan"].split(":")[0] in {"grouped", "legacy", "mixed", "none"}
 
