@@ -164,17 +164,18 @@ def window_only_bounds_time(tree: exp.Expression, time_col: exp.Expression) -> s
     return None
 
 
-def partials_query(tree: exp.Expression, d: Decomposed, group: exp.Expression | None,
+def partials_query(tree: exp.Expression, d: Decomposed | None, group: exp.Expression | None,
                    time_col: exp.Expression) -> exp.Expression:
     """The metric's FROM/WHERE (window placeholders kept) grouped by (group, month): the group,
-    the month as YYYY-MM, the row count and every partial."""
+    the month as YYYY-MM, the row count and every partial (none without `d`: row counts serve
+    top values whatever the metric's aggregates)."""
     tree = tree.copy()
     select = outer_select(tree)
     period = month_bucket(time_col)
     g = group.copy() if group is not None else exp.cast(exp.null(), "TEXT")
     select.set("expressions", [exp.alias_(g, GROUP), exp.alias_(period, PERIOD),
                                exp.alias_(exp.func("COUNT", exp.Star()), ROWS),
-                               *[exp.alias_(p.expression.copy(), p.name) for p in d.partials]])
+                               *[exp.alias_(p.expression.copy(), p.name) for p in (d.partials if d else ())]])
     # Grouped by the month's start, formatted once per group: TO_CHAR on every row costs more than
     # the aggregation itself.
     month = period.args["this"].copy()
@@ -254,6 +255,19 @@ def group_column() -> exp.Expression:
 def month_column() -> exp.Expression:
     """A date in the partial's month: `month_bucket` of it is the partial's period again."""
     return exp.cast(exp.func("CONCAT", _col(PERIOD), exp.Literal.string("-01")), "DATE")
+
+
+UNAVAILABLE = "DIBENCH_NO_VALUE"
+
+
+def no_value() -> exp.Expression:
+    """The proxy's `value` when the partials carry row counts only: a shape that keeps it cannot
+    be answered from them (`needs_value`)."""
+    return exp.Anonymous(this=UNAVAILABLE)
+
+
+def needs_value(tree: exp.Expression) -> bool:
+    return any(a.name == UNAVAILABLE for a in tree.find_all(exp.Anonymous))
 
 
 def count_rows(tree: exp.Expression) -> exp.Expression:
