@@ -209,3 +209,21 @@ def test_edge_verification_is_the_same_on_both_paths(name: str, warehouse: Wareh
     legacy_checks = edge_checks(pk, warehouse)
     assert grouped_checks == legacy_checks
     assert sum(c.verified for c in grouped_checks) >= 5 and not any(c.error for c in grouped_checks)
+
+
+def test_a_variant_is_combined_only_when_it_adds_a_row_filter() -> None:
+    from sqlops import sides
+    base = parse("SELECT COUNT(*) AS value FROM s.o o WHERE o.t >= :start_date AND o.t < :end_date", where="t")
+    filtered = base.copy().where("o.k = :k")
+    assert render(sides.row_filter(base, filtered)) == "o.k = :k"  # type: ignore[arg-type]
+    assert sides.row_filter(base, base.copy()) is None
+    joined = parse("SELECT COUNT(*) AS value FROM s.o o JOIN s.p p ON p.id = o.id "
+                   "WHERE o.t >= :start_date AND o.t < :end_date", where="t")
+    assert sides.row_filter(base, joined) == "the variant changes more than WHERE, value and HAVING"
+    other = parse("SELECT COUNT(*) AS value FROM s.o o WHERE o.t >= :start_date", where="t")
+    assert sides.row_filter(base, other) == "the variant's WHERE is not the base's plus a condition"
+    side = sides.side(base, filtered, {"k": 1, "start_date": 0}, 2)
+    assert isinstance(side, sides.Side) and side.params == {"s2_k": 1, "start_date": 0}
+    assert render(sides.combined(base, [side])) == (
+        "SELECT COUNT(*) FILTER(WHERE (o.k = :s2_k)) AS v0, COUNT(*) FILTER(WHERE (o.k = :s2_k)) AS e0, TRUE AS h0 "
+        "FROM s.o AS o WHERE o.t >= :start_date AND o.t < :end_date")
