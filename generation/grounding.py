@@ -170,7 +170,7 @@ class Context:
             # (attempts, variants, other skeletons): built once. Parts are never changed in place.
             refs = tuple(sorted((r.id, r.content_hash, r.op, r.supersedes or "") for r in self.skeleton.policy
                                 if r.id in key))
-            self._parts[key] = self.ex.remember(("parts", self.metric.id, self.metric.template, refs),
+            self._parts[key] = self.ex.remember(("parts", self.metric.id, self.metric.sql, refs),
                                                 lambda: self._build_parts(key))
         return self._parts[key]
 

@@ -20,7 +20,7 @@ from ingest.database import schema_columns
 from ingest.extract import extract_effects
 from ingest.keys import dimension_key, metric_key, row, rule_key, rule_version_key
 from ingest.pack import Pack, RuleDoc, _rel
-from ingest.verify import EdgeCheck, SideCache, prefetch, verification_window, verify_effect
+from ingest.verify import EdgeCheck, SideCache, edge_window, prefetch, verify_effect
 from service.errors import DibenchError
 from service.warehouse import Warehouse
 from sqlops.ops import AnyEffect
@@ -100,9 +100,8 @@ def prefetch_sides(pack: Pack, wh: Warehouse, only: set[str] | None, windows: di
     for metric_id, effects in by_metric.items():
         metric = pack.metric_by_id[metric_id]
         try:
-            if metric_id not in windows:
-                windows[metric_id] = verification_window(wh, metric, schema=pack.schema)
-            prefetch(wh, metric, effects, windows[metric_id], cache, schema=pack.schema)
+            window = edge_window(wh, metric, effects, windows, schema=pack.schema)
+            prefetch(wh, metric, effects, window, cache, schema=pack.schema)
         except DibenchError:
             continue  # verify_effect meets the same error edge by edge and records it on each
 
@@ -148,10 +147,8 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, v
         for eff in effects:
             metric = pack.metric_by_id[eff.metric]
             if verify:
-                if metric.id not in windows:
-                    windows[metric.id] = verification_window(wh, metric, schema=pack.schema)
-                check = verify_effect(wh, metric, doc.id, eff, windows[metric.id], schema=pack.schema,
-                                      cache=sides)
+                window = edge_window(wh, metric, [(doc.id, eff)], windows, schema=pack.schema)
+                check = verify_effect(wh, metric, doc.id, eff, window, schema=pack.schema, cache=sides)
             else:
                 check = EdgeCheck(doc.id, metric.id, False, (), 0, "not verified (--no-verify)")
             plan.checks.append(check)
