@@ -144,6 +144,43 @@ def loaded_rows(wh: Warehouse, pack: Pack, table: str) -> int | None:
     return int(res.rows[0][0])
 
 
+@contextmanager
+def legacy_plan() -> Iterator[None]:
+    """DIBENCH_GROUPED_PLAN=0 inside the block: one SQL statement per answer (and per slice)."""
+    saved = os.environ.get("DIBENCH_GROUPED_PLAN")
+    os.environ["DIBENCH_GROUPED_PLAN"] = "0"
+    get_settings.cache_clear()
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("DIBENCH_GROUPED_PLAN")
+        else:
+            os.environ["DIBENCH_GROUPED_PLAN"] = saved
+        get_settings.cache_clear()
+
+
+def legacy_run(pack: Pack, graph: Graph, args: argparse.Namespace) -> dict[str, Any]:
+    """The same generation with one SQL statement per answer (a new run; same task keys)."""
+    with legacy_plan(), sql_clock() as clock:
+        started = time.perf_counter()
+        summary = generate(pack, graph, target=args.target, seed=args.seed, workers=1,
+                           min_per_type=args.min_per_type, new=True)
+        wall = time.perf_counter() - started
+    return {"tasks": summary.admitted, "wall_seconds": round(wall, 2), "sql_seconds": round(clock.seconds, 2),
+            "sql_statements": clock.statements, "sql_plan": summary.sql_plan}
+
+
+def print_comparison(grouped: dict[str, Any], legacy: dict[str, Any]) -> None:
+    print(f"[bench] {'plan':8s} {'tasks':>6s} {'wall s':>8s} {'SQL st.':>8s} {'SQL s':>8s} {'tasks/s':>8s} {'wall/SQL':>9s}")
+    for name, r in (("grouped", grouped), ("legacy", legacy)):
+        print(f"[bench] {name:8s} {r['tasks']:6d} {r['wall_seconds']:8.1f} {r['sql_statements']:8d} "
+              f"{r['sql_seconds']:8.1f} {r['tasks'] / r['wall_seconds']:8.3f} {r['wall_seconds'] / r['sql_seconds']:9.3f}")
+    print(f"[bench] legacy / grouped: wall {legacy['wall_seconds'] / grouped['wall_seconds']:.2f}x, SQL statements "
+          f"{legacy['sql_statements'] / grouped['sql_statements']:.2f}x, SQL time "
+          f"{legacy['sql_seconds'] / grouped['sql_seconds']:.2f}x; same tasks: {legacy['tasks'] == grouped['tasks']}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pack", default="demo", help="pack name or path (default: demo)")
@@ -156,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--keep", action="store_true", help="keep the bench domain in the graph afterwards")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--compare-legacy", action="store_true",
+                    help="after the timed run, time a second run with one SQL statement per answer "
+                         "(DIBENCH_GROUPED_PLAN=0, the path before grouped planning) and print both side by side")
     args = ap.parse_args(argv)
     if get_settings().llm_provider:
         sys.exit("unset DIBENCH_LLM_PROVIDER: the benchmark measures generation without an LLM")
@@ -194,6 +234,11 @@ def main(argv: list[str] | None = None) -> int:
                                progress=lambda m: print(f"[bench] {time.perf_counter() - started:8.1f}s {m}", flush=True))
             wall = time.perf_counter() - started
         variants = sum(1 for r in graph.read("tasks_for_run", run=summary.run_key))
+        if args.compare_legacy:
+            grouped = {"tasks": summary.admitted, "wall_seconds": round(wall, 2), "sql_seconds": round(clock.seconds, 2),
+                       "sql_statements": clock.statements}
+            result["legacy_plan"] = legacy_run(pack, graph, args)
+            print_comparison(grouped, result["legacy_plan"])
         if not args.keep:
             delete_domain(graph, pack.name)
     graph.close()

@@ -14,17 +14,20 @@ import datetime as dt
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from sqlglot import exp
 
+from generation import grouped as grouped_plan
 from generation.skeletons import Skeleton
 from ingest.verify import as_date, metric_window
+from service.config import get_settings
 from service.errors import RewriteError
 from service.models import LLMEffects, MetricSpec
 from service.warehouse import QueryResult, Warehouse
+from sqlops import grouped as grouped_sql
 from sqlops.dialect import parse, parse_expression, render
 from sqlops.ops import AnyEffect, Bound, apply_effects
 from sqlops.shape import combine, distinct_values, rename_placeholders
@@ -33,7 +36,8 @@ from sqlops.tree import aliased_column, column
 Shape = Callable[[exp.Expression], exp.Expression]
 
 
-CACHE_ENTRIES = 256
+CACHE_ENTRIES = 4096
+T = TypeVar("T")
 
 
 @dataclass
@@ -46,23 +50,35 @@ class Executor:
     schema: str | None = None  # the domain's: its read-only role runs every statement
     sql_seconds: float = 0.0
     statements: int = 0
-    cache: dict[tuple[str, str], QueryResult] = field(default_factory=dict)
+    cache: dict[Hashable, Any] = field(default_factory=dict)
+    # Answer analysis statements from one partials scan per rule set (generation/grouped.py);
+    # off: one statement per answer, as before issue 15 (DIBENCH_GROUPED_PLAN=0, generate --legacy-plan).
+    grouped: bool = field(default_factory=lambda: get_settings().grouped_plan)
+    plan_log: list[str] = field(default_factory=list)  # per answered statement: "grouped" or "legacy: why"
 
-    def run(self, sql: str, params: dict[str, Any]) -> QueryResult:
+    def run(self, sql: str, params: dict[str, Any], *, cache: bool = True) -> QueryResult:
+        if not cache:
+            return self._execute(sql, params)
         key = (sql, json.dumps(params, sort_keys=True, default=str))
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit
+        return self.remember(key, lambda: self._execute(sql, params))
+
+    def remember(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()` once per key, for the rest of the run (the CACHE_ENTRIES most recent keys)."""
+        if key in self.cache:
+            return cast(T, self.cache[key])
+        value = compute()
+        if len(self.cache) >= CACHE_ENTRIES:
+            self.cache.pop(next(iter(self.cache)))
+        self.cache[key] = value
+        return value
+
+    def _execute(self, sql: str, params: dict[str, Any]) -> QueryResult:
         started = time.perf_counter()
         try:
-            result = self.wh.execute_readonly(sql, params, schema=self.schema)
+            return self.wh.execute_readonly(sql, params, schema=self.schema)
         finally:
             self.sql_seconds += time.perf_counter() - started
             self.statements += 1
-        if len(self.cache) >= CACHE_ENTRIES:
-            self.cache.pop(next(iter(self.cache)))
-        self.cache[key] = result
-        return result
 
 
 @dataclass(frozen=True)
@@ -150,30 +166,42 @@ class Context:
         """The metric's part(s) with the effects of `rule_ids` applied in the composition order."""
         key = frozenset(rule_ids)
         if key not in self._parts:
-            ids = {r.id for r in self.skeleton.policy if r.id in key}
-            winners = frozenset(r.id for r in self.skeleton.policy if r.id in ids and r.supersedes in ids)
-            parts = []
-            for name, m in self.inputs():
-                tree = parse(m.template, where=f"metric {m.id}: sql")
-                tree.meta["time_column"] = m.time_ref
-                bound = apply_effects(Bound(tree), self.effects(key, m), m, winners)
-                if name:
-                    bound = Bound(rename_placeholders(bound.tree, f"{name}__", WINDOW),
-                                  {f"{name}__{k}": v for k, v in bound.params.items()})
-                parts.append(Part(name, m, bound))
-            self._parts[key] = tuple(parts)
+            # The same rules on the same metric give the same parts in every Context of the run
+            # (attempts, variants, other skeletons): built once. Parts are never changed in place.
+            refs = tuple(sorted((r.id, r.content_hash, r.op, r.supersedes or "") for r in self.skeleton.policy
+                                if r.id in key))
+            self._parts[key] = self.ex.remember(("parts", self.metric.id, self.metric.sql, refs),
+                                                lambda: self._build_parts(key))
         return self._parts[key]
+
+    def _build_parts(self, key: frozenset[str]) -> tuple[Part, ...]:
+        ids = {r.id for r in self.skeleton.policy if r.id in key}
+        winners = frozenset(r.id for r in self.skeleton.policy if r.id in ids and r.supersedes in ids)
+        parts = []
+        for name, m in self.inputs():
+            tree = parse(m.template, where=f"metric {m.id}: sql")
+            tree.meta["time_column"] = m.time_ref
+            bound = apply_effects(Bound(tree), self.effects(key, m), m, winners)
+            if name:
+                bound = Bound(rename_placeholders(bound.tree, f"{name}__", WINDOW),
+                              {f"{name}__{k}": v for k, v in bound.params.items()})
+            parts.append(Part(name, m, bound))
+        return tuple(parts)
 
     @property
     def has_rules(self) -> bool:
         return bool(self.in_force)
 
     def time(self, tree: exp.Expression) -> exp.Expression:
-        """The time column of the (part's) query `tree`."""
+        """The time column of the (part's) query `tree` (over partials: a day of the partial's month)."""
+        if tree.meta.get("grouped"):
+            return grouped_sql.month_column()
         return aliased_column(str(tree.meta.get("time_column") or self.metric.time_ref))
 
     def dim(self, tree: exp.Expression) -> exp.Expression:
         """The skeleton's dimension column as the (part's) query `tree` reads it."""
+        if tree.meta.get("grouped"):
+            return grouped_sql.group_column()
         return column(tree, self.skeleton.dimension)
 
     @property
@@ -199,13 +227,32 @@ class Context:
         base_params = {**self.window_params(window), **(extra or {})}
         self.last = (shape, base_params)
         gold_st, base_st = self.statement(self.in_force), self.statement(frozenset())
-        gold = self.ex.run(gold_st.sql, gold_st.params)
-        base = self.ex.run(base_st.sql, base_st.params) if self.has_rules else gold
+        gold = self.rows(self.in_force, gold_st, window, extra)
+        base = self.rows(frozenset(), base_st, window, extra) if self.has_rules else gold
         lifted_rows = None
         if lifted:
-            st = self.statement(self.in_force - {self.featured})
-            lifted_rows = self.ex.run(st.sql, st.params).rows
+            without = self.in_force - {self.featured}
+            lifted_rows = self.rows(without, self.statement(without), window, extra).rows
         return Pair(gold.rows, base.rows, gold_st.sql, base_st.sql, gold_st.params, base_st.params, lifted_rows)
+
+    def rows(self, rule_ids: frozenset[str], st: Statement, window: tuple[dt.date, dt.date],
+             extra: dict[str, Any] | None) -> QueryResult:
+        """What statement `st` (the last shape under `rule_ids`) returns: from the grouped plan when
+        it applies, else by running `st`."""
+        assert self.last is not None
+        return self.planned(rule_ids, self.last[0], window, extra or {}, st.sql, st.params)
+
+    def planned(self, rule_ids: frozenset[str], shape: Shape, window: tuple[dt.date, dt.date],
+                extra: dict[str, Any], sql: str, params: dict[str, Any]) -> QueryResult:
+        planned: QueryResult | str = "switched off"
+        if self.ex.grouped:  # the original statement and its parameters say what the answer is
+            key = ("answer", sql, json.dumps(params, sort_keys=True, default=str))
+            planned = self.ex.remember(key, lambda: grouped_plan.answer(self, rule_ids, shape, window, extra))
+        if isinstance(planned, QueryResult):
+            self.ex.plan_log.append("grouped")
+            return planned
+        self.ex.plan_log.append(f"legacy: {planned}")
+        return self.ex.run(sql, params)
 
     def statement(self, rule_ids: frozenset[str]) -> Statement:
         """The last shaped query under `rule_ids` (not run)."""
@@ -223,7 +270,9 @@ class Context:
     def top_values(self, window: tuple[dt.date, dt.date], limit: int = 12, min_rows: int = 5) -> list[str]:
         """Dimension values present in the window, most frequent first, with at least min_rows rows."""
         tree = distinct_values(self.base.tree, self.dim_col, "value_limit")
-        res = self.ex.run(render(tree), {**self.window_params(window), "value_limit": limit})
+        extra = {"value_limit": limit}
+        res = self.planned(frozenset(), lambda t: distinct_values(t, self.dim(t), "value_limit"), window, extra,
+                           render(tree), {**self.window_params(window), **extra})
         return [str(v) for v, n in res.rows if v is not None and n >= min_rows]
 
 

@@ -58,6 +58,9 @@ class RunSummary:
     llm_failures: int = 0  # model calls that failed for good (each recorded against its candidate)
     llm_model: str = "none"
     prompt_versions: dict[str, Any] = field(default_factory=dict)  # as the Run records them
+    # analysis type -> {"grouped" | "legacy: <why>" | "mixed: <why>" | "none": candidates} (generation.tasks.sql_plan)
+    sql_plan: dict[str, dict[str, int]] = field(default_factory=dict)
+    sql_statements: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -174,12 +177,14 @@ def summarise(graph: Graph, run_key: str, pack: Pack, skeletons: int) -> RunSumm
     by_type: Counter[str] = Counter()
     by_tier: Counter[str] = Counter()
     rej: Counter[str] = Counter()
+    plans: dict[str, Counter[str]] = {}
     rules: set[str] = set()
     featured: set[str] = set()
     metrics: set[str] = set()
     for r in rows:
         if r["variant"] != "standard":
             continue
+        plans.setdefault(r["analysis_type"], Counter())[r["sql_plan"] or "none"] += 1
         if r["status"] == "admitted":
             by_type[r["analysis_type"]] += 1
             by_tier[r["tier"]] += 1
@@ -194,6 +199,7 @@ def summarise(graph: Graph, run_key: str, pack: Pack, skeletons: int) -> RunSumm
     s.by_type, s.by_tier, s.rejections_by_check = dict(sorted(by_type.items())), dict(sorted(by_tier.items())), dict(sorted(rej.items()))
     s.rules_covered, s.rules_total, s.metrics_covered = len(rules), len(pack.rules), len(metrics)
     s.featured_covered = len(featured)
+    s.sql_plan = {a: dict(sorted(c.items())) for a, c in sorted(plans.items())}
     return s
 
 
@@ -291,6 +297,7 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
     summary.skipped_metrics, summary.migrated = enum.skipped, migrated
     summary.wall_seconds = round(time.perf_counter() - started, 2)
     summary.sql_seconds = round(sum(s["sql_seconds"] for s in stats), 2)
+    summary.sql_statements = sum(s["statements"] for s in stats)
     summary.stage2 = stage2_mode()
     summary.resumed = run.resumed
     summary.llm = merge_counts([s["llm"] for s in stats if "llm" in s])
@@ -300,6 +307,8 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
                                      failures=summary.llm_failures):
         summary.llm_model = str(row["model"] or "none")
         summary.prompt_versions = json.loads(row["prompt_versions"] or "{}")
+    graph.write("run_sql_plan", key=run_key, sql_plan=json.dumps(summary.sql_plan, sort_keys=True),
+                statements=summary.sql_statements)
     return summary
 
 

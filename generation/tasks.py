@@ -133,15 +133,28 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
         if not analysis.compatible(sk):
             continue
         rng = random.Random(f"{seed}|{sk.key}|{analysis.NAME}")
+        mark = len(ex.plan_log)
         try:
             g = ground(analysis, sk, metric, ex, rng, windows[metric.id], docs, metrics=pack.metric_by_id)
         except DibenchError as exc:
             g = Grounded(Outcome({"error": str(exc)}, {}, None, None, {}, {}, {}))
         if g is None:
             continue
-        out.append(candidate(sk, pack, analysis.NAME, g, rng, vocab, llm, key=candidate_key(sk, analysis.NAME),
-                             judge=judge))
+        c = candidate(sk, pack, analysis.NAME, g, rng, vocab, llm, key=candidate_key(sk, analysis.NAME), judge=judge)
+        c.sql_plan = sql_plan(ex.plan_log[mark:])
+        out.append(c)
     return out
+
+
+def sql_plan(log: list[str]) -> str:
+    """How an analysis's statements were answered: "grouped" (all from the grouped plan), "none"
+    (no statement: knowledge), else "legacy: <reasons>" or "mixed: <reasons>" (the fallbacks')."""
+    reasons = sorted({p.split(": ", 1)[1] for p in log if p != "grouped"})
+    if not log:
+        return "none"
+    if not reasons:
+        return "grouped"
+    return f"{'mixed' if 'grouped' in log else 'legacy'}: {'; '.join(reasons)}"
 
 
 def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.Random, vocab: Vocabulary,

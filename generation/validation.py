@@ -51,6 +51,7 @@ class Candidate:
     lifted_params: dict[str, Any] = field(default_factory=dict)
     featured_sql: str | None = None  # the featured rule alone (what a one-rule analyst computes)
     featured_params: dict[str, Any] = field(default_factory=dict)
+    sql_plan: str = ""  # how its statements were answered (generation.tasks.sql_plan)
 
 
 def task_contract(analysis_type: str, rounding: int) -> AnswerContract:

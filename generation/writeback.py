@@ -54,7 +54,7 @@ def task_rows(cands: list[Candidate], pack: Pack, run_key: str) -> list[dict[str
                 "featured_rule": cand.featured_rule, "decisive_rules": cand.decisive_rules, "policy": cand.policy,
                 "gold_version": GOLD_VERSION,
                 "judge": json.dumps(cand.judge, sort_keys=True), "facts": json.dumps(cand.facts, sort_keys=True, default=str),
-                "run_key": run_key, "skeleton_key": cand.skeleton_key, "version": 1,
+                "run_key": run_key, "skeleton_key": cand.skeleton_key, "version": 1, "sql_plan": cand.sql_plan,
             }
             if variant != "no_rule":  # the no-rule variant has no rule to lift or feature
                 props.update({

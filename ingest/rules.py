@@ -20,7 +20,7 @@ from ingest.database import schema_columns
 from ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION, extract_effects
 from ingest.keys import dimension_key, metric_key, row, rule_key, rule_version_key
 from ingest.pack import Pack, RuleDoc, _rel
-from ingest.verify import EdgeCheck, metric_window, verify_effect
+from ingest.verify import EdgeCheck, SideCache, edge_window, prefetch, verify_effect
 from service.errors import DibenchError
 from service.graph import Graph
 from service.llm import describe
@@ -95,6 +95,25 @@ def effect_problems(doc: RuleDoc, effects: list[AnyEffect], pack: Pack) -> list[
     return out
 
 
+def prefetch_sides(pack: Pack, wh: Warehouse, only: set[str] | None, windows: dict[str, tuple[dt.date, dt.date]],
+                   cache: SideCache) -> None:
+    """Verify the front-matter effects of all documents metric by metric, one scan each (what
+    verify_effect then reads); effects an LLM extracts later are verified one by one."""
+    by_metric: dict[str, list[tuple[str, AnyEffect]]] = {}
+    for doc in pack.rules:
+        if (only is None or doc.id in only) and doc.front.effects:
+            for eff in doc.front.effects:
+                if eff.metric in pack.metric_by_id:
+                    by_metric.setdefault(eff.metric, []).append((doc.id, eff))
+    for metric_id, effects in by_metric.items():
+        metric = pack.metric_by_id[metric_id]
+        try:
+            window = edge_window(wh, metric, effects, windows, schema=pack.schema)
+            prefetch(wh, metric, effects, window, cache, schema=pack.schema)
+        except DibenchError:
+            continue  # verify_effect meets the same error edge by edge and records it on each
+
+
 def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, graph: Graph | None = None,
                verify: bool = True, only: set[str] | None = None) -> RulePlan:
     """The rule part of the ingest plan; with `llm`, documents without effects get them extracted,
@@ -102,6 +121,9 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, g
     plan = RulePlan()
     d = pack.name
     windows: dict[str, tuple[dt.date, dt.date]] = {}
+    sides: SideCache = {}  # each metric's slices without rules and under each effect, one scan per metric
+    if verify:
+        prefetch_sides(pack, wh, only, windows, sides)
     # Extracted effects are checked against the loaded schema, like front-matter ones by `domain validate`.
     columns = schema_columns(wh, pack.schema) if llm is not None else {}
     for doc in pack.rules:
@@ -139,9 +161,8 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, g
         for eff in effects:
             metric = pack.metric_by_id[eff.metric]
             if verify:
-                if metric.id not in windows:
-                    windows[metric.id] = metric_window(wh, metric, schema=pack.schema)
-                check = verify_effect(wh, metric, doc.id, eff, windows[metric.id], schema=pack.schema)
+                window = edge_window(wh, metric, [(doc.id, eff)], windows, schema=pack.schema)
+                check = verify_effect(wh, metric, doc.id, eff, window, schema=pack.schema, cache=sides)
             else:
                 check = EdgeCheck(doc.id, metric.id, False, (), 0, "not verified (--no-verify)")
             plan.checks.append(check)

@@ -2,24 +2,36 @@
 
 An edge is verified when applying the rule's operation to the metric's SQL changes the
 computed answer on at least one realistic slice of the data: the whole time range, every
-value of each dimension the metric may be sliced by (one GROUP BY each), and every month.
-Both statements run on the read-only path.
+value of each dimension the metric may be sliced by, and every month. All slices of one side
+(the metric without and with the rule) come from one statement, GROUP BY GROUPING SETS of the
+slice keys (issue 15): each grouping set aggregates the same rows with the same expression as a
+GROUP BY of its key alone would, HAVING included, so the answers are those of one statement per
+slice. Better still, `prefetch` computes the side without rules and the side of every effect on
+a metric in one statement (sqlops/sides.py), so an ingest scans each metric's data once. A
+statement that already groups falls back to one statement per slice, and so does every
+statement with DIBENCH_GROUPED_PLAN=0 (the path before issue 15). The side without
+the rule is shared by every edge of the metric (`BaseCache`). All statements run on the
+read-only path.
 """
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
 
+from service.config import get_settings
 from service.errors import DibenchError
 from service.models import MetricSpec
 from service.warehouse import Warehouse, bounded_message
+from sqlops import sides
+from sqlops.grouped import window_only_bounds_time
 from sqlops.dialect import parse, render
 from sqlops.ops import AnyEffect, Bound, apply_effect
 from sqlops.shape import group_by, month_bucket, time_bounds
-from sqlops.tree import aliased_column, column
+from sqlops.tree import aliased_column, column, outer_select, value_projection
 
 WIDE = (dt.date(1900, 1, 1), dt.date(2200, 1, 1))
 
@@ -50,10 +62,160 @@ def metric_window(wh: Warehouse, metric: MetricSpec, *, schema: str | None = Non
     return as_date(lo), as_date(hi) + dt.timedelta(days=1)
 
 
+def window_free(metric: MetricSpec, effects: list[tuple[str, AnyEffect]]) -> bool:
+    """Whether neither the metric's SQL nor any of `effects` does more with the window than bound
+    the time column (a rule may count accounts opened before :end_date)."""
+    try:
+        base = Bound(parse(metric.template, where=f"metric {metric.id}: sql"))
+        trees = [base.tree] + [apply_effect(base, eff, metric, rule_id).tree for rule_id, eff in effects]
+    except (DibenchError, ValueError):
+        return False  # a derived metric, or an effect that fails: verify_effect says so on the edge
+    time_col = aliased_column(metric.time_ref)
+    return all(window_only_bounds_time(t, time_col) is None for t in trees)
+
+
+def edge_window(wh: Warehouse, metric: MetricSpec, effects: list[tuple[str, AnyEffect]],
+                windows: dict[str, tuple[dt.date, dt.date]], *, schema: str | None = None) -> tuple[dt.date, dt.date]:
+    """The window edges are verified on: all of the metric's data. When the window does nothing
+    but bound the time column (`window_free`), WIDE keeps exactly the rows [first day, day after
+    last) keeps and spares a scan for them (grouped plan only; the path before issue 15 asks
+    `metric_window`, once per metric in `windows`)."""
+    if get_settings().grouped_plan and window_free(metric, effects):
+        return WIDE
+    if metric.id not in windows:
+        windows[metric.id] = metric_window(wh, metric, schema=schema)
+    return windows[metric.id]
+
+
 def rounded(v: Any, digits: int) -> Any:
     if isinstance(v, float):
         return round(v, digits)
     return v
+
+
+Keys = list[tuple[str, exp.Expression | None]]
+Answers = dict[str, dict[str, Any]]  # slice key label -> {slice: rounded value}
+SideCache = dict[tuple[str, str], Answers]  # (SQL, parameters) of one side -> its answers, for some keys
+
+
+def side_key(tree: exp.Expression, params: dict[str, Any]) -> tuple[str, str]:
+    return render(tree), json.dumps(params, sort_keys=True, default=str)
+
+
+def grouping_sets(tree: exp.Expression, keys: Keys) -> exp.Expression:
+    """One statement for every slice key: the keys, GROUPING() of them (which set a row is of) and
+    the tree's projections, GROUP BY GROUPING SETS ((), (key1), ...). A month key (TO_CHAR of a
+    DATE_TRUNC) is grouped by the DATE_TRUNC and formatted once per group, not once per row."""
+    tree = tree.copy()
+    select = outer_select(tree)
+    shown = [k for _, k in keys if k is not None]
+    grouped = [k.this if isinstance(k, exp.ToChar) else k for k in shown]
+    sets = [exp.Tuple(expressions=[]) if k is None else
+            exp.Paren(this=(k.this if isinstance(k, exp.ToChar) else k).copy()) for _, k in keys]
+    select.set("expressions", [*[exp.alias_(e.copy(), f"k{i}") for i, e in enumerate(shown)],
+                               exp.alias_(exp.func("GROUPING", *[e.copy() for e in grouped]), "grouping_set"),
+                               *[p.copy() for p in select.expressions]])
+    select.set("group", exp.Group(grouping_sets=[exp.GroupingSets(expressions=sets)]))
+    return tree
+
+
+def grouped_rows(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], keys: Keys,
+                 *, schema: str | None = None) -> list[tuple[str, str, tuple[Any, ...]]]:
+    """(key label, slice, the tree's projections) of every row of the GROUPING SETS statement."""
+    exprs = len([k for _, k in keys if k is not None])
+    everything = (1 << exprs) - 1
+    bits: dict[int, str] = {}
+    positions: dict[str, int] = {}
+    for label, key in keys:  # GROUPING(k0..kn) sets bit n-1-i when k_i is not in the row's set
+        if key is None:
+            bits[everything] = label
+        else:
+            positions[label] = len(positions)
+            bits[everything & ~(1 << (exprs - 1 - positions[label]))] = label
+    res = wh.execute_readonly(render(grouping_sets(tree, keys)), params, schema=schema)
+    out = []
+    for r in res.rows:
+        label = bits[r[exprs]]
+        out.append((label, str(r[positions[label]]) if label in positions else "all", tuple(r[exprs + 1:])))
+    return out
+
+
+def grouped_answers(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], keys: Keys, digits: int,
+                    *, schema: str | None = None) -> Answers:
+    """What `slice_answers` gives for each key, from one GROUPING SETS statement."""
+    out: Answers = {label: {} for label, _ in keys}
+    for label, slice_, values in grouped_rows(wh, tree, params, keys, schema=schema):
+        out[label][slice_] = rounded(values[0], digits)
+    return out
+
+
+def side_answers(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], keys: Keys, digits: int,
+                 *, schema: str | None = None, cache: SideCache | None = None) -> Answers:
+    """Every slice key's answers for one side (from `cache` when `prefetch` computed them); one
+    statement unless the tree already groups."""
+    key = side_key(tree, params)
+    hit = cache.get(key) if cache is not None else None
+    if hit is not None and all(label in hit for label, _ in keys):
+        return {label: hit[label] for label, _ in keys}
+    if not get_settings().grouped_plan or outer_select(tree).args.get("group"):
+        out = {label: slice_answers(wh, tree, params, k, digits, schema=schema) for label, k in keys}
+    else:
+        out = grouped_answers(wh, tree, params, keys, digits, schema=schema)
+    if cache is not None:
+        cache[key] = out
+    return out
+
+
+def slice_keys(metric: MetricSpec, tree: exp.Expression, effects: list[AnyEffect]) -> Keys:
+    """The whole window, each dimension the metric (or an effect's condition) slices by, each month."""
+    keys: Keys = [("all", None)]
+    dims = list(metric.dimensions)
+    for eff in effects:
+        if eff.applies_when and eff.applies_when.dimension not in dims:
+            dims.append(eff.applies_when.dimension)
+    keys += [(d, column(tree, d)) for d in dims]
+    keys.append(("month", month_bucket(aliased_column(metric.time_ref))))
+    return keys
+
+
+def prefetch(wh: Warehouse, metric: MetricSpec, effects: list[tuple[str, AnyEffect]],
+             window: tuple[dt.date, dt.date], cache: SideCache, *, schema: str | None = None) -> None:
+    """The answers of the metric without rules and under each effect, every slice, in one scan
+    (sqlops/sides.py), into `cache` for `verify_effect`. An effect that is more than a row filter,
+    a value and a HAVING (or fails to apply) is left to `verify_effect` alone."""
+    if not get_settings().grouped_plan:
+        return
+    base = Bound(parse(metric.template, where=f"metric {metric.id}: sql"))
+    base_params = {"start_date": window[0], "end_date": window[1], **metric.params}
+    variants = [(base.tree, base_params)]
+    for rule_id, eff in effects:
+        try:
+            gold = apply_effect(base, eff, metric, rule_id)
+        except DibenchError:
+            continue  # verify_effect records the error on the edge
+        variants.append((gold.tree, {**base_params, **gold.params}))
+    members: list[tuple[exp.Expression, dict[str, Any]]] = []
+    parts: list[sides.Side] = []
+    for tree, params in variants:
+        part = sides.side(base.tree, tree, params, len(parts))
+        if not isinstance(part, str):
+            members.append((tree, params))
+            parts.append(part)
+    if len(parts) < 2:
+        return
+    keys = slice_keys(metric, base.tree, [eff for _, eff in effects])
+    params = dict(base_params)
+    for part in parts:
+        params.update(part.params)
+    answers: list[Answers] = [{label: {} for label, _ in keys} for _ in parts]
+    for label, slice_, values in grouped_rows(wh, sides.combined(base.tree, parts), params, keys, schema=schema):
+        for i, out in enumerate(answers):
+            value, rows, having = values[3 * i: 3 * i + 3]
+            # A WHERE that keeps no row of a group yields no group; HAVING drops the groups it fails.
+            if having is True and (rows > 0 or label == "all"):
+                out[label][slice_] = rounded(value, metric.rounding)
+    for (tree, params), out in zip(members, answers):
+        cache[side_key(tree, params)] = out
 
 
 def slice_answers(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], key: exp.Expression | None,
@@ -67,26 +229,23 @@ def slice_answers(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], k
 
 
 def verify_effect(wh: Warehouse, metric: MetricSpec, rule_id: str, eff: AnyEffect,
-                  window: tuple[dt.date, dt.date] | None = None, *, schema: str | None = None) -> EdgeCheck:
-    """Verify one edge; `schema` is the pack's (its read-only role runs every statement). A failure
-    is kept on the edge as a bounded one-line message: SQL errors are already value-free."""
+                  window: tuple[dt.date, dt.date] | None = None, *, schema: str | None = None,
+                  cache: SideCache | None = None) -> EdgeCheck:
+    """Verify one edge; `schema` is the pack's (its read-only role runs every statement); `cache`
+    holds the sides `prefetch` computed and shares the side without the rule between edges. A
+    failure is kept on the edge as a bounded one-line message: SQL errors are already value-free."""
     try:
         base = Bound(parse(metric.template, where=f"metric {metric.id}: sql"))
         gold = apply_effect(base, eff, metric, rule_id)
         lo, hi = window or metric_window(wh, metric, schema=schema)
         base_params = {"start_date": lo, "end_date": hi, **metric.params}
         gold_params = {**base_params, **gold.params}
-        keys: list[tuple[str, exp.Expression | None]] = [("all", None)]
-        dims = list(metric.dimensions)
-        if eff.applies_when and eff.applies_when.dimension not in dims:
-            dims.append(eff.applies_when.dimension)
-        for d in dims:
-            keys.append((d, column(base.tree, d)))
-        keys.append(("month", month_bucket(aliased_column(metric.time_ref))))
+        keys = slice_keys(metric, base.tree, [eff])
         changed: list[str] = []
+        before = side_answers(wh, base.tree, base_params, keys, metric.rounding, schema=schema, cache=cache)
+        after = side_answers(wh, gold.tree, gold_params, keys, metric.rounding, schema=schema, cache=cache)
         for label, key in keys:
-            b = slice_answers(wh, base.tree, base_params, key, metric.rounding, schema=schema)
-            g = slice_answers(wh, gold.tree, gold_params, key, metric.rounding, schema=schema)
+            b, g = before[label], after[label]
             for s in sorted(set(b) | set(g)):
                 if b.get(s, "<suppressed>") != g.get(s, "<suppressed>"):
                     changed.append(f"{label}={s}" if key is not None else "all")

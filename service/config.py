@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     )
     pg_port: int = Field(55432, description="port of the local PostgreSQL cluster")
     statement_timeout_s: float = Field(30.0, description="timeout of generated SQL, seconds")
+    grouped_plan: bool = Field(
+        True, description="answer a skeleton's analysis statements from one grouped scan per rule set where the "
+                          "metric's aggregates allow it (0: one statement per answer, the path before issue 15)")
     readonly_password: str | None = Field(
         None, description="password of the per-domain read-only roles (dibench_ro_<schema>); unset: no password, "
                           "for a cluster that trusts loopback logins like the local one. Never commit it")

@@ -115,6 +115,14 @@ def check_readonly(sql: str) -> exp.Expression:
     return tree
 
 
+@lru_cache(maxsize=4096)
+def checked_readonly(sql: str) -> None:
+    """check_readonly, once per distinct text: the verdict depends on the text alone, and a
+    generation run sends the same statements again and again (a refusal raises every time: an
+    exception is never cached)."""
+    check_readonly(sql)
+
+
 def sanitized_error(orig: BaseException | None) -> str:
     """A bounded, value-free description of a database error: SQLSTATE and its class, plus, for
     syntax and undefined-object errors (class 42) only, the first line of the message, whose
@@ -212,7 +220,7 @@ class Warehouse:
         back. With `schema` (or a default from `for_schema`), it runs as that domain's read-only role
         (see service.pgroles), which can read that schema only; without, as the admin role (only
         for callers with no domain)."""
-        check_readonly(sql)
+        checked_readonly(sql)
         schema = schema if schema is not None else self.default_schema
         timeout_ms = int(1000 * (timeout_s if timeout_s is not None else self.settings.statement_timeout_s))
         engine = self.engine if schema is None else self.role_engine(schema)

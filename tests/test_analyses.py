@@ -47,15 +47,18 @@ def rows(warehouse: Warehouse) -> list[Row]:
     return out
 
 
-def context(pack: Pack, wh: Warehouse, sk: Skeleton, seed: int) -> Context:
+def context(pack: Pack, wh: Warehouse, sk: Skeleton, seed: int, grouped: bool = True) -> Context:
     metric = pack.metric_by_id[sk.metric]
-    return Context(metric, sk, Executor(wh), random.Random(seed), data_window(wh, metric),
+    return Context(metric, sk, Executor(wh, grouped=grouped), random.Random(seed), data_window(wh, metric),
                    {r.id: r for r in pack.rules})
 
 
-def run(analysis: Any, pack: Pack, wh: Warehouse, sk: Skeleton, seed: int) -> tuple[Outcome, Context]:
+def run(analysis: Any, pack: Pack, wh: Warehouse, sk: Skeleton, seed: int,
+        grouped: bool = True) -> tuple[Outcome, Context]:
+    """`grouped`=False: one statement per answer (the tests that count the statements of that path;
+    the grouped plan's are compared with it in test_grouped_plan)."""
     assert analysis.compatible(sk), f"{analysis.NAME} is not compatible with {sk.key}"
-    ctx = context(pack, wh, sk, seed)
+    ctx = context(pack, wh, sk, seed, grouped)
     out = analysis.build(ctx)
     assert out is not None, f"{analysis.NAME} gave no outcome for {sk.key}, seed {seed}"
     return out, ctx
@@ -158,7 +161,7 @@ def expected_trend(values: dict[str, Fraction]) -> dict[str, Any]:
 def test_trend_is_one_group_by_over_the_months(seed: int, pack: Pack, warehouse: Warehouse,
                                                rows: list[Row]) -> None:
     sk = skeleton(pack, "MINI-SAT-001", "orders.ordered_at", ["MINI-R-STRICT"])
-    out, ctx = run(trend, pack, warehouse, sk, seed)
+    out, ctx = run(trend, pack, warehouse, sk, seed, grouped=False)
     win = in_window(rows, out.facts)
     months = by_group(win, month)
     assert out.facts["periods"] == len(months) >= 3
@@ -175,7 +178,7 @@ def test_trend_is_one_group_by_over_the_months(seed: int, pack: Pack, warehouse:
 
 def test_trend_without_rule_runs_exactly_one_statement(pack: Pack, warehouse: Warehouse, rows: list[Row]) -> None:
     sk = skeleton(pack, "MINI-AOV-001", "orders.ordered_at", policy=())
-    out, ctx = run(trend, pack, warehouse, sk, 3)
+    out, ctx = run(trend, pack, warehouse, sk, 3, grouped=False)
     assert ctx.ex.statements == 1
     months = by_group(in_window(rows, out.facts), month)
     values = {m: metric_value(sk.metric, rs, set()) for m, rs in months.items()}
@@ -222,7 +225,7 @@ def test_significance_is_welch_on_the_monthly_values(seed: int, pack: Pack, ware
                                                     rows: list[Row]) -> None:
     # The privacy rule would suppress most monthly groups: the test keeps a policy that leaves them.
     sk = skeleton(pack, "MINI-SAT-001", "customers.plan", ["MINI-R-PHONE"], policy=["MINI-R-PHONE", "MINI-R-STRICT"])
-    out, ctx = run(significance, pack, warehouse, sk, seed)
+    out, ctx = run(significance, pack, warehouse, sk, seed, grouped=False)
     a, b = out.facts["group_a"], out.facts["group_b"]
     win = in_window(rows, out.facts)
 

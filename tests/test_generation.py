@@ -241,6 +241,21 @@ def test_stage2_is_recorded_as_skipped_without_an_llm(gen: Generated, graph: Gra
         assert props(t, "judge")["stage2"] == "skipped"
 
 
+def test_the_run_records_how_its_sql_was_planned(gen: Generated, graph: Graph) -> None:
+    """Per analysis type, candidates answered from the grouped plan or by one statement per answer
+    (with the reason), on the Run node and on every task (issue 15)."""
+    run = graph.read("test_run_node", run=gen.first.run_key)[0]["run"]
+    assert json.loads(run["sql_plan"]) == gen.first.sql_plan
+    assert run["sql_statements"] == gen.first.sql_statements > 0
+    assert set(gen.first.sql_plan) == ALL_TYPES
+    assert gen.first.sql_plan["knowledge_retrieval"] == {"none": gen.first.sql_plan["knowledge_retrieval"]["none"]}
+    paths = {p.split(":")[0] for counts in gen.first.sql_plan.values() for p in counts}
+    # the mini pack's amounts are floats and its privacy rule suppresses groups: fallbacks abound
+    assert "none" in paths and paths & {"grouped", "mixed"} and paths <= {"grouped", "legacy", "mixed", "none"}
+    for t in gen.first_tasks:
+        assert t["props"]["sql_plan"].split(":")[0] in {"grouped", "legacy", "mixed", "none"}
+
+
 def test_questions_name_no_identifiers(gen: Generated) -> None:
     metric_ids = {m.id.lower() for m in gen.pack.metrics}
     for t in admitted(gen.first_tasks):

@@ -1,0 +1,280 @@
+"""Grouped query planning: one scan of a metric under some rules, many answers.
+
+A metric statement whose `value` is built from decomposable aggregates (COUNT, SUM, AVG, MIN,
+MAX, BOOL_AND, BOOL_OR, with or without FILTER) is planned as a *partials* statement: the
+aggregates' partial states per (group, month) over the whole data window, in one scan. Every
+analysis statement shaped from that metric (a slice filter, a GROUP BY of the dimension or of
+the month, top values) is then answered by the same shape applied to a *proxy* query over the
+partial rows (passed back as bound arrays), whose `value` recombines the partials in
+PostgreSQL: the metric's own expression, with each aggregate replaced by its exact
+recombination, so casts, divisions and rounding are PostgreSQL's as in the original statement.
+
+Exactness, not approximation: the recombination is exact only for integer and numeric partials
+(a float sum depends on the order of its terms), so the caller checks the partials' types
+(`column_type`) and falls back to the original statement otherwise; a statement with HAVING,
+GROUP BY, DISTINCT, a window function, a distinct or ordered-set aggregate, or a column outside
+an aggregate is not decomposed at all (`decompose` says why).
+
+Pure functions on copies of the tree; values enter only as placeholders.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from sqlglot import exp
+
+from sqlops.shape import month_bucket
+from sqlops.tree import outer_select, value_projection
+
+ALIAS = "gp"  # the proxy's row source: one row per (group, month) partial
+GROUP, PERIOD, ROWS = "g", "period", "n"
+PARAM_PREFIX = "gp_"
+
+# Aggregates whose partial states recombine exactly: COUNT by summing counts, SUM by summing
+# sums, MIN/MAX/BOOL_AND/BOOL_OR by themselves; AVG is split into a SUM and a COUNT.
+_SELF = (exp.Min, exp.Max, exp.LogicalAnd, exp.LogicalOr)
+
+
+@dataclass(frozen=True)
+class Partial:
+    """One partial column: `name` in the partials statement, what it aggregates, and how the
+    proxy recombines it (`kind`: count, sum, or the aggregate itself for MIN/MAX/...)."""
+
+    name: str
+    expression: exp.Expression
+    kind: str  # "count" | "sum" | "self"
+    function: str = ""  # for "self": MIN, MAX, BOOL_AND, BOOL_OR
+
+
+@dataclass(frozen=True)
+class Decomposed:
+    """A metric statement split into partial aggregates and the `value` expression over them,
+    in which each recombined aggregate is a Placeholder-free `gp.<partial>` template."""
+
+    value: exp.Expression  # the original value with aggregates replaced by _Slot markers
+    partials: tuple[Partial, ...]
+
+
+class Slot(exp.Expression):
+    """Where a recombined aggregate goes in the decomposed `value` (filled by `recombine`)."""
+
+    arg_types = {"this": True, "avg": False}
+
+
+def _aggregate(node: exp.Expression) -> tuple[exp.AggFunc, exp.Expression | None] | None:
+    """(aggregate, FILTER clause) when `node` is an aggregate call, possibly filtered."""
+    if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
+        return node.this, node.expression
+    if isinstance(node, exp.AggFunc):
+        return node, None
+    return None
+
+
+def _filtered(agg: exp.Expression, where: exp.Expression | None) -> exp.Expression:
+    return exp.Filter(this=agg, expression=where.copy()) if where is not None else agg
+
+
+def _split(agg: exp.AggFunc, where: exp.Expression | None, first: int) -> tuple[list[Partial], exp.Expression] | str:
+    """The partials of one aggregate and its Slot, or why it does not decompose."""
+    if agg.find(exp.Distinct) is not None or isinstance(agg.parent, exp.WithinGroup):
+        return f"{agg.sql_name()} DISTINCT/WITHIN GROUP is not decomposable"
+    if agg.find(exp.Order) is not None:
+        return f"ordered {agg.sql_name()} is not decomposable"
+    name = f"c{first}"
+    if isinstance(agg, exp.Count):
+        return [Partial(name, _filtered(agg.copy(), where), "count")], Slot(this=exp.to_identifier(name))
+    if isinstance(agg, exp.Sum):
+        return [Partial(name, _filtered(agg.copy(), where), "sum")], Slot(this=exp.to_identifier(name))
+    if isinstance(agg, exp.Avg):
+        count_name = f"c{first + 1}"
+        total = _filtered(exp.func("SUM", agg.this.copy()), where)
+        counted = _filtered(exp.func("COUNT", agg.this.copy()), where)
+        return ([Partial(name, total, "sum"), Partial(count_name, counted, "count")],
+                Slot(this=exp.to_identifier(name), avg=exp.to_identifier(count_name)))
+    if isinstance(agg, _SELF):
+        fn = {exp.Min: "MIN", exp.Max: "MAX", exp.LogicalAnd: "BOOL_AND", exp.LogicalOr: "BOOL_OR"}[type(agg)]
+        return [Partial(name, _filtered(agg.copy(), where), "self", fn)], Slot(this=exp.to_identifier(name))
+    return f"aggregate {agg.sql_name()} is not decomposable"
+
+
+def decompose(tree: exp.Expression) -> Decomposed | str:
+    """The metric statement's `value` as partial aggregates, or the reason it cannot be (the
+    caller then runs the original statement)."""
+    if not isinstance(tree, exp.Select):
+        return "not a plain SELECT"
+    select = outer_select(tree)
+    for clause in ("group", "having", "distinct", "limit", "offset", "order", "qualify"):
+        if select.args.get(clause):
+            return f"the statement has {clause.upper()}"
+    if len(select.expressions) != 1:
+        return "more than one projection"
+    value = value_projection(tree).this.copy()
+    if value.find(exp.Window) is not None:
+        return "window function"
+    partials: list[Partial] = []
+    reason: list[str] = []
+
+    def visit(node: exp.Expression) -> exp.Expression:
+        if reason:
+            return node
+        found = _aggregate(node)
+        if found is not None:
+            split = _split(found[0], found[1], len(partials))
+            if isinstance(split, str):
+                reason.append(split)
+                return node
+            partials.extend(split[0])
+            return split[1]
+        if isinstance(node, (exp.Column, exp.Subquery, exp.Select)):
+            reason.append("a column or subquery outside an aggregate")
+        return node
+
+    value = value.transform(visit, copy=False)
+    if reason:
+        return reason[0]
+    if not partials:
+        return "no aggregate in value"
+    return Decomposed(value, tuple(partials))
+
+
+WINDOW = ("start_date", "end_date")
+
+
+def window_only_bounds_time(tree: exp.Expression, time_col: exp.Expression) -> str | None:
+    """Why the window's placeholders do more than bound the time column in the outer WHERE (a
+    backlog metric counts tickets still open at :end_date: its partials would depend on the
+    window), or None. Partials over the data window stand for any month-aligned window only when
+    `time >= :start_date AND time < :end_date` is all the window does."""
+    where = outer_select(tree).args.get("where")
+    for p in tree.find_all(exp.Placeholder):
+        if p.name not in WINDOW:
+            continue
+        compare = p.parent
+        bound = isinstance(compare, exp.GTE if p.name == WINDOW[0] else exp.LT) and compare.expression is p \
+            and compare.this == time_col
+        node = compare
+        while bound and node is not None and node is not where:
+            node = node.parent
+            bound = isinstance(node, (exp.And, exp.Paren, exp.Where))
+        if not bound or node is not where:
+            return f":{p.name} is used beyond bounding the time column"
+    return None
+
+
+def partials_query(tree: exp.Expression, d: Decomposed | None, group: exp.Expression | None,
+                   time_col: exp.Expression) -> exp.Expression:
+    """The metric's FROM/WHERE (window placeholders kept) grouped by (group, month): the group,
+    the month as YYYY-MM, the row count and every partial (none without `d`: row counts serve
+    top values whatever the metric's aggregates)."""
+    tree = tree.copy()
+    select = outer_select(tree)
+    period = month_bucket(time_col)
+    g = group.copy() if group is not None else exp.cast(exp.null(), "TEXT")
+    select.set("expressions", [exp.alias_(g, GROUP), exp.alias_(period, PERIOD),
+                               exp.alias_(exp.func("COUNT", exp.Star()), ROWS),
+                               *[exp.alias_(p.expression.copy(), p.name) for p in (d.partials if d else ())]])
+    # Grouped by the month's start, formatted once per group: TO_CHAR on every row costs more than
+    # the aggregation itself.
+    month = period.args["this"].copy()
+    keys = [month] if group is None else [group.copy(), month]
+    select.set("group", exp.Group(expressions=keys))
+    return tree
+
+
+def column_type(values: list[Any]) -> str | None:
+    """The SQL array element type that carries these partial values exactly, or None when they
+    cannot be recombined exactly (floats: their sum depends on the order of terms)."""
+    kinds = {type(v) for v in values if v is not None}
+    if not kinds:
+        return "NUMERIC"
+    if kinds == {bool}:
+        return "BOOLEAN"
+    if kinds == {int}:
+        return "BIGINT"
+    if kinds == {Decimal}:
+        return "NUMERIC"
+    if kinds == {str}:
+        return "TEXT"
+    if kinds <= {dt.date}:
+        return "DATE"
+    return None
+
+
+def _col(name: str) -> exp.Column:
+    return exp.column(name, table=ALIAS)
+
+
+def _bigint(e: exp.Expression) -> exp.Expression:
+    return exp.cast(e, "BIGINT")
+
+
+def recombine(d: Decomposed, types: dict[str, str]) -> exp.Expression:
+    """The metric's `value` over the proxy's partial columns, typed as the original aggregates:
+    a count stays BIGINT (0 over no rows), an integer sum BIGINT, an average numeric sum / count."""
+    kinds = {p.name: p for p in d.partials}
+
+    def fill(node: exp.Expression) -> exp.Expression:
+        if not isinstance(node, Slot):
+            return node
+        p = kinds[node.this.name]
+        total = exp.func("SUM", _col(p.name))
+        if node.args.get("avg") is not None:
+            count = exp.func("SUM", _col(node.args["avg"].name))
+            return exp.paren(exp.Div(this=exp.cast(total, "NUMERIC"),
+                                     expression=exp.func("NULLIF", count, exp.Literal.number(0)), typed=True))
+        if p.kind == "count":
+            return _bigint(exp.func("COALESCE", total, exp.Literal.number(0)))
+        if p.kind == "sum":
+            return _bigint(total) if types[p.name] == "BIGINT" else total
+        return exp.func(p.function, _col(p.name))
+
+    return d.value.copy().transform(fill, copy=False)
+
+
+def proxy_query(value: exp.Expression, types: dict[str, str]) -> exp.Select:
+    """SELECT <value> AS value FROM UNNEST(:gp_<column>, ...) AS gp(<columns>): the partial rows as
+    the row source of an analysis shape. `tree.meta['grouped']` tells the shapes' column lookups
+    to read the group and month from gp."""
+    names = list(types)
+    arrays = [exp.cast(exp.Placeholder(this=PARAM_PREFIX + n), exp.DataType.build(f"{types[n]}[]")) for n in names]
+    source = exp.Unnest(expressions=arrays,
+                        alias=exp.TableAlias(this=exp.to_identifier(ALIAS),
+                                             columns=[exp.to_identifier(n) for n in names]))
+    tree = exp.select(exp.alias_(value, "value")).from_(source)
+    tree.meta["grouped"] = True
+    return tree
+
+
+def group_column() -> exp.Expression:
+    return _col(GROUP)
+
+
+def month_column() -> exp.Expression:
+    """A date in the partial's month: `month_bucket` of it is the partial's period again."""
+    return exp.cast(exp.func("CONCAT", _col(PERIOD), exp.Literal.string("-01")), "DATE")
+
+
+UNAVAILABLE = "DIBENCH_NO_VALUE"
+
+
+def no_value() -> exp.Expression:
+    """The proxy's `value` when the partials carry row counts only: a shape that keeps it cannot
+    be answered from them (`needs_value`)."""
+    return exp.Anonymous(this=UNAVAILABLE)
+
+
+def needs_value(tree: exp.Expression) -> bool:
+    return any(a.name == UNAVAILABLE for a in tree.find_all(exp.Anonymous))
+
+
+def count_rows(tree: exp.Expression) -> exp.Expression:
+    """A shape's COUNT(*) counted source rows: over partials it is the sum of their row counts."""
+    def fill(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
+            return _bigint(exp.func("COALESCE", exp.func("SUM", _col(ROWS)), exp.Literal.number(0)))
+        return node
+
+    return tree.transform(fill)

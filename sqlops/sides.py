@@ -1,0 +1,108 @@
+"""Several variants of one metric statement in one scan (edge verification, issue 15).
+
+A rule's effect on a metric leaves the FROM alone and changes the statement in three places at
+most: a row filter ANDed to the WHERE (where, exclude), the `value` expression (threshold,
+adjust, weight, override) and a HAVING (having, suppress). Variants of one base statement that
+differ only so are computed side by side in one statement over the base's rows: variant i's
+row filter becomes a FILTER on each of its aggregates (the same rows as its WHERE would keep),
+and two more columns say whether the variant would return a group at all: how many of the
+group's rows pass its filter (a WHERE that keeps none yields no group) and its HAVING. A variant
+that changes anything else is not combined (`row_filter` says so) and runs alone.
+
+Pure functions on copies of the trees; every side's placeholders but the window's are renamed
+`s<i>_...` so that sides never share a parameter name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from sqlops.shape import rename_placeholders
+from sqlops.tree import outer_select, value_projection
+
+WINDOW = frozenset({"start_date", "end_date"})
+
+
+@dataclass(frozen=True)
+class Side:
+    """One variant as parts of the base statement: its extra row filter, value and HAVING."""
+
+    value: exp.Expression
+    rows: exp.Expression | None  # extra row filter (None: the base's rows)
+    having: exp.Expression | None
+    params: dict[str, Any]
+
+
+def _frame(tree: exp.Expression) -> str:
+    """The statement without projections, WHERE and HAVING: what sides must share."""
+    t = tree.copy()
+    select = outer_select(t)
+    for arg in ("where", "having"):
+        select.set(arg, None)
+    select.set("expressions", [exp.Star()])
+    return t.sql()
+
+
+def row_filter(base: exp.Expression, variant: exp.Expression) -> exp.Expression | None | str:
+    """The condition `variant`'s WHERE adds to `base`'s (None: the same WHERE), or why the
+    variant is not the base plus a row filter."""
+    if _frame(base) != _frame(variant) or outer_select(variant).args.get("group"):
+        return "the variant changes more than WHERE, value and HAVING"
+    if outer_select(base).args.get("having") or outer_select(base).args.get("group"):
+        return "the base statement groups or has HAVING"
+    bw, vw = outer_select(base).args.get("where"), outer_select(variant).args.get("where")
+    if bw == vw:
+        return None
+    if bw is not None and vw is not None and isinstance(vw.this, exp.And) and vw.this.this.unnest() == bw.this.unnest():
+        return vw.this.expression
+    return "the variant's WHERE is not the base's plus a condition"
+
+
+def side(base: exp.Expression, variant: exp.Expression, params: dict[str, Any], index: int) -> Side | str:
+    """Variant `index` as a Side over the base's rows, placeholders renamed, or why not."""
+    rows = row_filter(base, variant)
+    if isinstance(rows, str):
+        return rows
+    renamed = rename_placeholders(variant, f"s{index}_", WINDOW)
+    select = outer_select(renamed)
+    if select.find(exp.Window) is not None:
+        return "window function"
+    if rows is not None:
+        rows = outer_select(renamed).args["where"].this.expression
+    having = select.args.get("having")
+    return Side(value_projection(renamed).this, rows, having.this if having is not None else None,
+                {(k if k in WINDOW else f"s{index}_{k}"): v for k, v in params.items()})
+
+
+def _filtered(e: exp.Expression, rows: exp.Expression | None) -> exp.Expression:
+    """`e` with `rows` added to the FILTER of each of its outermost aggregates."""
+    if rows is None:
+        return e.copy()
+
+    def add(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
+            cond = exp.and_(exp.paren(node.expression.this.copy()), exp.paren(rows.copy()))
+            return exp.Filter(this=node.this.copy(), expression=exp.Where(this=cond))
+        if isinstance(node, exp.AggFunc):
+            return exp.Filter(this=node.copy(), expression=exp.Where(this=exp.paren(rows.copy())))
+        return node
+
+    return e.copy().transform(add, copy=False)
+
+
+def combined(base: exp.Expression, sides: list[Side]) -> exp.Expression:
+    """The base statement projecting, per side i: `v<i>` its value, `e<i>` how many rows pass its
+    filter and `h<i>` its HAVING (TRUE without one)."""
+    tree = base.copy()
+    select = outer_select(tree)
+    projections: list[exp.Expression] = []
+    for i, s in enumerate(sides):
+        rows = s.rows
+        counted = exp.func("COUNT", exp.Star())
+        projections += [exp.alias_(_filtered(s.value, rows), f"v{i}"),
+                        exp.alias_(_filtered(counted, rows), f"e{i}"),
+                        exp.alias_(_filtered(s.having, rows) if s.having is not None else exp.true(), f"h{i}")]
+    select.set("expressions", projections)
+    return tree

@@ -1,0 +1,230 @@
+"""Grouped query planning (issue 15): the partial-aggregate decomposition on the tree, and the
+grouped plan answering exactly as the one-statement-per-answer path, for every skeleton of a
+copy of the mini pack (domain `minipack_grouped`, schema `mini`) and for a sample of those of a copy
+of the demo pack (domain `demo_grouped`, schema `demo` at its default size), on the real Postgres
+and Neo4j; and edge verification, one GROUPING SETS statement per side against one per slice."""
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generation.grounding import Executor
+from generation.skeletons import Skeleton, enumerate_all
+from generation.tasks import build_candidates, sql_plan, vocabulary
+from ingest.database import load_database, schema_columns
+from ingest.pack import Pack, load_pack, resolve_pack_path
+from ingest.pipeline import ingest_pack
+from ingest.rules import plan_rules
+from ingest.verify import EdgeCheck
+from service.config import get_settings
+from service.graph import Graph
+from service.warehouse import Warehouse
+from sqlops import grouped
+from sqlops.dialect import parse, render
+from tests.fixtures.packs import MINIPACK, copy_pack, delete_domain, ensure_mini_loaded
+
+
+
+# ------------------------------------------------------------------------------ on the tree
+@pytest.mark.parametrize("sql,reason", [
+    ("SELECT COUNT(DISTINCT o.customer_id) AS value FROM s.o o", "COUNT DISTINCT/WITHIN GROUP is not decomposable"),
+    ("SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY o.x) AS value FROM s.o o",
+     "PERCENTILE_CONT DISTINCT/WITHIN GROUP is not decomposable"),
+    ("SELECT SUM(o.x) AS value FROM s.o o HAVING COUNT(*) >= 5", "the statement has HAVING"),
+    ("SELECT SUM(o.x) AS value FROM s.o o GROUP BY o.y", "the statement has GROUP"),
+    ("SELECT o.x + SUM(o.x) AS value FROM s.o o", "a column or subquery outside an aggregate"),
+    ("SELECT STDDEV(o.x) AS value FROM s.o o", "aggregate STDDEV is not decomposable"),
+    ("SELECT SUM(o.x) OVER () AS value FROM s.o o", "window function"),
+])
+def test_what_does_not_decompose_says_why(sql: str, reason: str) -> None:
+    assert grouped.decompose(parse(sql, where="test")) == reason
+
+
+def test_partials_and_recombination_keep_the_metric_expression() -> None:
+    tree = parse("SELECT 100.0 * COUNT(*) FILTER (WHERE o.x > :cut) / NULLIF(COUNT(*), 0) + AVG(o.x) AS value "
+                 "FROM s.o o WHERE o.t >= :start_date AND o.t < :end_date", where="test")
+    d = grouped.decompose(tree)
+    assert isinstance(d, grouped.Decomposed)
+    from sqlglot import exp
+    partials = grouped.partials_query(tree, d, exp.column("y", table="o"), exp.column("t", table="o"))
+    assert render(partials) == (
+        "SELECT o.y AS g, TO_CHAR(DATE_TRUNC('MONTH', o.t), 'YYYY-MM') AS period, COUNT(*) AS n, "
+        "COUNT(*) FILTER(WHERE o.x > :cut) AS c0, COUNT(*) AS c1, SUM(o.x) AS c2, COUNT(o.x) AS c3 "
+        "FROM s.o AS o WHERE o.t >= :start_date AND o.t < :end_date "
+        "GROUP BY o.y, DATE_TRUNC('MONTH', o.t)")
+    types = {"g": "TEXT", "period": "TEXT", "n": "BIGINT", "c0": "BIGINT", "c1": "BIGINT", "c2": "BIGINT",
+             "c3": "BIGINT"}
+    proxy = grouped.count_rows(grouped.proxy_query(grouped.recombine(d, types), types))
+    assert render(proxy) == (
+        "SELECT 100.0 * CAST(COALESCE(SUM(gp.c0), 0) AS BIGINT) / NULLIF(CAST(COALESCE(SUM(gp.c1), 0) AS BIGINT), 0)"
+        " + (CAST(SUM(gp.c2) AS DECIMAL) / NULLIF(SUM(gp.c3), 0)) AS value "
+        "FROM UNNEST(CAST(:gp_g AS TEXT[]), CAST(:gp_period AS TEXT[]), CAST(:gp_n AS BIGINT[]), "
+        "CAST(:gp_c0 AS BIGINT[]), CAST(:gp_c1 AS BIGINT[]), CAST(:gp_c2 AS BIGINT[]), CAST(:gp_c3 AS BIGINT[])) "
+        "AS gp(g, period, n, c0, c1, c2, c3)")
+
+
+@pytest.mark.parametrize("where,reason", [
+    ("WHERE o.t >= :start_date AND o.t < :end_date AND o.k = 1", None),
+    ("WHERE (o.t >= :start_date AND o.t < :end_date)", None),
+    ("WHERE o.t >= :start_date AND o.t < :end_date AND o.done >= :end_date",
+     ":end_date is used beyond bounding the time column"),
+    ("WHERE o.t >= :start_date OR o.t < :end_date", ":start_date is used beyond bounding the time column"),
+    ("WHERE o.u >= :start_date AND o.t < :end_date", ":start_date is used beyond bounding the time column"),
+])
+def test_the_window_may_only_bound_the_time_column(where: str, reason: str | None) -> None:
+    from sqlglot import exp
+    tree = parse(f"SELECT COUNT(*) AS value FROM s.o o {where}", where="test")
+    assert grouped.window_only_bounds_time(tree, exp.column("t", table="o")) == reason
+    counted = parse("SELECT COUNT(*) FILTER (WHERE o.done >= :end_date) AS value FROM s.o o "
+                    "WHERE o.t >= :start_date AND o.t < :end_date", where="test")
+    assert grouped.window_only_bounds_time(counted, exp.column("t", table="o")) == \
+        ":end_date is used beyond bounding the time column"
+
+
+def test_float_partials_are_not_recombined() -> None:
+    from decimal import Decimal
+    assert grouped.column_type([1.5, None]) is None
+    assert grouped.column_type([Decimal("1.50"), None]) == "NUMERIC"
+    assert grouped.column_type([3, None]) == "BIGINT"
+
+
+def test_the_sql_plan_of_an_analysis_names_its_fallbacks() -> None:
+    assert sql_plan([]) == "none"
+    assert sql_plan(["grouped", "grouped"]) == "grouped"
+    assert sql_plan(["legacy: window function", "legacy: window function"]) == "legacy: window function"
+    assert sql_plan(["grouped", "legacy: b", "legacy: a"]) == "mixed: a; b"
+
+
+# ------------------------------------------------------------------------------ against the real data
+def ingested(name: str, tmp: Path, graph: Graph, wh: Warehouse) -> Pack:
+    """A copy of the mini pack (schema mini) or of the demo pack (schema demo, default size) as
+    domain `<name>_grouped`, its data loaded if missing, ingested."""
+    if name == "minipack":
+        ensure_mini_loaded(wh)
+        root = copy_pack(tmp / "pack", f"{name}_grouped")
+    else:
+        if "tickets" not in schema_columns(wh, "demo"):
+            load_database(load_pack("demo"), wh)
+        root = copy_pack(tmp / "pack", f"{name}_grouped", src=resolve_pack_path("demo"))
+    pk = load_pack(root)
+    delete_domain(graph, pk.name)
+    ingest_pack(pk, graph, wh)
+    return pk
+
+
+def skeletons(pk: Pack, graph: Graph) -> list[Skeleton]:
+    """The mini pack's every skeleton; of the demo's 473, per metric the first categorical and the
+    first temporal one (every metric, every analysis type, every kind of rule)."""
+    all_ = sorted(enumerate_all(graph, pk.name, seed=42).skeletons, key=lambda s: s.key)
+    if pk.schema == "mini":
+        return all_
+    firsts: dict[tuple[str, bool], Skeleton] = {}
+    for sk in all_:
+        firsts.setdefault((sk.metric, sk.dimension_type == "temporal"), sk)
+    return list(firsts.values())
+
+
+def candidates(pack: Pack, sks: list[Skeleton], wh: Warehouse, grouped_plan: bool) -> tuple[list[Any], Executor]:
+    ex = Executor(wh, schema=pack.schema, grouped=grouped_plan)
+    vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(wh, pack.schema).items()})
+    windows: dict[str, Any] = {}
+    out = []
+    for sk in sks:
+        out += build_candidates(sk, pack, ex, vocab, seed=42, windows=windows)
+    return out, ex
+
+
+# The fallbacks each pack calls for: the mini pack's privacy rule suppresses small groups (HAVING)
+# and its orders.amount is a float (a float sum is not exact); the demo adds distinct counts and
+# percentiles (the median rule), suppression by distinct customers, a backlog counted at the
+# window's end and a float weight.
+FALLBACKS = {
+    "minipack": {"the statement has HAVING", "partial c0 is not integer or numeric (a float sum is not exact)",
+                 "partial c2 is not integer or numeric (a float sum is not exact)"},
+    "demo": {"the statement has HAVING", "COUNT DISTINCT/WITHIN GROUP is not decomposable",
+             "PERCENTILE_CONT DISTINCT/WITHIN GROUP is not decomposable",
+             ":end_date is used beyond bounding the time column",
+             # the enterprise weighting rule's weight is bound as a float parameter
+             "partial c0 is not integer or numeric (a float sum is not exact)",
+             "partial c1 is not integer or numeric (a float sum is not exact)"},
+}
+
+
+@pytest.mark.parametrize("name", ["minipack", "demo"])
+def test_grouped_and_legacy_plans_give_identical_tasks(name: str, graph: Graph, warehouse: Warehouse,
+                                                       tmp_path: Path) -> None:
+    """Every candidate of the skeletons: answers, facts, stored SQL and parameters, rejections."""
+    pk = ingested(name, tmp_path, graph, warehouse)
+    try:
+        sks = skeletons(pk, graph)
+        new, ex_new = candidates(pk, sks, warehouse, True)
+        old, ex_old = candidates(pk, sks, warehouse, False)
+    finally:
+        delete_domain(graph, pk.name)
+    assert len(new) == len(old) > 100
+    for a, b in zip(new, old):
+        left, right = dataclasses.asdict(a), dataclasses.asdict(b)
+        assert left.pop("sql_plan") != "" and right.pop("sql_plan") != ""
+        assert left == right, a.key
+    assert all(c.sql_plan.startswith("legacy: switched off") or c.sql_plan == "none" for c in old)
+    assert {p.split(": ", 1)[1] for p in ex_new.plan_log if p != "grouped"} == FALLBACKS[name]
+    paths = Counter((c.analysis_type, c.sql_plan.split(":")[0]) for c in new)
+    if name == "demo":  # all numeric: every analysis that runs SQL is answered from the grouped plan somewhere
+        for analysis in {c.analysis_type for c in new} - {"knowledge_retrieval"}:
+            assert paths[(analysis, "grouped")] > 0, (analysis, paths)
+
+
+# ------------------------------------------------------------------------------ edge verification
+@pytest.fixture()
+def legacy_plan(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """DIBENCH_GROUPED_PLAN=0 for the duration of a test."""
+    monkeypatch.setenv("DIBENCH_GROUPED_PLAN", "0")
+    get_settings.cache_clear()
+    yield
+    monkeypatch.delenv("DIBENCH_GROUPED_PLAN")
+    get_settings.cache_clear()
+
+
+def edge_checks(pk: Pack, wh: Warehouse) -> list[EdgeCheck]:
+    return plan_rules(pk, wh).checks
+
+
+@pytest.mark.parametrize("name", ["demo", "minipack", "berka"])
+def test_edge_verification_is_the_same_on_both_paths(name: str, warehouse: Warehouse,
+                                                     request: pytest.FixtureRequest) -> None:
+    """Which edges verify, on which slices, with how many slices checked: every effect of the demo
+    pack (numeric data), of the mini pack (float amounts, a suppression rule: HAVING) and of the
+    Berka pack (a rule that filters on :end_date: the window is more than a time bound there)."""
+    pk = load_pack(MINIPACK if name == "minipack" else name)
+    if name == "minipack":
+        ensure_mini_loaded(warehouse)
+    elif not schema_columns(warehouse, pk.schema):
+        load_database(pk, warehouse)
+    grouped_checks = edge_checks(pk, warehouse)
+    request.getfixturevalue("legacy_plan")
+    legacy_checks = edge_checks(pk, warehouse)
+    assert grouped_checks == legacy_checks
+    assert sum(c.verified for c in grouped_checks) >= 5 and not any(c.error for c in grouped_checks)
+
+
+def test_a_variant_is_combined_only_when_it_adds_a_row_filter() -> None:
+    from sqlops import sides
+    base = parse("SELECT COUNT(*) AS value FROM s.o o WHERE o.t >= :start_date AND o.t < :end_date", where="t")
+    filtered = base.copy().where("o.k = :k")
+    assert render(sides.row_filter(base, filtered)) == "o.k = :k"  # type: ignore[arg-type]
+    assert sides.row_filter(base, base.copy()) is None
+    joined = parse("SELECT COUNT(*) AS value FROM s.o o JOIN s.p p ON p.id = o.id "
+                   "WHERE o.t >= :start_date AND o.t < :end_date", where="t")
+    assert sides.row_filter(base, joined) == "the variant changes more than WHERE, value and HAVING"
+    other = parse("SELECT COUNT(*) AS value FROM s.o o WHERE o.t >= :start_date", where="t")
+    assert sides.row_filter(base, other) == "the variant's WHERE is not the base's plus a condition"
+    side = sides.side(base, filtered, {"k": 1, "start_date": 0}, 2)
+    assert isinstance(side, sides.Side) and side.params == {"s2_k": 1, "start_date": 0}
+    assert render(sides.combined(base, [side])) == (
+        "SELECT COUNT(*) FILTER(WHERE (o.k = :s2_k)) AS v0, COUNT(*) FILTER(WHERE (o.k = :s2_k)) AS e0, TRUE AS h0 "
+        "FROM s.o AS o WHERE o.t >= :start_date AND o.t < :end_date")
