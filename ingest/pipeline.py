@@ -24,6 +24,7 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from ingest.catalog import CatalogPlan, plan_catalog
+from ingest.indexes import missing_indexes
 from ingest.keys import props_hash
 from ingest.lease import domain_lease
 from ingest.pack import Pack
@@ -131,8 +132,10 @@ def ingest_pack(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | No
                 add_counters(counters, write_batched(graph, name, rows, batch_size=settings.write_batch,
                                                      workers=settings.write_workers))
                 transactions += len(list(batched(rows, settings.write_batch, ROW_WEIGHT.get(name))))
-    report = IngestReport(pack.name, counters, warnings=rules.warnings, failures=rules.failures + rules.conflicts,
-                          rows=n_rows, transactions=transactions)
+    # Advice, not a failure: a missing index makes generation slow, never wrong.
+    advice = [n.line(pack.schema) for n in missing_indexes(pack, wh)] if schema is not None else []
+    report = IngestReport(pack.name, counters, warnings=rules.warnings + advice,
+                          failures=rules.failures + rules.conflicts, rows=n_rows, transactions=transactions)
     for c in rules.checks:
         if c.verified:
             report.verified += 1

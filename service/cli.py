@@ -189,7 +189,11 @@ def domain_check_rules(pack: str, as_json: bool) -> None:
 @handle_errors
 def domain_check(pack: str, as_json: bool) -> None:
     """Report what PACK finds in its warehouse: row counts, the columns its metrics and dimensions
-    need, and which are missing (exit 1 if any). For a pack over an existing schema (no loader)."""
+    need, and which are missing (exit 1 if any). For a pack over an existing schema (no loader).
+
+    Also lists, one line each with the CREATE INDEX to run, the time and dimension columns the
+    metrics filter on that no index leads with, on tables of 10,000 rows or more (advice only:
+    the exit status does not depend on it, and dibench never creates them itself)."""
     from ingest.domain_check import check_domain
     from ingest.pack import load_pack, warehouse_for
 
@@ -205,6 +209,10 @@ def domain_check(pack: str, as_json: bool) -> None:
                     [[t["table"], t["exists"], "-" if t["rows"] is None else f"{t['rows']:,}", ", ".join(t["needed"]),
                       ", ".join(t["missing"]) or "-"] for t in report["tables"]])
         click.echo(f"{report['missing']} needed column(s) missing" if report["missing"] else "every needed column exists")
+        for advice in report["indexes"]:
+            click.echo(advice["advice"])
+        if report["schema_exists"] and not report["indexes"]:
+            click.echo("every time and dimension column the metrics filter on has an index")
     if report["missing"] or not report["schema_exists"]:
         sys.exit(1)
 @domain.command("unlock")
