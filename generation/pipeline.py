@@ -25,7 +25,7 @@ from generation.writeback import GOLD_VERSION
 from ingest.keys import dimension_key, metric_key, rule_key
 from ingest import fingerprint
 from ingest.pack import Pack, warehouse_for
-from service.graph import Graph
+from service.graph import DEADLOCK, Graph, retries_between, retry_counts
 from service.config import get_settings
 from service.llm import configured_model, describe, merge_counts
 
@@ -48,6 +48,12 @@ class RunSummary:
     metrics_covered: int = 0
     wall_seconds: float = 0.0
     sql_seconds: float = 0.0
+    sql_statements: int = 0  # sent to PostgreSQL by the workers (cache hits not counted)
+    workers: int = 1
+    # Graph transactions the Neo4j driver ran again after a transient error, by error code
+    # (workers and driver together); `deadlocks` is the DeadlockDetected share.
+    write_retries: dict[str, int] = field(default_factory=dict)
+    deadlocks: int = 0
     stage2: str = "skipped"
     skipped_metrics: dict[str, str] = field(default_factory=dict)  # metric -> why its policy is incomplete
     migrated: int = 0  # tasks of an older gold meaning retired before this run
@@ -224,6 +230,7 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
     is gone is resumed (or the run `resume` names; `new` forces a fresh run): its plan is kept,
     the skeletons not yet done are processed, augmentation goes on from what is there."""
     started = time.perf_counter()
+    retries_before = retry_counts()
     say = progress or (lambda _m: None)
     enum = enumerate_all(graph, pack.name, seed=seed)
     candidates = enum.skeletons
@@ -271,13 +278,29 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
     summary.skipped_metrics, summary.migrated = enum.skipped, migrated
     summary.wall_seconds = round(time.perf_counter() - started, 2)
     summary.sql_seconds = round(sum(s["sql_seconds"] for s in stats), 2)
+    summary.sql_statements = sum(int(s["statements"]) for s in stats)
+    summary.workers = workers
+    # This process's retries (the driver's, and an inline worker's), plus the worker processes'.
+    summary.write_retries = merge_retries([retries_between(retries_before, retry_counts())]
+                                          + [s["write_retries"] for s in stats if s["pid"] != os.getpid()])
+    summary.deadlocks = summary.write_retries.get(DEADLOCK, 0)
     summary.stage2 = stage2_mode()
     summary.resumed = run.resumed
     summary.llm = merge_counts([s["llm"] for s in stats if "llm" in s])
     summary.llm_failures = sum(summary.llm.get("failures", {}).values())
     graph.write("run_llm_usage", key=run_key, usage=json.dumps(summary.llm, sort_keys=True),
                 calls=sum(summary.llm.get("calls", {}).values()), failures=summary.llm_failures)
+    graph.write("run_work_stats", key=run_key, workers=workers, statements=summary.sql_statements,
+                sql_seconds=summary.sql_seconds, retries=json.dumps(summary.write_retries, sort_keys=True),
+                deadlocks=summary.deadlocks)
     return summary
+
+
+def merge_retries(parts: list[dict[str, int]]) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for part in parts:
+        total.update(part)
+    return dict(sorted(total.items()))
 
 
 def llm_calls(stats: list[dict[str, Any]]) -> int:

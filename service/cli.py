@@ -383,7 +383,11 @@ def _print_summary(summary: Any) -> None:
                f"{d['skeletons']} skeletons; rules decisive in a task {d['rules_covered']}/{d['rules_total']}, "
                f"featured {d['featured_covered']}/{d['rules_total']}; {d['multi_decisive']} tasks with more than "
                f"one decisive rule; metrics covered {d['metrics_covered']}; validation stage 2: {d['stage2']}; "
-               f"wall {d['wall_seconds']}s, SQL {d['sql_seconds']}s" + (" (resumed)" if d["resumed"] else ""))
+               f"wall {d['wall_seconds']}s, SQL {d['sql_seconds']}s in {d['sql_statements']} statements "
+               f"({d['workers']} worker(s))" + (" (resumed)" if d["resumed"] else ""))
+    if d.get("write_retries"):
+        click.echo("graph transactions retried by the driver: "
+                   + ", ".join(f"{code} {n}" for code, n in d["write_retries"].items()))
     for metric, why in d.get("skipped_metrics", {}).items():
         err_console.print(f"[yellow]skipped[/yellow] {metric}: {why}", highlight=False, soft_wrap=True)
     if d.get("migrated"):
@@ -453,6 +457,27 @@ def generate_cmd(pack: str, target: int, seed: int, workers: int, min_per_type: 
     belongs to that run only."""
     llm_options(max_llm_calls, judge)
     _generate(pack, target, seed, workers, min_per_type, as_json, resume, new)
+
+
+@main.command("worker")
+@click.argument("run")
+@click.option("--pack", "pack_path", default=None,
+              help="Pack folder, when the run's domain is not a built-in domain of that name.")
+@click.option("--worker-id", default=None,
+              help="Name the claims of this worker carry (default host:pid); unique per worker.")
+@click.option("--max-skeletons", type=int, default=None, help="Stop after this many skeletons.")
+@handle_errors
+def worker_cmd(run: str, pack_path: str | None, worker_id: str | None, max_skeletons: int | None) -> None:
+    """Process skeletons of RUN, which a `dibench generate` elsewhere drives, until none is left.
+
+    Start it on any machine that reaches the same Neo4j and PostgreSQL: skeletons are claimed
+    under a lease in the graph, so every worker takes different ones, and a worker that dies
+    leaves its claims to the others once the lease expires. Prints what it did as JSON."""
+    from generation.workers import join
+
+    stats = join(run, pack_path, worker_id, max_skeletons=max_skeletons)
+    print_json({k: stats[k] for k in ("worker", "skeletons", "admitted_rows", "statements", "write_retries")}
+               | {"sql_seconds": round(stats["sql_seconds"], 2), "wall_seconds": round(stats["wall_seconds"], 2)})
 
 
 @main.command("demo")

@@ -1,0 +1,5 @@
+// What a generation run's workers did: how many, SQL statements and seconds, and the graph
+// transactions the driver had to run again (by Neo4j error code, JSON; deadlocks apart).
+MATCH (r:Run {key: $key})
+SET r.workers = $workers, r.sql_statements = $statements, r.sql_seconds = $sql_seconds,
+    r.write_retries = $retries, r.deadlocks = $deadlocks
