@@ -153,8 +153,8 @@ def loaded_rows(wh: Warehouse, pack: Pack, table: str) -> int | None:
 
 @dataclass(frozen=True)
 class Config:
-    """One row of the table: how `generate` runs. `env` holds settings (DIBENCH_*) set for the
-    duration of the run only; worker processes inherit them."""
+    """One row of the table: how `generate` runs. `env` holds environment variables (DIBENCH_*
+    settings, PGOPTIONS) set for the duration of the run only; worker processes inherit them."""
 
     name: str
     label: str
@@ -162,10 +162,17 @@ class Config:
     env: dict[str, str] = field(default_factory=dict)
 
 
+# libpq reads PGOPTIONS at connect: every worker's sessions then plan without parallel workers.
+SERIAL_SQL = {"PGOPTIONS": "-c max_parallel_workers_per_gather=0"}
 CONFIGS = (
     Config("1w", "1 worker", 1),
     Config("2w", "2 workers", 2),
+    # Not run by default: whether PostgreSQL's own parallel query is what leaves no CPU for a
+    # second worker (one worker's statements already use both cores of this machine).
+    Config("1w-serial", "1 worker, serial SQL", 1, SERIAL_SQL),
+    Config("2w-serial", "2 workers, serial SQL", 2, SERIAL_SQL),
 )
+DEFAULT_CONFIGS = "1w,2w"
 
 
 @contextmanager
@@ -240,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", type=int, default=200, help="skeletons picked by MMR selection")
     ap.add_argument("--min-per-type", type=int, default=3, help="augmentation minimum per analysis type")
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--configs", default=",".join(c.name for c in CONFIGS),
+    ap.add_argument("--configs", default=DEFAULT_CONFIGS,
                     help="comma-separated configurations to run, in order: " + ", ".join(
                         f"{c.name} ({c.label})" for c in CONFIGS))
     ap.add_argument("--keep", action="store_true", help="keep the bench domain in the graph afterwards")
