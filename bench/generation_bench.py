@@ -1,9 +1,11 @@
-"""Generation benchmark: tasks per second, and the overhead ratio = pipeline wall time / total
-time the SQL it ran spent in PostgreSQL, measured in the same run (target: ratio <= 1.25), at
-paper scale (>= 731 tasks, demo data with >= 1M tickets, no LLM).
+"""Generation benchmark: tasks per second with 1 and 2 workers side by side, the SQL they ran,
+the graph transactions the driver had to retry, and P1 = wall time / SQL time, at paper scale
+(>= 731 tasks, demo data with >= 1M tickets, no LLM), all in one run.
 
     .venv/bin/python bench/generation_bench.py                              # demo pack, 1M tickets
+    .venv/bin/python bench/generation_bench.py --size 200000 --reuse-data   # 200k tickets, loaded once
     .venv/bin/python bench/generation_bench.py --size 20000 --target 40     # a quick smoke run
+    .venv/bin/python bench/generation_bench.py --configs 1w                 # one configuration only
     .venv/bin/python bench/generation_bench.py --pack tests/fixtures/minipack --size 0 --target 30
 
 The pack (default `domains/demo`) is copied under another name and Postgres schema (default
@@ -11,19 +13,23 @@ The pack (default `domains/demo`) is copied under another name and Postgres sche
 schema qualifier of every metric template and rule fragment is rewritten on the sqlglot tree.
 The copy's data are generated with `--size` (the demo loader's ticket count; `--size 0` keeps
 the pack's own loader options) unless `--reuse-data` finds the schema already loaded. The
-copy is ingested into its own graph domain (deleted before the run, and after it unless
-`--keep`), then `generation.pipeline.generate` runs in this process (one worker, as
-`dibench generate` does by default).
+copy is ingested into its own graph domain once (deleted before the run, and after it unless
+`--keep`).
 
-What is timed, during `generate()` only:
-- wall: the whole call (enumeration, selection, planning, the worker, augmentation, summary);
-- SQL: every statement the warehouse engine sends, from cursor.execute() to its return (the
-  server's execution plus the round trip: the result is transferred before execute() returns
-  with psycopg's client-side cursors), through SQLAlchemy's cursor-execute events; the
-  transaction bookkeeping of the read-only path (BEGIN READ ONLY, SET LOCAL, ROLLBACK) is
-  counted separately. Also reported: the pipeline's own accounting (`sql_seconds`, around each
-  execute_readonly call, which includes the read-only check's parse).
-Results: a summary on stdout and `bench/results/generation.json`.
+Then each configuration of CONFIGS (one row each; `--configs` picks some) runs one
+`generation.pipeline.generate` call on that domain, after the tasks of the configuration before
+it were deleted (so each writes the same tasks from scratch; the artifact graph stays).
+Reported per configuration:
+- wall: the whole call (enumeration, selection, planning, the workers, augmentation, summary);
+- SQL statements and seconds: the workers' own accounting (`Executor`: around each read-only
+  execution, in whatever process the worker runs; cached results are not statements), summed
+  over workers. P1 = wall / (SQL seconds / workers): the time beyond what the SQL itself needs
+  (target <= 1.25). For the inline 1-worker configuration, the time inside cursor.execute()
+  (SQLAlchemy cursor events; BEGIN/SET LOCAL/ROLLBACK counted apart) is reported as well;
+- write retries: graph transactions the Neo4j driver ran again after a transient error, by
+  error code, in the driver and all workers; deadlocks are the DeadlockDetected ones;
+- tasks/s and the speed-up over the first configuration (issue 15: 2 workers >= 1.6x).
+Results: a table on stdout and `bench/results/generation.json`.
 """
 from __future__ import annotations
 
@@ -36,7 +42,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +64,7 @@ from sqlops.dialect import DIALECT, parse, parse_expression, render
 
 RESULTS = REPO_ROOT / "bench" / "results" / "generation.json"
 TARGET_RATIO = 1.25
+TARGET_SPEEDUP = 1.6
 PAPER_TASKS = 731
 EFFECT_SQL_FIELDS = ("predicate", "weight", "expression", "count")
 BOOKKEEPING = ("BEGIN", "SET LOCAL", "ROLLBACK")
@@ -144,41 +151,99 @@ def loaded_rows(wh: Warehouse, pack: Pack, table: str) -> int | None:
     return int(res.rows[0][0])
 
 
+@dataclass(frozen=True)
+class Config:
+    """One row of the table: how `generate` runs. `env` holds environment variables (DIBENCH_*
+    settings, PGOPTIONS) set for the duration of the run only; worker processes inherit them."""
+
+    name: str
+    label: str
+    workers: int
+    env: dict[str, str] = field(default_factory=dict)
+
+
+# libpq reads PGOPTIONS at connect: every worker's sessions then plan without parallel workers.
+SERIAL_SQL = {"PGOPTIONS": "-c max_parallel_workers_per_gather=0"}
+LEGACY_PLAN = {"DIBENCH_GROUPED_PLAN": "0"}
+CONFIGS = (
+    Config("1w", "1 worker", 1),
+    Config("2w", "2 workers", 2),
+    # Not run by default: whether PostgreSQL's own parallel query is what leaves no CPU for a
+    # second worker (one worker's statements already use both cores of this machine).
+    Config("1w-serial", "1 worker, serial SQL", 1, SERIAL_SQL),
+    Config("2w-serial", "2 workers, serial SQL", 2, SERIAL_SQL),
+    # The path before grouped planning (one SQL statement per answer), for the ratio; --compare-legacy.
+    Config("1w-legacy", "1 worker, one statement per answer", 1, LEGACY_PLAN),
+    Config("2w-legacy", "2 workers, one statement per answer", 2, LEGACY_PLAN),
+)
+DEFAULT_CONFIGS = "1w,2w"
+
+
 @contextmanager
-def legacy_plan() -> Iterator[None]:
-    """DIBENCH_GROUPED_PLAN=0 inside the block: one SQL statement per answer (and per slice)."""
-    saved = os.environ.get("DIBENCH_GROUPED_PLAN")
-    os.environ["DIBENCH_GROUPED_PLAN"] = "0"
+def settings_env(env: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     get_settings.cache_clear()
     try:
         yield
     finally:
-        if saved is None:
-            os.environ.pop("DIBENCH_GROUPED_PLAN")
-        else:
-            os.environ["DIBENCH_GROUPED_PLAN"] = saved
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         get_settings.cache_clear()
 
 
-def legacy_run(pack: Pack, graph: Graph, args: argparse.Namespace) -> dict[str, Any]:
-    """The same generation with one SQL statement per answer (a new run; same task keys)."""
-    with legacy_plan(), sql_clock() as clock:
+def legacy_plan() -> AbstractContextManager[None]:
+    """One SQL statement per answer (and per slice) inside the block (ingest_demo_bench.py)."""
+    return settings_env(LEGACY_PLAN)
+
+
+def reset_tasks(graph: Graph, domain: str, batch: int = 5_000) -> None:
+    while graph.write("bench_delete_tasks", domain=domain, limit=batch).get("nodes_deleted", 0):
+        pass
+
+
+def run_config(cfg: Config, pack: Pack, graph: Graph, args: argparse.Namespace) -> dict[str, Any]:
+    reset_tasks(graph, pack.name)
+    print(f"[bench] {cfg.label}: generating ...", flush=True)
+    with settings_env(cfg.env), sql_clock() as clock:
         started = time.perf_counter()
-        summary = generate(pack, graph, target=args.target, seed=args.seed, workers=1,
-                           min_per_type=args.min_per_type, new=True)
+        summary = generate(pack, graph, target=args.target, seed=args.seed, workers=cfg.workers,
+                           min_per_type=args.min_per_type, new=True,
+                           progress=lambda m: print(f"[bench] {cfg.name} {time.perf_counter() - started:8.1f}s {m}",
+                                                    flush=True))
         wall = time.perf_counter() - started
-    return {"tasks": summary.admitted, "wall_seconds": round(wall, 2), "sql_seconds": round(clock.seconds, 2),
-            "sql_statements": clock.statements, "sql_plan": summary.sql_plan}
+    variants = len(graph.read("tasks_for_run", run=summary.run_key))
+    per_worker_sql = summary.sql_seconds / max(1, cfg.workers)
+    return {
+        "config": cfg.name, "label": cfg.label, "workers": cfg.workers, "env": cfg.env,
+        "generation": summary.as_dict(), "tasks": summary.admitted, "tasks_with_variants": variants,
+        "skeletons": summary.skeletons, "wall_seconds": round(wall, 2),
+        "sql_statements": summary.sql_statements, "sql_seconds": summary.sql_seconds,
+        "tasks_per_second": round(summary.admitted / wall, 3),
+        "write_retries": summary.write_retries, "deadlocks": summary.deadlocks,
+        "p1": round(wall / per_worker_sql, 3) if per_worker_sql else None,
+        # Only SQL sent from this process: all of it with the inline worker, little otherwise.
+        "driver_process_sql": {"seconds": round(clock.seconds, 2), "statements": clock.statements,
+                               "bookkeeping_seconds": round(clock.bookkeeping_seconds, 2),
+                               "bookkeeping_statements": clock.bookkeeping_statements},
+    }
 
 
-def print_comparison(grouped: dict[str, Any], legacy: dict[str, Any]) -> None:
-    print(f"[bench] {'plan':8s} {'tasks':>6s} {'wall s':>8s} {'SQL st.':>8s} {'SQL s':>8s} {'tasks/s':>8s} {'wall/SQL':>9s}")
-    for name, r in (("grouped", grouped), ("legacy", legacy)):
-        print(f"[bench] {name:8s} {r['tasks']:6d} {r['wall_seconds']:8.1f} {r['sql_statements']:8d} "
-              f"{r['sql_seconds']:8.1f} {r['tasks'] / r['wall_seconds']:8.3f} {r['wall_seconds'] / r['sql_seconds']:9.3f}")
-    print(f"[bench] legacy / grouped: wall {legacy['wall_seconds'] / grouped['wall_seconds']:.2f}x, SQL statements "
-          f"{legacy['sql_statements'] / grouped['sql_statements']:.2f}x, SQL time "
-          f"{legacy['sql_seconds'] / grouped['sql_seconds']:.2f}x; same tasks: {legacy['tasks'] == grouped['tasks']}")
+COLUMNS = (("config", "label", "{}"), ("tasks", "tasks", "{}"), ("wall s", "wall_seconds", "{:.1f}"),
+           ("SQL stmts", "sql_statements", "{}"), ("SQL s", "sql_seconds", "{:.1f}"),
+           ("tasks/s", "tasks_per_second", "{:.3f}"), ("speed-up", "speedup", "{:.2f}x"),
+           ("retries", "retry_total", "{}"), ("deadlocks", "deadlocks", "{}"), ("P1", "p1", "{:.3f}"))
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The rows side by side, one line per configuration."""
+    cells = [[h for h, _, _ in COLUMNS]] + [
+        ["-" if r.get(k) is None else f.format(r[k]) for _, k, f in COLUMNS] for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,14 +256,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", type=int, default=200, help="skeletons picked by MMR selection")
     ap.add_argument("--min-per-type", type=int, default=3, help="augmentation minimum per analysis type")
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--configs", default=DEFAULT_CONFIGS,
+                    help="comma-separated configurations to run, in order: " + ", ".join(
+                        f"{c.name} ({c.label})" for c in CONFIGS))
     ap.add_argument("--keep", action="store_true", help="keep the bench domain in the graph afterwards")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--compare-legacy", action="store_true",
-                    help="after the timed run, time a second run with one SQL statement per answer "
-                         "(DIBENCH_GROUPED_PLAN=0, the path before grouped planning) and print both side by side")
+                    help="also run each chosen 1w/2w configuration with one SQL statement per answer "
+                         "(DIBENCH_GROUPED_PLAN=0, the path before grouped planning), side by side")
     args = ap.parse_args(argv)
-    if get_settings().llm_provider:
-        sys.exit("unset DIBENCH_LLM_PROVIDER: the benchmark measures generation without an LLM")
+    if get_settings().llm_provider or get_settings().llm:
+        sys.exit("unset DIBENCH_LLM / DIBENCH_LLM_PROVIDER: the benchmark measures generation without an LLM")
+    by_name = {c.name: c for c in CONFIGS}
+    unknown = [n for n in args.configs.split(",") if n not in by_name]
+    if unknown:
+        sys.exit(f"--configs: unknown configuration(s) {unknown}; known: {sorted(by_name)}")
+    names = args.configs.split(",")
+    if args.compare_legacy:
+        names += [f"{n}-legacy" for n in names if f"{n}-legacy" in by_name and f"{n}-legacy" not in names]
+    configs = [by_name[n] for n in names]
     os.environ.pop("DIBENCH_LEASE_S", None)
 
     src = resolve_pack_path(args.pack)
@@ -226,53 +302,33 @@ def main(argv: list[str] | None = None) -> int:
         result["ingest"] = {"seconds": round(time.perf_counter() - started, 2), "verified": report.verified,
                             "unverified": report.unverified}
         print(f"[bench] ingested in {result['ingest']['seconds']}s ({report.verified} verified edges)", flush=True)
-
-        with sql_clock() as clock:
-            started = time.perf_counter()
-            summary = generate(pack, graph, target=args.target, seed=args.seed, workers=1,
-                               min_per_type=args.min_per_type,
-                               progress=lambda m: print(f"[bench] {time.perf_counter() - started:8.1f}s {m}", flush=True))
-            wall = time.perf_counter() - started
-        variants = sum(1 for r in graph.read("tasks_for_run", run=summary.run_key))
-        if args.compare_legacy:
-            grouped = {"tasks": summary.admitted, "wall_seconds": round(wall, 2), "sql_seconds": round(clock.seconds, 2),
-                       "sql_statements": clock.statements}
-            result["legacy_plan"] = legacy_run(pack, graph, args)
-            print_comparison(grouped, result["legacy_plan"])
+        runs = [run_config(cfg, pack, graph, args) for cfg in configs]
         if not args.keep:
             delete_domain(graph, pack.name)
     graph.close()
     wh.dispose()
 
-    ratio = wall / clock.seconds if clock.seconds else float("inf")
-    result.update({
-        "generation": {**summary.as_dict(), "admitted_with_variants": variants},
-        "wall_seconds": round(wall, 2),
-        "sql_seconds": round(clock.seconds, 2), "sql_statements": clock.statements,
-        "bookkeeping_seconds": round(clock.bookkeeping_seconds, 2),
-        "bookkeeping_statements": clock.bookkeeping_statements,
-        "pipeline_sql_seconds": summary.sql_seconds,
-        "tasks_per_second": round(summary.admitted / wall, 3),
-        "tasks_with_variants_per_second": round(variants / wall, 3),
-        "overhead_ratio": round(ratio, 3),
-        "overhead_ratio_incl_bookkeeping": round(wall / (clock.seconds + clock.bookkeeping_seconds), 3),
-        "targets": {"tasks": PAPER_TASKS, "overhead_ratio": TARGET_RATIO,
-                    "tasks_ok": summary.admitted >= PAPER_TASKS, "overhead_ok": ratio <= TARGET_RATIO},
-    })
+    for r in runs:
+        r["speedup"] = round(r["tasks_per_second"] / runs[0]["tasks_per_second"], 3) if runs[0]["tasks_per_second"] else None
+        r["retry_total"] = sum(r["write_retries"].values())
+    result["runs"] = runs
+    result["targets"] = {"tasks": PAPER_TASKS, "p1": TARGET_RATIO, "speedup_2_workers": TARGET_SPEEDUP,
+                         "tasks_ok": all(r["tasks"] >= PAPER_TASKS for r in runs),
+                         "p1_ok": all(r["p1"] is not None and r["p1"] <= TARGET_RATIO for r in runs),
+                         "speedup_ok": all(r["speedup"] is not None and r["speedup"] >= TARGET_SPEEDUP
+                                           for r in runs if r["workers"] == 2),
+                         "no_deadlocks": all(r["deadlocks"] == 0 for r in runs)}
     result["machine"]["load_average_after"] = list(os.getloadavg())
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    g = result["generation"]
-    print(f"[bench] {summary.admitted} tasks admitted ({variants} with oracle/no-rule variants) from "
-          f"{g['skeletons']} skeletons, {result['data_rows']} {args.size_table}")
-    print(f"[bench] wall {wall:.1f}s; SQL {clock.seconds:.1f}s in {clock.statements} statements "
-          f"(+{clock.bookkeeping_seconds:.1f}s bookkeeping in {clock.bookkeeping_statements}); "
-          f"pipeline's own SQL accounting {summary.sql_seconds}s")
-    print(f"[bench] tasks/s {result['tasks_per_second']}; overhead ratio {result['overhead_ratio']} "
-          f"(with bookkeeping {result['overhead_ratio_incl_bookkeeping']})")
-    print(f"[bench] tasks >= {PAPER_TASKS}: {'PASS' if result['targets']['tasks_ok'] else 'FAIL'}; "
-          f"overhead <= {TARGET_RATIO}: {'PASS' if result['targets']['overhead_ok'] else 'FAIL'}; "
-          f"results in {args.out}")
+    print(f"[bench] {result['data_rows']} {args.size_table}; ingest {result['ingest']['seconds']}s; "
+          f"load average {result['machine']['load_average_before'][0]:.1f} before, "
+          f"{result['machine']['load_average_after'][0]:.1f} after")
+    print(table(runs))
+    t = result["targets"]
+    print(f"[bench] tasks >= {PAPER_TASKS}: {'PASS' if t['tasks_ok'] else 'FAIL'}; P1 <= {TARGET_RATIO}: "
+          f"{'PASS' if t['p1_ok'] else 'FAIL'}; 2 workers >= {TARGET_SPEEDUP}x: {'PASS' if t['speedup_ok'] else 'FAIL'}; "
+          f"no deadlock retries: {'PASS' if t['no_deadlocks'] else 'FAIL'}; results in {args.out}")
     return 0
 
 

@@ -156,7 +156,11 @@ def domain_check_rules(pack: str, as_json: bool) -> None:
 @handle_errors
 def domain_check(pack: str, as_json: bool) -> None:
     """Report what PACK finds in its warehouse: row counts, the columns its metrics and dimensions
-    need, and which are missing (exit 1 if any). For a pack over an existing schema (no loader)."""
+    need, and which are missing (exit 1 if any). For a pack over an existing schema (no loader).
+
+    Also lists, one line each with the CREATE INDEX to run, the time and dimension columns the
+    metrics filter on that no index leads with, on tables of 10,000 rows or more (advice only:
+    the exit status does not depend on it, and dibench never creates them itself)."""
     from ingest.domain_check import check_domain
     from ingest.pack import load_pack, warehouse_for
 
@@ -172,6 +176,10 @@ def domain_check(pack: str, as_json: bool) -> None:
                     [[t["table"], t["exists"], "-" if t["rows"] is None else f"{t['rows']:,}", ", ".join(t["needed"]),
                       ", ".join(t["missing"]) or "-"] for t in report["tables"]])
         click.echo(f"{report['missing']} needed column(s) missing" if report["missing"] else "every needed column exists")
+        for advice in report["indexes"]:
+            click.echo(advice["advice"])
+        if report["schema_exists"] and not report["indexes"]:
+            click.echo("every time and dimension column the metrics filter on has an index")
     if report["missing"] or not report["schema_exists"]:
         sys.exit(1)
 @domain.command("unlock")
@@ -346,8 +354,11 @@ def _print_summary(summary: Any) -> None:
                f"{d['skeletons']} skeletons; rules decisive in a task {d['rules_covered']}/{d['rules_total']}, "
                f"featured {d['featured_covered']}/{d['rules_total']}; {d['multi_decisive']} tasks with more than "
                f"one decisive rule; metrics covered {d['metrics_covered']}; validation stage 2: {d['stage2']}; "
-               f"wall {d['wall_seconds']}s, SQL {d['sql_seconds']}s in {d['sql_statements']} statements"
-               + (" (resumed)" if d["resumed"] else ""))
+               f"wall {d['wall_seconds']}s, SQL {d['sql_seconds']}s in {d['sql_statements']} statements "
+               f"({d['workers']} worker(s))" + (" (resumed)" if d["resumed"] else ""))
+    if d.get("write_retries"):
+        click.echo("graph transactions retried by the driver: "
+                   + ", ".join(f"{code} {n}" for code, n in d["write_retries"].items()))
     paths = {p.split(":")[0]: 0 for c in d["sql_plan"].values() for p in c}
     for counts in d["sql_plan"].values():
         for p, n in counts.items():
@@ -437,6 +448,27 @@ def generate_cmd(pack: str, target: int, seed: int, workers: int, min_per_type: 
         os.environ["DIBENCH_GROUPED_PLAN"] = "0"  # worker processes read the environment
         get_settings.cache_clear()
     _generate(pack, target, seed, workers, min_per_type, as_json, resume, new)
+
+
+@main.command("worker")
+@click.argument("run")
+@click.option("--pack", "pack_path", default=None,
+              help="Pack folder, when the run's domain is not a built-in domain of that name.")
+@click.option("--worker-id", default=None,
+              help="Name the claims of this worker carry (default host:pid); unique per worker.")
+@click.option("--max-skeletons", type=int, default=None, help="Stop after this many skeletons.")
+@handle_errors
+def worker_cmd(run: str, pack_path: str | None, worker_id: str | None, max_skeletons: int | None) -> None:
+    """Process skeletons of RUN, which a `dibench generate` elsewhere drives, until none is left.
+
+    Start it on any machine that reaches the same Neo4j and PostgreSQL: skeletons are claimed
+    under a lease in the graph, so every worker takes different ones, and a worker that dies
+    leaves its claims to the others once the lease expires. Prints what it did as JSON."""
+    from generation.workers import join
+
+    stats = join(run, pack_path, worker_id, max_skeletons=max_skeletons)
+    print_json({k: stats[k] for k in ("worker", "skeletons", "admitted_rows", "statements", "write_retries")}
+               | {"sql_seconds": round(stats["sql_seconds"], 2), "wall_seconds": round(stats["wall_seconds"], 2)})
 
 
 @main.command("demo")

@@ -27,7 +27,7 @@ from generation.writeback import GOLD_VERSION
 from ingest.keys import dimension_key, metric_key, rule_key
 from ingest import fingerprint
 from ingest.pack import Pack, warehouse_for
-from service.graph import Graph
+from service.graph import DEADLOCK, Graph, retries_between, retry_counts
 from service.config import get_settings
 from service.llm import configured_model, describe, merge_counts
 
@@ -50,6 +50,12 @@ class RunSummary:
     metrics_covered: int = 0
     wall_seconds: float = 0.0
     sql_seconds: float = 0.0
+    sql_statements: int = 0  # sent to PostgreSQL by the workers (cache hits not counted)
+    workers: int = 1
+    # Graph transactions the Neo4j driver ran again after a transient error, by error code
+    # (workers and driver together); `deadlocks` is the DeadlockDetected share.
+    write_retries: dict[str, int] = field(default_factory=dict)
+    deadlocks: int = 0
     stage2: str = "skipped"
     skipped_metrics: dict[str, str] = field(default_factory=dict)  # metric -> why its policy is incomplete
     migrated: int = 0  # tasks of an older gold meaning retired before this run
@@ -60,7 +66,6 @@ class RunSummary:
     prompt_versions: dict[str, Any] = field(default_factory=dict)  # as the Run records them
     # analysis type -> {"grouped" | "legacy: <why>" | "mixed: <why>" | "none": candidates} (generation.tasks.sql_plan)
     sql_plan: dict[str, dict[str, int]] = field(default_factory=dict)
-    sql_statements: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -250,6 +255,7 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
     is gone is resumed (or the run `resume` names; `new` forces a fresh run): its plan is kept,
     the skeletons not yet done are processed, augmentation goes on from what is there."""
     started = time.perf_counter()
+    retries_before = retry_counts()
     say = progress or (lambda _m: None)
     enum = enumerate_all(graph, pack.name, seed=seed)
     candidates = enum.skeletons
@@ -297,7 +303,12 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
     summary.skipped_metrics, summary.migrated = enum.skipped, migrated
     summary.wall_seconds = round(time.perf_counter() - started, 2)
     summary.sql_seconds = round(sum(s["sql_seconds"] for s in stats), 2)
-    summary.sql_statements = sum(s["statements"] for s in stats)
+    summary.sql_statements = sum(int(s["statements"]) for s in stats)
+    summary.workers = workers
+    # This process's retries (the driver's, and an inline worker's), plus the worker processes'.
+    summary.write_retries = merge_retries([retries_between(retries_before, retry_counts())]
+                                          + [s["write_retries"] for s in stats if s["pid"] != os.getpid()])
+    summary.deadlocks = summary.write_retries.get(DEADLOCK, 0)
     summary.stage2 = stage2_mode()
     summary.resumed = run.resumed
     summary.llm = merge_counts([s["llm"] for s in stats if "llm" in s])
@@ -307,9 +318,17 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
                                      failures=summary.llm_failures):
         summary.llm_model = str(row["model"] or "none")
         summary.prompt_versions = json.loads(row["prompt_versions"] or "{}")
-    graph.write("run_sql_plan", key=run_key, sql_plan=json.dumps(summary.sql_plan, sort_keys=True),
-                statements=summary.sql_statements)
+    graph.write("run_work_stats", key=run_key, workers=workers, statements=summary.sql_statements,
+                sql_seconds=summary.sql_seconds, sql_plan=json.dumps(summary.sql_plan, sort_keys=True),
+                retries=json.dumps(summary.write_retries, sort_keys=True), deadlocks=summary.deadlocks)
     return summary
+
+
+def merge_retries(parts: list[dict[str, int]]) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for part in parts:
+        total.update(part)
+    return dict(sorted(total.items()))
 
 
 def llm_calls(stats: list[dict[str, Any]]) -> int:

@@ -1,5 +1,8 @@
 """Workers claim skeletons from Neo4j with a lease, process them, and write each skeleton's tasks
-and its completion in one transaction. A dead worker's expired leases are taken over; task keys
+and its completion in one transaction, whose edges to shared nodes are created at commit in
+a fixed lock order (cypher/tasks_write.cypher), so concurrent write-backs neither queue on nor
+deadlock over the Run, Metric and Table nodes they share. A dead worker's expired leases are
+taken over; task keys
 are deterministic (skeleton, analysis type, variant), so a skeleton processed twice can never
 produce duplicate tasks.
 
@@ -25,8 +28,9 @@ from generation.writeback import task_rows
 from ingest.database import schema_columns
 from ingest.lease import process_id
 from ingest.pack import load_pack, warehouse_for
-from service.graph import Graph, Tx
+from service.graph import Graph, Tx, retries_between, retry_counts
 from service.config import get_settings
+from service.errors import DibenchError, NotFound
 from service.llm import configured_model, session
 from service.warehouse import Warehouse
 
@@ -91,6 +95,7 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
     windows: dict[str, Any] = {}
     done = tasks = 0
     started = time.perf_counter()
+    retries_before = retry_counts()
     try:
         while (max_skeletons is None or done < max_skeletons) and not orphaned(parent):
             batch = claim(graph, run_key, worker)
@@ -128,7 +133,30 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
         wh.dispose()
     return {"worker": worker, "skeletons": done, "admitted_rows": tasks, "sql_seconds": ex.sql_seconds,
             "statements": ex.statements, "wall_seconds": time.perf_counter() - started,
+            "write_retries": retries_between(retries_before, retry_counts()), "pid": os.getpid(),
             "llm": session().since(llm_before)}
+
+
+def join(run_key: str, pack_path: str | None = None, worker: str | None = None, *,
+         max_skeletons: int | None = None) -> dict[str, Any]:
+    """Work on a run another process drives (`dibench worker`), e.g. from another machine that
+    reaches the same Neo4j and PostgreSQL: claims are leases in the graph, so workers anywhere
+    take disjoint skeletons. The run's domain and seed come from its Run node; `pack_path` is
+    needed when the pack is not a built-in domain of that name."""
+    graph = Graph()
+    try:
+        rows = graph.read("run_state", run=run_key)
+    finally:
+        graph.close()
+    if not rows:
+        raise NotFound(f"no run {run_key!r} in the graph", hint="the summary of `dibench generate` prints run keys")
+    run = rows[0]
+    if run["finished_at"] is not None:
+        raise DibenchError(f"run {run_key} finished at {run['finished_at']}: there is nothing to work on")
+    pack = load_pack(pack_path or str(run["domain"]))
+    if pack.name != run["domain"]:
+        raise DibenchError(f"run {run_key} belongs to domain {run['domain']!r}, not to pack {pack.name!r}")
+    return work(run_key, str(pack.root), int(run["seed"]), worker, max_skeletons=max_skeletons)
 
 
 def work_entry(args: tuple[str, str, int, str, int]) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 For a data team's own warehouse (a pack without a loader, possibly on its own database): per
 table the pack needs, whether it exists, its row count (through the read-only path), the
 columns its metric templates, rule effects and declared dimensions need, and which of them are
-missing. Plus the pack's warnings (e.g. short rule documents). The database is named by the
-environment variable that holds its URL, never by the URL.
+missing, and the time and dimension columns the metrics filter on that no index serves, each
+with the CREATE INDEX that would (ingest/indexes.py). Plus the pack's warnings (e.g. short rule
+documents). The database is named by the environment variable that holds its URL, never by the URL.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from ingest.database import schema_columns
 from ingest.fingerprint import Fingerprinter, pack_columns
+from ingest.indexes import missing_indexes
 from ingest.pack import Pack
 from service.warehouse import Warehouse
 
@@ -41,4 +43,7 @@ def check_domain(pack: Pack, wh: Warehouse) -> dict[str, Any]:
         "loader": pack.spec.loader.entry if pack.spec.loader else None,
         "database": f"from ${pack.spec.database_env}" if pack.spec.database_env else "DIBENCH_DATABASE_URL",
         "tables": tables, "missing": missing, "warnings": list(pack.warnings),
+        "indexes": [{"table": n.table, "column": n.column, "kind": n.kind, "metrics": list(n.metrics),
+                     "create": n.create_sql(pack.schema), "advice": n.line(pack.schema)}
+                    for n in (missing_indexes(pack, wh) if present else [])],
     }

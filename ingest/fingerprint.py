@@ -28,7 +28,7 @@ from ingest.pack import Pack
 from service.errors import RewriteError
 from service.warehouse import Warehouse
 from sqlops.dialect import parse, parse_expression, render
-from sqlops.tree import columns_read, tables_read
+from sqlops.tree import alias_tables, columns_read, tables_read
 
 Fingerprint = dict[str, Any]
 Reads = dict[str, frozenset[str]]
@@ -39,10 +39,6 @@ EFFECT_FIELDS = ("predicate", "weight", "expression", "count")
 
 
 # ------------------------------------------------------------------------------ what is read
-def _aliases(tree: exp.Expression) -> dict[str, str]:
-    return {t.alias_or_name: t.name for t in tree.find_all(exp.Table)}
-
-
 def pack_columns(pack: Pack) -> dict[str, set[str]]:
     """{table: columns} every metric template, rule effect and declared dimension of `pack` reads."""
     out: dict[str, set[str]] = {}
@@ -50,7 +46,7 @@ def pack_columns(pack: Pack) -> dict[str, set[str]]:
         if m.derived is not None:
             continue  # reads what its inputs read
         tree = parse(m.template, where=f"metric {m.id}: sql")
-        aliases = _aliases(tree)
+        aliases = alias_tables(tree)
         for table, col in columns_read(tree):
             out.setdefault(table, set()).add(col)
         for doc in pack.rules:

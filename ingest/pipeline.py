@@ -27,6 +27,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from ingest.catalog import CatalogPlan, plan_catalog
 from ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION
+from ingest.indexes import missing_indexes
 from ingest.keys import props_hash
 from ingest.lease import domain_lease
 from ingest.pack import Pack
@@ -159,8 +160,10 @@ def ingest_pack(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | No
     more, more_tx, more_rows = _write(graph, pack, schema, catalog, rules)
     add_counters(counters, more)
     transactions, n_rows = transactions + more_tx, n_rows + more_rows
-    report = IngestReport(pack.name, counters, warnings=rules.warnings, failures=rules.failures + rules.conflicts,
-                          rows=n_rows, transactions=transactions)
+    # Advice, not a failure: a missing index makes generation slow, never wrong.
+    advice = [n.line(pack.schema) for n in missing_indexes(pack, wh)] if only_rules is None else []
+    report = IngestReport(pack.name, counters, warnings=rules.warnings + advice,
+                          failures=rules.failures + rules.conflicts, rows=n_rows, transactions=transactions)
     if extracts(pack, llm, only_rules):
         report.extraction = {"model": describe(llm), "prompt_version": EXTRACT_PROMPT_VERSION,
                              "documents": sum(1 for r in rules.rules if r["props"]["effects_source"] == "llm")}

@@ -2,12 +2,15 @@
 
 Every statement lives in `cypher/<name>.cypher` with `$named` parameters. A call must pass
 exactly the parameters its file uses; anything else is a GraphError before the query runs.
-Writes go through the driver's managed transactions, which retry transient errors.
+Writes go through the driver's managed transactions, which retry transient errors; the process
+counts those retries by error code (`retry_counts`), so that a job can report its deadlocks.
 """
 from __future__ import annotations
 
+import logging
 import re
 import threading
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -26,6 +29,43 @@ _PARAM = re.compile(r"(?<![\w$])\$([A-Za-z_][A-Za-z0-9_]*)")
 _STRING_OR_COMMENT = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|//[^\n]*")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 T = TypeVar("T")
+
+
+class _RetryCounter(logging.Filter):
+    """Counts the transactions the driver's retry loop runs again, by Neo4j error code. The
+    driver says so in one warning per retry, carrying the error, whether it struck in a
+    statement or at commit (where Neo4j takes the locks of dense nodes); it has no other hook.
+    The warning itself goes on as before."""
+
+    RETRYING = "Transaction failed and will be retried"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Counter[str] = Counter()
+        self.lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith(self.RETRYING) and isinstance(record.args, tuple):
+            error = record.args[-1]
+            with self.lock:
+                self.counts[str(getattr(error, "code", None) or type(error).__name__)] += 1
+        return True
+
+
+_RETRIES = _RetryCounter()
+logging.getLogger("neo4j.session").addFilter(_RETRIES)
+DEADLOCK = "Neo.TransientError.Transaction.DeadlockDetected"
+
+
+def retry_counts() -> dict[str, int]:
+    """Transactions of this process that the driver ran again after a transient error, by error
+    code (a deadlock is DEADLOCK), since the process started: take the difference of two calls."""
+    with _RETRIES.lock:
+        return dict(_RETRIES.counts)
+
+
+def retries_between(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {code: n - before.get(code, 0) for code, n in sorted(after.items()) if n > before.get(code, 0)}
 
 
 @dataclass(frozen=True)

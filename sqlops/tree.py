@@ -58,11 +58,14 @@ def tables_read(tree: exp.Expression) -> set[str]:
     return out
 
 
+def alias_tables(tree: exp.Expression) -> dict[str, str]:
+    """{alias (or name): table} of every table the query reads."""
+    return {t.alias_or_name: t.name for t in tree.find_all(exp.Table)}
+
+
 def columns_read(tree: exp.Expression) -> set[tuple[str, str]]:
     """(table, column) pairs referenced in the outer query, resolving aliases of physical tables."""
-    alias_to_table: dict[str, str] = {}
-    for t in tree.find_all(exp.Table):
-        alias_to_table[t.alias_or_name] = t.name
+    alias_to_table = alias_tables(tree)
     out = set()
     for c in tree.find_all(exp.Column):
         if c.table and c.table in alias_to_table:

@@ -19,6 +19,7 @@ from sqlalchemy.schema import DropSchema
 from domains.berka.asc import birth_number, yymmdd
 from domains.berka.load import load
 from ingest.database import load_database, schema_columns
+from ingest.indexes import missing_indexes
 from ingest.pack import load_pack
 from ingest.validate import validate_pack
 from ingest.verify import verify_effect
@@ -206,3 +207,8 @@ def test_every_rule_effect_changes_an_answer(berka_loaded: Warehouse, rule_id: s
     check = verify_effect(berka_loaded, PACK.metric_by_id[eff.metric], rule_id, eff)
     assert check.error is None
     assert check.verified, f"{rule_id} effect {index} does not change {eff.metric}"
+
+
+def test_the_loader_indexes_what_the_metrics_filter_on(berka_loaded: Warehouse) -> None:
+    # trans is the one table above MIN_ROWS: its date, and each of its dimensions with the date
+    assert [n.line(PACK.schema) for n in missing_indexes(PACK, berka_loaded)] == []

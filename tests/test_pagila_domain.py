@@ -16,6 +16,7 @@ from sqlalchemy import Engine, text
 
 from domains.pagila.load import load, strip_owner_statements, table_counts
 from ingest.database import load_database, schema_columns
+from ingest.indexes import missing_indexes
 from ingest.pack import load_pack
 from ingest.validate import validate_pack
 from ingest.verify import metric_window, verify_effect
@@ -185,3 +186,8 @@ def test_the_grace_period_rule_moves_the_late_return_rate(pagila_loaded: Warehou
     base_value = pagila_loaded.execute_readonly(metric.sql, params).rows[0][0]
     gold_value = pagila_loaded.execute_readonly(render(gold.tree), {**params, **gold.params}).rows[0][0]
     assert (round(base_value, 2), round(gold_value, 2)) == (51.20, 40.36)
+
+
+def test_the_loader_indexes_what_the_metrics_filter_on(pagila_loaded: Warehouse) -> None:
+    # rental and payment are the tables above MIN_ROWS; the dump indexes rental_date, the loader payment_date
+    assert [n.line(PACK.schema) for n in missing_indexes(PACK, pagila_loaded)] == []

@@ -7,6 +7,7 @@ computed again in the test's own process. Only those two domains' nodes are touc
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -34,7 +35,7 @@ from service.graph import Graph
 from service.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, delete_domain, ensure_mini_loaded
 
-FOUR, KILL = "mini_wk4", "mini_wkill"
+FOUR, KILL, TWO = "mini_wk4", "mini_wkill", "mini_wk2p"
 SEED = 42
 TARGET = 12
 LEASE_S = "3"
@@ -44,10 +45,10 @@ VICTIM = "import sys; from generation.workers import work; work(sys.argv[1], sys
 @pytest.fixture(scope="module", autouse=True)
 def clean(graph: Graph, warehouse: Warehouse) -> Iterator[None]:
     ensure_mini_loaded(warehouse)
-    for d in (FOUR, KILL):
+    for d in (FOUR, KILL, TWO):
         delete_domain(graph, d)
     yield
-    for d in (FOUR, KILL):
+    for d in (FOUR, KILL, TWO):
         delete_domain(graph, d)
 
 
@@ -198,3 +199,53 @@ def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path_factory: pytest.T
     got = written(tasks)
     assert sorted(got) == sorted(want)
     assert got == want
+
+
+WORKER_CLI = "import sys; from cli.main import main; main(sys.argv[1:])"
+
+
+def test_worker_processes_named_as_on_two_machines_claim_disjoint_skeletons(
+        tmp_path_factory: pytest.TempPathFactory, graph: Graph, warehouse: Warehouse) -> None:
+    """`dibench worker RUN --worker-id ...` in two separate processes, as on two hosts that
+    reach the same Neo4j and PostgreSQL, on a run another process planned."""
+    pack = ingested(tmp_path_factory.mktemp("wk2p"), TWO, graph, warehouse)
+    sel = select(enumerate_skeletons(graph, TWO, seed=SEED), TARGET, seed=SEED)
+    planned = {s.key for s in list(sel.picked) + list(sel.coverage_added)}
+    run_key = create_run(graph, pack, SEED, TARGET)
+    graph.write("skeletons_plan", run=run_key, rows=plan_rows(list(sel.picked) + list(sel.coverage_added), "mmr", 0))
+
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    procs = {wid: subprocess.Popen([sys.executable, "-c", WORKER_CLI, "worker", run_key, "--pack", str(pack.root),
+                                    "--worker-id", wid], cwd=REPO_ROOT, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for wid in ("host-a:worker-1", "host-b:worker-1")}
+    stats = {}
+    for wid, proc in procs.items():
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err.decode()
+        stats[wid] = json.loads(out)
+    assert {w: s["worker"] for w, s in stats.items()} == {w: w for w in procs}
+
+    plans = graph.read("test_run_plans", run=run_key)
+    assert {p["skeleton"] for p in plans} == planned
+    assert {p["state"] for p in plans} == {"done"}
+    assert [p["claims"] for p in plans] == [1] * len(plans), "a skeleton was claimed twice"
+    mine = {w: {p["skeleton"] for p in plans if p["owner"] == w} for w in procs}
+    assert set().union(*mine.values()) == planned and sum(len(m) for m in mine.values()) == len(planned)
+    assert all(mine.values()), f"one worker did all the work: {mine}"
+    assert {w: s["skeletons"] for w, s in stats.items()} == {w: len(m) for w, m in mine.items()}
+
+    tasks = graph.read("test_run_tasks", run=run_key)
+    assert tasks
+    assert_no_duplicates(tasks)
+    assert {t["props"]["skeleton_key"] for t in tasks} == planned
+
+
+def test_a_worker_refuses_a_run_that_does_not_exist() -> None:
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    result = CliRunner().invoke(main, ["worker", "run:nowhere/1"])
+    assert result.exit_code != 0
+    assert "no run 'run:nowhere/1' in the graph" in result.output

@@ -1,0 +1,127 @@
+"""Index advice: the time and dimension columns a pack's metrics filter on that no index of the
+warehouse leads with.
+
+Every generated statement windows a metric on its `time_column` and many filter or group on a
+dimension column; on a large table without an index on that column each of them is a full
+scan. `dibench domain check` lists each such column with the CREATE INDEX a user could run,
+and `dibench ingest` warns about them; dibench never creates an index in a warehouse it does
+not load (a team's own warehouse is read, never changed).
+
+A column counts as indexed when a valid index of its table has it as its first key column (the
+only column a B-tree can search by alone). Tables below MIN_ROWS rows (PostgreSQL's estimate,
+`pg_class.reltuples`, or the live rows counted since the last analysis) are left out: PostgreSQL scans a table that small faster than it would
+use an index. A dimension column on the table a metric windows on is advised together with
+that time column (`(channel, created_at)`), which serves "this value in this window" at once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from sqlglot import exp
+
+from ingest.pack import Pack
+from service.warehouse import Warehouse
+from sqlops.dialect import parse, render
+from sqlops.tree import alias_tables
+
+MIN_ROWS = 10_000
+
+# Every table of the schema with its row estimate (the planner's, else the live rows the
+# statistics collector counted: a table loaded and not yet analysed has no planner estimate) and
+# the first key column of each valid index (NULL for a table without one). `indkey` is an int2vector, subscripted from 0; an expression
+# index has 0 there and joins no attribute.
+CATALOG_SQL = (
+    "SELECT c.relname AS table_name, "
+    "CASE WHEN c.reltuples >= 0 THEN c.reltuples ELSE COALESCE(s.n_live_tup, -1) END AS row_estimate, "
+    "a.attname AS leading_column "
+    "FROM pg_catalog.pg_class AS c "
+    "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
+    "LEFT JOIN pg_catalog.pg_stat_all_tables AS s ON s.relid = c.oid "
+    "LEFT JOIN pg_catalog.pg_index AS i ON i.indrelid = c.oid AND i.indisvalid "
+    "LEFT JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid AND a.attnum = i.indkey[0] "
+    "WHERE n.nspname = :schema AND c.relkind IN ('r', 'p', 'm')"
+)
+
+
+@dataclass(frozen=True)
+class IndexNeed:
+    """A column that some metrics filter on, and the index that would serve them."""
+
+    table: str
+    column: str
+    kind: Literal["time", "dimension"]
+    metrics: tuple[str, ...]
+    index_columns: tuple[str, ...]  # `column` first
+
+    def create_sql(self, schema: str) -> str:
+        index = exp.Index(table=exp.table_(self.table, db=schema, quoted=None),
+                          params=exp.IndexParameters(columns=[exp.Ordered(this=exp.column(c))
+                                                              for c in self.index_columns]))
+        return render(exp.Create(this=index, kind="INDEX")) + ";"
+
+    def line(self, schema: str) -> str:
+        used = ", ".join(self.metrics[:3]) + (f" and {len(self.metrics) - 3} more" if len(self.metrics) > 3 else "")
+        return (f"no index on {self.table}.{self.column} ({self.kind} column of {used}): "
+                f"{self.create_sql(schema)}")
+
+
+@dataclass(frozen=True)
+class Catalog:
+    leading: dict[str, frozenset[str]]  # table -> first key columns of its valid indexes
+    rows: dict[str, float]  # table -> row estimate (-1: never analysed)
+
+
+def needed_indexes(pack: Pack) -> list[IndexNeed]:
+    """Every (table, column) the pack's metrics window on (time) or slice by (dimension), with
+    the metrics that do; a pure function of the pack."""
+    users: dict[tuple[str, str, str], set[str]] = {}
+    for m in pack.metrics:
+        if m.derived is not None or m.template is None:
+            continue  # reads what its inputs read
+        tables = alias_tables(parse(m.template, where=f"metric {m.id}: sql"))
+        if m.time_column and "." in m.time_column:
+            alias, col = m.time_column.split(".", 1)
+            if alias in tables:
+                users.setdefault((tables[alias], col, "time"), set()).add(m.id)
+        for dim in m.dimensions:
+            table, col = dim.split(".", 1)
+            users.setdefault((table, col, "dimension"), set()).add(m.id)
+    # table -> the time column most of its metrics window on (ties: the first by name)
+    time_of: dict[str, str] = {}
+    for (table, col, kind), metrics in sorted(users.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        if kind == "time":
+            time_of.setdefault(table, col)
+    needs = []
+    for (table, col, kind), metrics in sorted(users.items()):
+        if kind == "dimension" and (table, col, "time") in users:
+            continue  # a temporal dimension: its time need covers it
+        time_col = time_of.get(table)
+        extra = (time_col,) if kind == "dimension" and time_col and time_col != col else ()
+        needs.append(IndexNeed(table, col, "time" if kind == "time" else "dimension", tuple(sorted(metrics)),
+                               (col, *extra)))
+    return needs
+
+
+def read_catalog(wh: Warehouse, schema: str) -> Catalog:
+    """The schema's tables, row estimates and leading index columns, from pg_catalog."""
+    res = wh.execute_readonly(CATALOG_SQL, {"schema": schema}, schema=schema)
+    leading: dict[str, set[str]] = {}
+    rows: dict[str, float] = {}
+    for table, estimate, col in res.rows:
+        rows[table] = float(estimate)
+        cols = leading.setdefault(table, set())
+        if col is not None:
+            cols.add(col)
+    return Catalog({t: frozenset(c) for t, c in leading.items()}, rows)
+
+
+def missing_indexes(pack: Pack, wh: Warehouse, *, min_rows: float | None = None) -> list[IndexNeed]:
+    """The needs no index serves, on tables of at least `min_rows` rows (default MIN_ROWS; a
+    table never analysed counts as large); tables that do not exist are `domain check`'s other
+    report."""
+    min_rows = MIN_ROWS if min_rows is None else min_rows
+    cat = read_catalog(wh, pack.schema)
+    return [n for n in needed_indexes(pack)
+            if n.table in cat.rows and n.column not in cat.leading[n.table]
+            and (cat.rows[n.table] < 0 or cat.rows[n.table] >= min_rows)]
