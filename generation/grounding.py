@@ -56,9 +56,10 @@ class Executor:
     grouped: bool = field(default_factory=lambda: get_settings().grouped_plan)
     plan_log: list[str] = field(default_factory=list)  # per answered statement: "grouped" or "legacy: why"
 
-    def run(self, sql: str, params: dict[str, Any], *, cache: bool = True) -> QueryResult:
+    def run(self, sql: str, params: dict[str, Any], *, cache: bool = True, exact: bool = False) -> QueryResult:
+        """`exact`: NUMERIC values stay Decimal (Warehouse.execute_readonly), for partials."""
         if not cache:
-            return self._execute(sql, params)
+            return self._execute(sql, params, exact)
         key = (sql, json.dumps(params, sort_keys=True, default=str))
         return self.remember(key, lambda: self._execute(sql, params))
 
@@ -72,10 +73,10 @@ class Executor:
         self.cache[key] = value
         return value
 
-    def _execute(self, sql: str, params: dict[str, Any]) -> QueryResult:
+    def _execute(self, sql: str, params: dict[str, Any], exact: bool = False) -> QueryResult:
         started = time.perf_counter()
         try:
-            return self.wh.execute_readonly(sql, params, schema=self.schema)
+            return self.wh.execute_readonly(sql, params, schema=self.schema, exact=exact)
         finally:
             self.sql_seconds += time.perf_counter() - started
             self.statements += 1
@@ -223,36 +224,43 @@ class Context:
     def pair(self, shape: Shape, window: tuple[dt.date, dt.date], extra: dict[str, Any] | None = None, *,
              lifted: bool = False) -> Pair:
         """Run the shaped query under the policy and without rules (and, with `lifted`, without the
-        featured rule); remember the shape so that `statement` can render other variants."""
+        featured rule); remember the shape so that `statement` can render other variants. A
+        variant Context (rules `excluded`) leaves the statements unrendered: only its answer is
+        read (generation/tasks.py), and rendering a whole metric statement costs more than
+        answering it from the grouped plan."""
         base_params = {**self.window_params(window), **(extra or {})}
         self.last = (shape, base_params)
-        gold_st, base_st = self.statement(self.in_force), self.statement(frozenset())
-        gold = self.rows(self.in_force, gold_st, window, extra)
-        base = self.rows(frozenset(), base_st, window, extra) if self.has_rules else gold
+        gold = self.rows(self.in_force, window, extra)
+        base = self.rows(frozenset(), window, extra) if self.has_rules else gold
         lifted_rows = None
         if lifted:
-            without = self.in_force - {self.featured}
-            lifted_rows = self.rows(without, self.statement(without), window, extra).rows
+            lifted_rows = self.rows(self.in_force - {self.featured}, window, extra).rows
+        if self.excluded:
+            return Pair(gold.rows, base.rows, "", "", {}, {}, lifted_rows)
+        gold_st, base_st = self.statement(self.in_force), self.statement(frozenset())
         return Pair(gold.rows, base.rows, gold_st.sql, base_st.sql, gold_st.params, base_st.params, lifted_rows)
 
-    def rows(self, rule_ids: frozenset[str], st: Statement, window: tuple[dt.date, dt.date],
+    def rows(self, rule_ids: frozenset[str], window: tuple[dt.date, dt.date],
              extra: dict[str, Any] | None) -> QueryResult:
-        """What statement `st` (the last shape under `rule_ids`) returns: from the grouped plan when
-        it applies, else by running `st`."""
+        """What the last shape under `rule_ids` returns: from the grouped plan when it applies,
+        else by running its statement."""
         assert self.last is not None
-        return self.planned(rule_ids, self.last[0], window, extra or {}, st.sql, st.params)
+        return self.planned(rule_ids, self.last[0], window, extra or {}, lambda: self.statement(rule_ids))
 
     def planned(self, rule_ids: frozenset[str], shape: Shape, window: tuple[dt.date, dt.date],
-                extra: dict[str, Any], sql: str, params: dict[str, Any]) -> QueryResult:
+                extra: dict[str, Any], statement: Callable[[], Statement]) -> QueryResult:
+        """`shape` of the metric under `rule_ids` in `window`: answered from the grouped plan
+        (generation/grouped.py caches it), or else `statement()` is rendered and run (cached by its
+        SQL and parameters)."""
         planned: QueryResult | str = "switched off"
-        if self.ex.grouped:  # the original statement and its parameters say what the answer is
-            key = ("answer", sql, json.dumps(params, sort_keys=True, default=str))
-            planned = self.ex.remember(key, lambda: grouped_plan.answer(self, rule_ids, shape, window, extra))
+        if self.ex.grouped:
+            planned = grouped_plan.answer(self, rule_ids, shape, window, extra)
         if isinstance(planned, QueryResult):
             self.ex.plan_log.append("grouped")
             return planned
         self.ex.plan_log.append(f"legacy: {planned}")
-        return self.ex.run(sql, params)
+        st = statement()
+        return self.ex.run(st.sql, st.params)
 
     def statement(self, rule_ids: frozenset[str]) -> Statement:
         """The last shaped query under `rule_ids` (not run)."""
@@ -269,10 +277,13 @@ class Context:
 
     def top_values(self, window: tuple[dt.date, dt.date], limit: int = 12, min_rows: int = 5) -> list[str]:
         """Dimension values present in the window, most frequent first, with at least min_rows rows."""
-        tree = distinct_values(self.base.tree, self.dim_col, "value_limit")
         extra = {"value_limit": limit}
-        res = self.planned(frozenset(), lambda t: distinct_values(t, self.dim(t), "value_limit"), window, extra,
-                           render(tree), {**self.window_params(window), **extra})
+
+        def shape(t: exp.Expression) -> exp.Expression:
+            return distinct_values(t, self.dim(t), "value_limit")
+
+        res = self.planned(frozenset(), shape, window, extra,
+                           lambda: Statement(render(shape(self.base.tree)), {**self.window_params(window), **extra}))
         return [str(v) for v, n in res.rows if v is not None and n >= min_rows]
 
 

@@ -4,19 +4,29 @@ and cached by the Executor), and is answered by its own shape over those partial
 PostgreSQL (sqlops/grouped.py says why that is exact). The stored gold SQL stays the original
 statement; only how its rows are obtained changes. When a statement cannot be planned so, the
 reason is returned and the caller runs the original statement (`Executor.plan_log` keeps the
-path of every statement, so each task records the path its analysis took)."""
+path of every statement, so each task records the path its analysis took).
+
+Better still, the partials of every rule set a skeleton's analyses ask for (no rule, the whole
+policy, the policy without each of its rules) and of every dimension of the metric come from
+one *cube* statement per metric (sqlops.grouped.cube_query), cached by the Executor for the
+run: the skeletons of one metric then share one scan. A rule set that is not the base plus
+row filters and a value (sqlops/sides.py) is left to its own partials statement."""
 from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
+from collections.abc import Hashable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from service.errors import DibenchError
 from service.warehouse import QueryResult
-from sqlops import grouped
+from sqlops import grouped, sides
 from sqlops.dialect import render
+from sqlops.shape import rename_placeholders
+from sqlops.tree import column
 
 if TYPE_CHECKING:  # grounding imports this module
     from generation.grounding import Context
@@ -33,6 +43,7 @@ class Partials:
     value: exp.Expression  # grouped.no_value() when only the row counts are exact
     params: dict[str, Any]  # the metric's and the rules': placeholders outside aggregates stay in `value`
     why: str | None = None  # why the value cannot be recombined (the row counts still serve top values)
+    key: Hashable = None  # what these partials are in the Executor's cache: answers from them are cached under it
 
 
 def month_aligned(window: tuple[dt.date, dt.date]) -> bool:
@@ -44,6 +55,9 @@ def partials(ctx: Context, rule_ids: frozenset[str], value_needed: bool = True) 
     without `value_needed` (top values), the row counts of a metric whose value does not decompose."""
     if ctx.metric.derived is not None:
         return "derived metric (joined components)"
+    hit = cube(ctx).get((frozenset(rule_ids), group_label(ctx)))
+    if hit is not None:
+        return hit
     part = ctx.under(rule_ids)[0]
     why = grouped.window_only_bounds_time(part.bound.tree, ctx.time(part.bound.tree))
     if why is not None:
@@ -56,14 +70,21 @@ def partials(ctx: Context, rule_ids: frozenset[str], value_needed: bool = True) 
                                   ctx.dim(part.bound.tree) if categorical else None, ctx.time(part.bound.tree))
     params = {**ctx.window_params(ctx.data_window), **part.bound.params}
     sql = render(tree)
-    return ctx.ex.remember(("partials", sql, json.dumps(params, sort_keys=True, default=str)),
-                           lambda: typed(ctx.ex.run(sql, params, cache=False), d, params))
+    key = ("partials", sql, json.dumps(params, sort_keys=True, default=str))
+    return ctx.ex.remember(key, lambda: keyed(typed(ctx.ex.run(sql, params, cache=False, exact=True), d, params), key))
+
+
+def keyed(p: Partials | str, key: Hashable) -> Partials | str:
+    return replace(p, key=key) if isinstance(p, Partials) else p
 
 
 def typed(res: QueryResult, d: grouped.Decomposed | str, params: dict[str, Any]) -> Partials | str:
+    return typed_columns({c: [r[i] for r in res.rows] for i, c in enumerate(res.columns)}, d, params)
+
+
+def typed_columns(columns: dict[str, list[Any]], d: grouped.Decomposed | str, params: dict[str, Any]) -> Partials | str:
     """The partial rows with their exact array types; the value recombined, unless `d` says why
     not or a partial is a float (then the group, month and row count columns only)."""
-    columns = {c: [r[i] for r in res.rows] for i, c in enumerate(res.columns)}
     types: dict[str, str] = {}
     why = d if isinstance(d, str) else None
     for name, values in columns.items():
@@ -81,6 +102,81 @@ def typed(res: QueryResult, d: grouped.Decomposed | str, params: dict[str, Any])
     return Partials(columns, types, grouped.recombine(d, types), params)
 
 
+# ------------------------------------------------------------------------------ one cube per metric
+CubeKey = tuple[frozenset[str], str | None]  # (rule set, dimension; None: by month only)
+
+
+def group_label(ctx: Context) -> str | None:
+    return ctx.skeleton.dimension if ctx.skeleton.dimension_type != "temporal" else None
+
+
+def rule_sets(ctx: Context) -> list[frozenset[str]]:
+    """What the analyses of any skeleton of the metric ask for: no rule, the whole policy, and
+    the policy without each of its rules (decisive rules, the answer without the featured rule)."""
+    policy = frozenset(r.id for r in ctx.skeleton.policy)
+    return list(dict.fromkeys([frozenset(), policy, *[policy - {r} for r in sorted(policy)]]))
+
+
+def cube(ctx: Context) -> dict[CubeKey, Partials | str]:
+    """The partials of the skeleton's metric for every rule set of `rule_sets` and every dimension,
+    from one statement, computed once per run (empty: no cube for this metric)."""
+    refs = tuple(sorted((r.id, r.content_hash, r.op, r.supersedes or "") for r in ctx.skeleton.policy))
+    key = ("cube", ctx.metric.id, ctx.metric.sql, tuple(ctx.metric.dimensions), refs, ctx.data_window)
+    return ctx.ex.remember(key, lambda: _cube(ctx, key))
+
+
+def _cube(ctx: Context, key: Hashable) -> dict[CubeKey, Partials | str]:
+    base = ctx.under(frozenset())[0].bound.tree
+    if grouped.window_only_bounds_time(base, ctx.time(base)) is not None:
+        return {}
+    window = ctx.window_params(ctx.data_window)
+    members: list[tuple[frozenset[str], grouped.Decomposed | str, dict[str, Any]]] = []
+    cube_sides: list[grouped.CubeSide] = []
+    params = dict(window)
+    for rule_set in rule_sets(ctx):
+        try:
+            bound = ctx.under(rule_set)[0].bound
+        except DibenchError:
+            continue  # the statement of that rule set reports it
+        own = {**window, **bound.params}
+        i = len(members)
+        side = sides.side(base, bound.tree, own, i)
+        if isinstance(side, str) or side.having is not None \
+                or grouped.window_only_bounds_time(bound.tree, ctx.time(bound.tree)) is not None:
+            continue
+        renamed = grouped.decompose(rename_placeholders(bound.tree, f"s{i}_", sides.WINDOW))
+        members.append((rule_set, grouped.decompose(bound.tree), own))
+        cube_sides.append(grouped.CubeSide(side.rows, None if isinstance(renamed, str) else renamed))
+        params.update(side.params)
+    dims: list[tuple[str, Any]] = []
+    for name in ctx.metric.dimensions:
+        try:
+            dims.append((name, column(base, name)))
+        except DibenchError:
+            continue
+    if not members:
+        return {}
+    sql = render(grouped.cube_query(base, cube_sides, [d for _, d in dims], ctx.time(base)))
+    res = ctx.ex.run(sql, params, cache=False, exact=True)
+    at = {c: i for i, c in enumerate(res.columns)}
+    by_set: dict[int | None, list[tuple[Any, ...]]] = {}
+    for r in res.rows:
+        by_set.setdefault(grouped.cube_set(r[at[grouped.SET]], len(dims)) if dims else None, []).append(r)
+    out: dict[CubeKey, Partials | str] = {}
+    for j, set_rows in by_set.items():
+        for i, (rule_set, d, own) in enumerate(members):
+            n = at[f"{grouped.ROWS}{i}"]
+            kept = [r for r in set_rows if r[n] > 0]  # no row of this rule set: no group, as its WHERE
+            columns = {grouped.GROUP: [r[at[f"k{j}"]] if j is not None else None for r in kept],
+                       grouped.PERIOD: [r[at[grouped.PERIOD]] for r in kept],
+                       grouped.ROWS: [r[n] for r in kept]}
+            for p in cube_sides[i].decomposed.partials if cube_sides[i].decomposed else ():
+                columns[p.name] = [r[at[f"s{i}_{p.name}"]] for r in kept]
+            label = dims[j][0] if j is not None else None
+            out[(rule_set, label)] = keyed(typed_columns(columns, d, own), (key, rule_set, label))
+    return out
+
+
 def answer(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[dt.date, dt.date],
            extra: dict[str, Any]) -> QueryResult | str:
     """The rows `shape(metric under rule_ids)` returns in `window`, from the partials; or why the
@@ -94,7 +190,14 @@ def answer(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[d
     tree = grouped.count_rows(shape(grouped.proxy_query(p.value, p.types)))
     if p.why is not None and grouped.needs_value(tree):
         return p.why
-    first, last = f"{window[0]:%Y-%m}", f"{window[1]:%Y-%m}"
-    keep = [i for i, period in enumerate(p.columns[grouped.PERIOD]) if first <= period < last]
-    params = {**p.params, **extra, **{grouped.PARAM_PREFIX + c: [v[i] for i in keep] for c, v in p.columns.items()}}
-    return ctx.ex.run(render(tree), params, cache=False)
+    sql = render(tree)
+
+    def run() -> QueryResult:
+        first, last = f"{window[0]:%Y-%m}", f"{window[1]:%Y-%m}"
+        keep = [i for i, period in enumerate(p.columns[grouped.PERIOD]) if first <= period < last]
+        params = {**p.params, **extra, **{grouped.PARAM_PREFIX + c: [v[i] for i in keep] for c, v in p.columns.items()}}
+        return ctx.ex.run(sql, params, cache=False)
+
+    # The same answer for the same shape of the same partials (the policy variants of one analysis
+    # ask for the answer without rules again), computed once.
+    return ctx.ex.remember(("answer", p.key, sql, window, json.dumps(extra, sort_keys=True, default=str)), run)

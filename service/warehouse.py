@@ -186,13 +186,15 @@ def _discard_session(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _run_readonly(engine: Engine, sql: str, params: dict[str, Any],
-                  timeout_ms: int) -> tuple[list[str], list[tuple[Any, ...]]]:
+                  timeout_ms: int, exact: bool = False) -> tuple[list[str], list[tuple[Any, ...]]]:
     with engine.connect() as conn:
         try:
             # The driver has just opened the transaction: this is its first statement.
             conn.exec_driver_sql("SET TRANSACTION READ ONLY")
             conn.exec_driver_sql(f"SET LOCAL statement_timeout = {timeout_ms:d}")
             result = conn.execute(text(sql), params)
+            if exact:
+                return list(result.keys()), [tuple(row) for row in result.fetchall()]
             return list(result.keys()), [tuple(_plain(v) for v in row) for row in result.fetchall()]
         finally:
             conn.rollback()
@@ -215,24 +217,26 @@ class Warehouse:
         return scoped
 
     def execute_readonly(self, sql: str, params: dict[str, Any] | None = None,
-                         *, timeout_s: float | None = None, schema: str | None = None) -> QueryResult:
+                         *, timeout_s: float | None = None, schema: str | None = None,
+                         exact: bool = False) -> QueryResult:
         """Run one checked query in a READ ONLY transaction with a statement timeout, always rolled
         back. With `schema` (or a default from `for_schema`), it runs as that domain's read-only role
         (see service.pgroles), which can read that schema only; without, as the admin role (only
-        for callers with no domain)."""
+        for callers with no domain). NUMERIC values come back as floats, as answers are read;
+        `exact` keeps them Decimal (partial aggregates that are summed again)."""
         checked_readonly(sql)
         schema = schema if schema is not None else self.default_schema
         timeout_ms = int(1000 * (timeout_s if timeout_s is not None else self.settings.statement_timeout_s))
         engine = self.engine if schema is None else self.role_engine(schema)
         started = time.perf_counter()
         try:
-            columns, rows = _run_readonly(engine, sql, params or {}, timeout_ms)
+            columns, rows = _run_readonly(engine, sql, params or {}, timeout_ms, exact)
         except DBAPIError as exc:
             if not (schema is not None and getattr(exc.orig, "sqlstate", None) in _MAYBE_STALE_GRANTS
                     and self._regranted(schema)):
                 self._raise(exc, sql)
             try:  # the schema was recreated behind our back and has its grants again: one retry
-                columns, rows = _run_readonly(engine, sql, params or {}, timeout_ms)
+                columns, rows = _run_readonly(engine, sql, params or {}, timeout_ms, exact)
             except DBAPIError as again:
                 self._raise(again, sql)
         return QueryResult(columns, rows, time.perf_counter() - started)

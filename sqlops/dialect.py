@@ -101,7 +101,11 @@ def parse_expression(sql: str, *, where: str = "expression") -> exp.Expression:
 
 
 def render(tree: exp.Expression) -> str:
-    return tree.sql(dialect=DIALECT)
+    """The tree as PostgreSQL text. Not copied first (a deep copy cost more than generating): the
+    rewrites the PostgreSQL generator makes in place (QUALIFY, semi/anti joins, percentiles
+    without WITHIN GROUP, nested CTEs moved to the top) do not occur in trees parsed from
+    PostgreSQL but the last, which gives the same text again at every later render."""
+    return tree.sql(dialect=DIALECT, copy=False)
 
 
 def placeholders(tree: exp.Expression) -> set[str]:

@@ -22,11 +22,13 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from sqlglot import exp
 
 from sqlops.shape import month_bucket
+from sqlops.sides import filtered
 from sqlops.tree import outer_select, value_projection
 
 ALIAS = "gp"  # the proxy's row source: one row per (group, month) partial
@@ -184,6 +186,56 @@ def partials_query(tree: exp.Expression, d: Decomposed | None, group: exp.Expres
     return tree
 
 
+@dataclass(frozen=True)
+class CubeSide:
+    """One rule set of a metric in the cube: its row filter over the base statement's rows
+    (sides.Side.rows) and its decomposition, placeholders renamed as the side's (None: the
+    row counts only)."""
+
+    rows: exp.Expression | None
+    decomposed: Decomposed | None
+
+
+SET = "gs"  # GROUPING() of the dimension keys: which grouping set a cube row belongs to
+
+
+def cube_query(tree: exp.Expression, cube_sides: list[CubeSide], dims: list[exp.Expression],
+               time_col: exp.Expression) -> exp.Expression:
+    """The partials of several rule sets and several dimensions of one metric in one scan: the
+    base statement's FROM/WHERE, GROUP BY GROUPING SETS ((dim_0, month), ..., (month)), with
+    per dimension its key `k<j>`, the month `period`, `gs` (GROUPING of the keys) and, per side
+    i, its row count `n<i>` and partials `s<i>_c<k>`, each aggregate FILTERed by the side's rows.
+    A grouping set aggregates exactly the rows GROUP BY (dim, month) would, and a FILTER keeps
+    exactly the rows the side's WHERE would: the rows of set j and side i with n<i> > 0 are
+    `partials_query` of that side grouped by dim j (sqlops/sides.py says why a FILTER is the WHERE)."""
+    tree = tree.copy()
+    select = outer_select(tree)
+    period = month_bucket(time_col)
+    month = period.args["this"]
+    projections: list[exp.Expression] = [exp.alias_(d.copy(), f"k{j}") for j, d in enumerate(dims)]
+    projections.append(exp.alias_(period, PERIOD))
+    if dims:
+        projections.append(exp.alias_(exp.func("GROUPING", *[d.copy() for d in dims]), SET))
+    for i, side in enumerate(cube_sides):
+        projections.append(exp.alias_(filtered(exp.func("COUNT", exp.Star()), side.rows), f"{ROWS}{i}"))
+        for p in side.decomposed.partials if side.decomposed else ():
+            projections.append(exp.alias_(filtered(p.expression, side.rows), f"s{i}_{p.name}"))
+    select.set("expressions", projections)
+    sets = [exp.Tuple(expressions=[d.copy(), month.copy()]) for d in dims] + [exp.Paren(this=month.copy())]
+    select.set("group", exp.Group(grouping_sets=[exp.GroupingSets(expressions=sets)]))
+    return tree
+
+
+def cube_set(grouping: int, dims: int) -> int | None:
+    """The dimension index of a cube row from its GROUPING() value (None: the month-only set).
+    GROUPING(k0..kn-1) sets bit n-1-j when k_j is not grouped in the row's set."""
+    everything = (1 << dims) - 1
+    for j in range(dims):
+        if grouping == everything & ~(1 << (dims - 1 - j)):
+            return j
+    return None
+
+
 def column_type(values: list[Any]) -> str | None:
     """The SQL array element type that carries these partial values exactly, or None when they
     cannot be recombined exactly (floats: their sum depends on the order of terms)."""
@@ -234,12 +286,23 @@ def recombine(d: Decomposed, types: dict[str, str]) -> exp.Expression:
     return d.value.copy().transform(fill, copy=False)
 
 
+@lru_cache(maxsize=None)
+def _array_of(element: str) -> exp.DataType:
+    return exp.DataType.build(f"{element}[]")
+
+
+def _array_type(element: str) -> exp.DataType:
+    """`element[]`, parsed once per element type (parsing a type name costs more than the rest
+    of a proxy statement)."""
+    return _array_of(element).copy()
+
+
 def proxy_query(value: exp.Expression, types: dict[str, str]) -> exp.Select:
     """SELECT <value> AS value FROM UNNEST(:gp_<column>, ...) AS gp(<columns>): the partial rows as
     the row source of an analysis shape. `tree.meta['grouped']` tells the shapes' column lookups
     to read the group and month from gp."""
     names = list(types)
-    arrays = [exp.cast(exp.Placeholder(this=PARAM_PREFIX + n), exp.DataType.build(f"{types[n]}[]")) for n in names]
+    arrays = [exp.cast(exp.Placeholder(this=PARAM_PREFIX + n), _array_type(types[n])) for n in names]
     source = exp.Unnest(expressions=arrays,
                         alias=exp.TableAlias(this=exp.to_identifier(ALIAS),
                                              columns=[exp.to_identifier(n) for n in names]))
@@ -271,10 +334,11 @@ def needs_value(tree: exp.Expression) -> bool:
 
 
 def count_rows(tree: exp.Expression) -> exp.Expression:
-    """A shape's COUNT(*) counted source rows: over partials it is the sum of their row counts."""
+    """A shape's COUNT(*) counted source rows: over partials it is the sum of their row counts
+    (in place: the caller shaped `tree` for this)."""
     def fill(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
             return _bigint(exp.func("COALESCE", exp.func("SUM", _col(ROWS)), exp.Literal.number(0)))
         return node
 
-    return tree.transform(fill)
+    return tree.transform(fill, copy=False)

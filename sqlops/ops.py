@@ -54,13 +54,35 @@ def param_prefix(tag: str) -> str:
     return "r_" + re.sub(r"[^a-z0-9]+", "_", tag.lower()).strip("_")
 
 
-def _literal_value(lit: exp.Literal) -> Any:
+def _literal_value(lit: exp.Literal, typed: bool) -> Any:
     if lit.is_string:
         return lit.this
     text = str(lit.this)
-    # Decimals bind as float (not Decimal) so that a task's params survive the JSON round trip
-    # unchanged: a re-executed gold SQL then runs with exactly the types it first ran with.
-    return float(text) if any(ch in text for ch in ".eE") else int(text)
+    if not _decimal(lit):
+        return int(text)
+    # A typed decimal literal binds as its text, cast back to NUMERIC (`_typed`): the arithmetic
+    # stays exact, with the literal's own scale, as the document wrote it. Values survive a task's
+    # JSON round trip unchanged either way (an untyped one is a float, as before).
+    return text if typed else float(text)
+
+
+def _decimal(lit: exp.Literal) -> bool:
+    return not lit.is_string and any(ch in str(lit.this) for ch in ".eE")
+
+
+def _typed(lit: exp.Literal) -> bool:
+    """Whether `lit` binds as NUMERIC: a decimal literal, as PostgreSQL types it, except the
+    fraction of PERCENTILE_CONT/DISC, which the function's float8 argument types (and which
+    sqlglot mis-transpiles when cast)."""
+    return _decimal(lit) and not isinstance(lit.parent, (exp.PercentileCont, exp.PercentileDisc))
+
+
+def _bind(lit: exp.Literal, name: str, params: dict[str, Any]) -> exp.Expression:
+    """The placeholder that stands for `lit`, its value in `params`."""
+    typed = _typed(lit)
+    params[name] = _literal_value(lit, typed)
+    holder = exp.Placeholder(this=name)
+    return exp.cast(holder, exp.DataType.build("NUMERIC")) if typed else holder
 
 
 def bind_literals(expr: exp.Expression, prefix: str, params: dict[str, Any]) -> exp.Expression:
@@ -72,8 +94,7 @@ def bind_literals(expr: exp.Expression, prefix: str, params: dict[str, Any]) -> 
     expr = expr.copy()
     if isinstance(expr, exp.Literal):  # a bare value, e.g. a weight of "2": nothing to replace it in
         name = f"{prefix}_{len(params)}"
-        params[name] = _literal_value(expr)
-        return exp.Placeholder(this=name)
+        return _bind(expr, name, params)
     for iv in list(expr.find_all(exp.Interval)):
         if not isinstance(iv.this, exp.Literal):
             continue
@@ -86,8 +107,7 @@ def bind_literals(expr: exp.Expression, prefix: str, params: dict[str, Any]) -> 
     literals = [n for n in expr.walk(prune=lambda n: isinstance(n, exp.DataType)) if isinstance(n, exp.Literal)]
     for lit in literals:
         name = f"{prefix}_{len(params)}"
-        params[name] = _literal_value(lit)
-        lit.replace(exp.Placeholder(this=name))
+        lit.replace(_bind(lit, name, params))
     return expr
 
 

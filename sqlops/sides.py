@@ -45,38 +45,69 @@ def _frame(tree: exp.Expression) -> str:
     return t.sql()
 
 
-def row_filter(base: exp.Expression, variant: exp.Expression) -> exp.Expression | None | str:
-    """The condition `variant`'s WHERE adds to `base`'s (None: the same WHERE), or why the
-    variant is not the base plus a row filter."""
+def _added(base_where: exp.Expression, where: exp.Expression) -> list[exp.Expression] | None:
+    """The conditions `where` ANDs to `base_where` (in the order they were added; empty when the
+    same), or None when `where` is not `base_where AND c1 AND c2 ...`."""
+    added: list[exp.Expression] = []
+    node, base_where = where.unnest(), base_where.unnest()
+    while node != base_where:
+        if not isinstance(node, exp.And):
+            return None
+        added.append(node.expression)
+        node = node.this.unnest()
+    return added[::-1]
+
+
+def _row_conditions(base: exp.Expression, variant: exp.Expression) -> list[exp.Expression] | str:
+    """The conditions `variant`'s WHERE ANDs to `base`'s, in the order they were added (none:
+    the same WHERE), or why the variant is not the base plus row filters."""
     if _frame(base) != _frame(variant) or outer_select(variant).args.get("group"):
         return "the variant changes more than WHERE, value and HAVING"
     if outer_select(base).args.get("having") or outer_select(base).args.get("group"):
         return "the base statement groups or has HAVING"
     bw, vw = outer_select(base).args.get("where"), outer_select(variant).args.get("where")
     if bw == vw:
+        return []
+    added = _added(bw.this, vw.this) if bw is not None and vw is not None else None
+    return added or "the variant's WHERE is not the base's plus a condition"
+
+
+def _and(conditions: list[exp.Expression]) -> exp.Expression | None:
+    if not conditions:
         return None
-    if bw is not None and vw is not None and isinstance(vw.this, exp.And) and vw.this.this.unnest() == bw.this.unnest():
-        return vw.this.expression
-    return "the variant's WHERE is not the base's plus a condition"
+    return exp.and_(*[c.copy() for c in conditions]) if len(conditions) > 1 else conditions[0]
+
+
+def row_filter(base: exp.Expression, variant: exp.Expression) -> exp.Expression | None | str:
+    """The condition `variant`'s WHERE adds to `base`'s (None: the same WHERE), or why the
+    variant is not the base plus a row filter. Conditions added one after another (two rules'
+    row filters) are one condition: their AND."""
+    conditions = _row_conditions(base, variant)
+    return conditions if isinstance(conditions, str) else _and(conditions)
 
 
 def side(base: exp.Expression, variant: exp.Expression, params: dict[str, Any], index: int) -> Side | str:
     """Variant `index` as a Side over the base's rows, placeholders renamed, or why not."""
-    rows = row_filter(base, variant)
-    if isinstance(rows, str):
-        return rows
+    conditions = _row_conditions(base, variant)
+    if isinstance(conditions, str):
+        return conditions
     renamed = rename_placeholders(variant, f"s{index}_", WINDOW)
     select = outer_select(renamed)
     if select.find(exp.Window) is not None:
         return "window function"
-    if rows is not None:
-        rows = outer_select(renamed).args["where"].this.expression
+    # The same conditions, read from the renamed WHERE (the last ones ANDed to it).
+    node, renamed_conditions = select.args["where"].this if conditions else None, []
+    for _ in conditions:
+        node = node.unnest()
+        renamed_conditions.append(node.expression)
+        node = node.this
     having = select.args.get("having")
-    return Side(value_projection(renamed).this, rows, having.this if having is not None else None,
+    return Side(value_projection(renamed).this, _and(renamed_conditions[::-1]),
+                having.this if having is not None else None,
                 {(k if k in WINDOW else f"s{index}_{k}"): v for k, v in params.items()})
 
 
-def _filtered(e: exp.Expression, rows: exp.Expression | None) -> exp.Expression:
+def filtered(e: exp.Expression, rows: exp.Expression | None) -> exp.Expression:
     """`e` with `rows` added to the FILTER of each of its outermost aggregates."""
     if rows is None:
         return e.copy()
@@ -101,8 +132,8 @@ def combined(base: exp.Expression, sides: list[Side]) -> exp.Expression:
     for i, s in enumerate(sides):
         rows = s.rows
         counted = exp.func("COUNT", exp.Star())
-        projections += [exp.alias_(_filtered(s.value, rows), f"v{i}"),
-                        exp.alias_(_filtered(counted, rows), f"e{i}"),
-                        exp.alias_(_filtered(s.having, rows) if s.having is not None else exp.true(), f"h{i}")]
+        projections += [exp.alias_(filtered(s.value, rows), f"v{i}"),
+                        exp.alias_(filtered(counted, rows), f"e{i}"),
+                        exp.alias_(filtered(s.having, rows) if s.having is not None else exp.true(), f"h{i}")]
     select.set("expressions", projections)
     return tree

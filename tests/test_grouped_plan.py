@@ -139,19 +139,15 @@ def candidates(pack: Pack, sks: list[Skeleton], wh: Warehouse, grouped_plan: boo
     return out, ex
 
 
-# The fallbacks each pack calls for: the mini pack's privacy rule suppresses small groups (HAVING)
-# and its orders.amount is a float (a float sum is not exact); the demo adds distinct counts and
-# percentiles (the median rule), suppression by distinct customers, a backlog counted at the
-# window's end and a float weight.
+# The fallbacks each pack calls for: the mini pack's privacy rule suppresses small groups (HAVING);
+# the demo adds distinct counts and percentiles (the median rule), suppression by distinct
+# customers and a backlog counted at the window's end. NUMERIC sums (amounts, a weight written
+# 1.5) are recombined: partials are read as exact Decimals and decimal literals bind as NUMERIC.
 FALLBACKS = {
-    "minipack": {"the statement has HAVING", "partial c0 is not integer or numeric (a float sum is not exact)",
-                 "partial c2 is not integer or numeric (a float sum is not exact)"},
+    "minipack": {"the statement has HAVING"},
     "demo": {"the statement has HAVING", "COUNT DISTINCT/WITHIN GROUP is not decomposable",
              "PERCENTILE_CONT DISTINCT/WITHIN GROUP is not decomposable",
-             ":end_date is used beyond bounding the time column",
-             # the enterprise weighting rule's weight is bound as a float parameter
-             "partial c0 is not integer or numeric (a float sum is not exact)",
-             "partial c1 is not integer or numeric (a float sum is not exact)"},
+             ":end_date is used beyond bounding the time column"},
 }
 
 

@@ -66,7 +66,7 @@ def test_supersedes_resolves_and_gives_precedence() -> None:
     metric = load_pack(Path(__file__).parent / "fixtures" / "minipack").metric_by_id[M]
     gold = apply_effects(Bound(parse(metric.sql)), list(p.entries), metric, frozenset(p.winners))
     assert "0.8" not in render(gold.tree)  # values are bound parameters ...
-    assert list(gold.params.values())[-1] == 0.8  # ... and B's is bound last, outermost
+    assert list(gold.params.values())[-1] == "0.8"  # ... and B's is bound last, outermost
     # a superseded rule's effects that precedence cannot order leave the policy on that metric
     q = metric_policy(M, [("A", eff(op="exclude", predicate="o.amount > 1")), ("B", OVERRIDE_B)], {"B": "A"})
     assert q.rule_ids == ("B",)
