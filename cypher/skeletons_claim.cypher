@@ -1,6 +1,15 @@
-MATCH (:Run {key: $run})-[p:PLANS]->(s:Skeleton)
+// Claim up to $limit claimable skeletons of a run for $worker. Metric affinity: first the
+// skeletons of metrics the worker has already worked on ($metrics: their partials cube is in its
+// cache), then those of metrics no other worker holds a live claim on, then the rest; within a
+// tier, one metric's skeletons together, in plan order. Two workers thus rarely scan one metric.
+MATCH (run:Run {key: $run})
+OPTIONAL MATCH (run)-[q:PLANS]->(o:Skeleton)
+WHERE q.state = 'claimed' AND q.lease_until >= $now AND q.owner <> $worker
+WITH run, collect(DISTINCT o.metric) AS busy
+MATCH (run)-[p:PLANS]->(s:Skeleton)
 WHERE p.state = 'pending' OR (p.state = 'claimed' AND p.lease_until < $now)
-WITH p, s ORDER BY p.order LIMIT $limit
+WITH p, s, CASE WHEN s.metric IN $metrics THEN 0 WHEN s.metric IN busy THEN 2 ELSE 1 END AS tier
+WITH p, s ORDER BY tier, s.metric, p.order LIMIT $limit
 SET p.lock = $token
 WITH p, s
 WHERE p.state = 'pending' OR (p.state = 'claimed' AND p.lease_until < $now)

@@ -259,6 +259,10 @@ class Context:
             self.ex.plan_log.append("grouped")
             return planned
         self.ex.plan_log.append(f"legacy: {planned}")
+        if self.ex.grouped:  # one statement for the shape under every rule set, when they combine
+            batch = grouped_plan.batched(self, rule_ids, shape, window, extra)
+            if batch is not None:
+                return batch
         st = statement()
         return self.ex.run(st.sql, st.params)
 

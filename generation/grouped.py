@@ -25,8 +25,8 @@ from service.errors import DibenchError
 from service.warehouse import QueryResult
 from sqlops import grouped, sides
 from sqlops.dialect import render
-from sqlops.shape import rename_placeholders
-from sqlops.tree import column
+from sqlops.shape import N_ALIAS, rename_placeholders
+from sqlops.tree import column, outer_select
 
 if TYPE_CHECKING:  # grounding imports this module
     from generation.grounding import Context
@@ -120,8 +120,7 @@ def rule_sets(ctx: Context) -> list[frozenset[str]]:
 def cube(ctx: Context) -> dict[CubeKey, Partials | str]:
     """The partials of the skeleton's metric for every rule set of `rule_sets` and every dimension,
     from one statement, computed once per run (empty: no cube for this metric)."""
-    refs = tuple(sorted((r.id, r.content_hash, r.op, r.supersedes or "") for r in ctx.skeleton.policy))
-    key = ("cube", ctx.metric.id, ctx.metric.sql, tuple(ctx.metric.dimensions), refs, ctx.data_window)
+    key = ("cube", *_policy_key(ctx), tuple(ctx.metric.dimensions), ctx.data_window)
     return ctx.ex.remember(key, lambda: _cube(ctx, key))
 
 
@@ -170,7 +169,8 @@ def _cube(ctx: Context, key: Hashable) -> dict[CubeKey, Partials | str]:
             columns = {grouped.GROUP: [r[at[f"k{j}"]] if j is not None else None for r in kept],
                        grouped.PERIOD: [r[at[grouped.PERIOD]] for r in kept],
                        grouped.ROWS: [r[n] for r in kept]}
-            for p in cube_sides[i].decomposed.partials if cube_sides[i].decomposed else ():
+            decomposed = cube_sides[i].decomposed
+            for p in decomposed.partials if decomposed is not None else ():
                 columns[p.name] = [r[at[f"s{i}_{p.name}"]] for r in kept]
             label = dims[j][0] if j is not None else None
             out[(rule_set, label)] = keyed(typed_columns(columns, d, own), (key, rule_set, label))
@@ -201,3 +201,75 @@ def answer(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[d
     # The same answer for the same shape of the same partials (the policy variants of one analysis
     # ask for the answer without rules again), computed once.
     return ctx.ex.remember(("answer", p.key, sql, window, json.dumps(extra, sort_keys=True, default=str)), run)
+
+
+# ------------------------------------------------------------------------------ one statement, every rule set
+def batched(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[dt.date, dt.date],
+            extra: dict[str, Any]) -> QueryResult | None:
+    """What `shape(metric under rule_ids)` returns in `window`, from one statement that answers the
+    shape under every rule set of `rule_sets` at once (sqlops/sides.py: each rule set's row filter
+    as a FILTER on its aggregates, with its row count and HAVING as columns); or None when the
+    statements cannot be combined so. For the metrics the partials cannot answer (distinct
+    counts, percentiles, HAVING): one scan instead of one per rule set. Rows come back as the
+    rule set's own statement returns them: its columns, its groups (a group no row of the rule
+    set reaches, or one its HAVING rejects, is left out)."""
+    if ctx.metric.derived is not None:
+        return None
+    combined = ctx.ex.remember(("combined", *_policy_key(ctx)), lambda: _combined(ctx))
+    if combined is None or rule_ids not in combined[0]:
+        return None
+    members, tree, own = combined
+    window_params = {**ctx.window_params(window), **extra}
+    params = dict(window_params)
+    for i, bound_params in enumerate(own):  # as sides.side renames them
+        merged = {**window_params, **bound_params}
+        params.update({(k if k in sides.WINDOW else f"s{i}_{k}"): v for k, v in merged.items()})
+    try:
+        shaped = shape(tree)
+    except DibenchError:
+        return None
+    columns = [p.alias_or_name for p in outer_select(shaped).expressions]
+    if "v0" not in columns:
+        return None
+    first = columns.index("v0")
+    names = [*columns[:first], "value", *columns[first + 3 * len(members):]]
+    sql = render(shaped)
+    ungrouped = not outer_select(shaped).args.get("group")
+
+    def split() -> dict[frozenset[str], QueryResult]:
+        res = ctx.ex.run(sql, params, cache=False)
+        at = {c: i for i, c in enumerate(res.columns)}
+        out = {}
+        for i, rule_set in enumerate(members):
+            v, e, h = at[f"v{i}"], at[f"e{i}"], at[f"h{i}"]
+            pick = [v if n == "value" else e if n == N_ALIAS else at[n] for n in names]
+            rows = [tuple(r[k] for k in pick) for r in res.rows if r[h] is True and (ungrouped or r[e] > 0)]
+            out[rule_set] = QueryResult(names, rows, res.elapsed_s)
+        return out
+
+    return ctx.ex.remember(("batched", sql, json.dumps(params, sort_keys=True, default=str)), split)[rule_ids]
+
+
+def _policy_key(ctx: Context) -> tuple[Any, ...]:
+    refs = tuple(sorted((r.id, r.content_hash, r.op, r.supersedes or "") for r in ctx.skeleton.policy))
+    return ctx.metric.id, ctx.metric.sql, refs
+
+
+def _combined(ctx: Context) -> tuple[list[frozenset[str]], exp.Expression, list[dict[str, Any]]] | None:
+    """The rule sets that combine, the base statement projecting each one's value, row count and
+    HAVING (sides.combined), and each one's own parameters (renamed per call)."""
+    base = ctx.under(frozenset())[0].bound
+    members: list[frozenset[str]] = []
+    parts: list[sides.Side] = []
+    own: list[dict[str, Any]] = []
+    for rule_set in rule_sets(ctx):
+        try:
+            bound = ctx.under(rule_set)[0].bound
+        except DibenchError:
+            continue
+        side = sides.side(base.tree, bound.tree, {}, len(parts))
+        if not isinstance(side, str):
+            members.append(rule_set)
+            parts.append(side)
+            own.append(bound.params)
+    return (members, sides.combined(base.tree, parts), own) if parts else None

@@ -68,9 +68,12 @@ def orphaned(parent_pid: int | None) -> bool:
     return parent_pid is not None and os.getppid() != parent_pid
 
 
-def claim(graph: Graph, run_key: str, worker: str, limit: int = BATCH, lease_s: float | None = None) -> list[Skeleton]:
+def claim(graph: Graph, run_key: str, worker: str, limit: int = BATCH, lease_s: float | None = None,
+          metrics: list[str] | None = None) -> list[Skeleton]:
+    """Claim skeletons, those of `metrics` (the ones this worker has worked on) first."""
     lease = lease_seconds() if lease_s is None else lease_s
     rows = graph.write_returning("skeletons_claim", run=run_key, worker=worker, limit=limit, now=now_ms(),
+                                 metrics=metrics or [],
                                  until=now_ms() + int(lease * 1000), token=uuid.uuid4().hex, proc=process_id())
     return [Skeleton.from_row(r["skeleton"]) for r in rows]
 
@@ -93,12 +96,13 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
     llm_before = session().snapshot()
     ex = Executor(wh, schema=pack.schema)
     windows: dict[str, Any] = {}
+    metrics: list[str] = []  # worked on: their partials are in `ex`'s cache
     done = tasks = 0
     started = time.perf_counter()
     retries_before = retry_counts()
     try:
         while (max_skeletons is None or done < max_skeletons) and not orphaned(parent):
-            batch = claim(graph, run_key, worker)
+            batch = claim(graph, run_key, worker, metrics=metrics)
             if not batch:
                 # Nothing claimable now. Skeletons still claimed by others are either finished
                 # by them or, if their worker died, claimable once the lease expires: wait.
@@ -113,6 +117,8 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
                             until=now_ms() + int(lease_seconds() * 1000))
                 cands = build_candidates(sk, pack, ex, vocab, seed=seed, llm=llm, windows=windows,
                                          judge=get_settings().llm_judge)
+                if sk.metric not in metrics:
+                    metrics.append(sk.metric)
                 rows = task_rows(cands, pack, run_key)
 
                 def write(tx: Tx, sk: Skeleton = sk, rows: list[dict[str, Any]] = rows) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,7 @@ from ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION, extract_eff
 from ingest.keys import dimension_key, metric_key, row, rule_key, rule_version_key
 from ingest.pack import Pack, RuleDoc, _rel
 from ingest.verify import EdgeCheck, SideCache, edge_window, prefetch, verify_effect
+from service.config import get_settings
 from service.errors import DibenchError
 from service.graph import Graph
 from service.llm import describe
@@ -98,20 +100,32 @@ def effect_problems(doc: RuleDoc, effects: list[AnyEffect], pack: Pack) -> list[
 def prefetch_sides(pack: Pack, wh: Warehouse, only: set[str] | None, windows: dict[str, tuple[dt.date, dt.date]],
                    cache: SideCache) -> None:
     """Verify the front-matter effects of all documents metric by metric, one scan each (what
-    verify_effect then reads); effects an LLM extracts later are verified one by one."""
+    verify_effect then reads); effects an LLM extracts later are verified one by one. Metrics are
+    scanned `verify_workers` at a time, each on its own connection: one grouped statement with
+    distinct counts or percentiles sorts on one core, and a metric's scan shares nothing with
+    another's. Most effects first, so that the longest scans do not come last."""
     by_metric: dict[str, list[tuple[str, AnyEffect]]] = {}
     for doc in pack.rules:
         if (only is None or doc.id in only) and doc.front.effects:
             for eff in doc.front.effects:
                 if eff.metric in pack.metric_by_id:
                     by_metric.setdefault(eff.metric, []).append((doc.id, eff))
-    for metric_id, effects in by_metric.items():
-        metric = pack.metric_by_id[metric_id]
+
+    def one(metric_id: str) -> tuple[dict[str, tuple[dt.date, dt.date]], SideCache]:
+        metric, found = pack.metric_by_id[metric_id], dict(windows)
+        own: SideCache = {}
         try:
-            window = edge_window(wh, metric, effects, windows, schema=pack.schema)
-            prefetch(wh, metric, effects, window, cache, schema=pack.schema)
+            window = edge_window(wh, metric, by_metric[metric_id], found, schema=pack.schema)
+            prefetch(wh, metric, by_metric[metric_id], window, own, schema=pack.schema)
         except DibenchError:
-            continue  # verify_effect meets the same error edge by edge and records it on each
+            pass  # verify_effect meets the same error edge by edge and records it on each
+        return found, own
+
+    order = sorted(by_metric, key=lambda m: (-len(by_metric[m]), m))
+    with ThreadPoolExecutor(max_workers=max(1, get_settings().verify_workers)) as pool:
+        for found, own in pool.map(one, order):
+            windows.update(found)
+            cache.update(own)
 
 
 def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, graph: Graph | None = None,

@@ -30,7 +30,7 @@ from sqlops import sides
 from sqlops.grouped import window_only_bounds_time
 from sqlops.dialect import parse, render
 from sqlops.ops import AnyEffect, Bound, apply_effect
-from sqlops.shape import group_by, month_bucket, time_bounds
+from sqlops.shape import group_by, hoist_row_subqueries, month_bucket, time_bounds
 from sqlops.tree import aliased_column, column, outer_select, value_projection
 
 WIDE = (dt.date(1900, 1, 1), dt.date(2200, 1, 1))
@@ -116,7 +116,7 @@ def grouping_sets(tree: exp.Expression, keys: Keys) -> exp.Expression:
                                exp.alias_(exp.func("GROUPING", *[e.copy() for e in grouped]), "grouping_set"),
                                *[p.copy() for p in select.expressions]])
     select.set("group", exp.Group(grouping_sets=[exp.GroupingSets(expressions=sets)]))
-    return tree
+    return hoist_row_subqueries(tree)
 
 
 def grouped_rows(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], keys: Keys,

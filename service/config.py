@@ -58,6 +58,10 @@ class Settings(BaseSettings):
         20_000, description="an ingest plan of at most this many rows is written in one transaction (all or "
                             "nothing); a larger one in concurrent batch transactions (each all or nothing)")
     write_batch: int = Field(5_000, description="rows per transaction of a batched graph write")
+    verify_workers: int = Field(
+        default_factory=lambda: max(1, min(4, os.cpu_count() or 1)),
+        description="metrics whose rule edges ingest verifies at once, each on its own connection "
+                    "(default: CPUs, at most 4)")
     write_workers: int = Field(
         default_factory=lambda: max(1, min(4, os.cpu_count() or 1)),
         description="concurrent transactions of a batched graph write (default: CPUs, at most 4)")

@@ -27,7 +27,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from sqlops.shape import month_bucket
+from sqlops.shape import hoist_row_subqueries, month_bucket
 from sqlops.sides import filtered
 from sqlops.tree import outer_select, value_projection
 
@@ -183,7 +183,7 @@ def partials_query(tree: exp.Expression, d: Decomposed | None, group: exp.Expres
     month = period.args["this"].copy()
     keys = [month] if group is None else [group.copy(), month]
     select.set("group", exp.Group(expressions=keys))
-    return tree
+    return hoist_row_subqueries(tree)
 
 
 @dataclass(frozen=True)
@@ -223,7 +223,7 @@ def cube_query(tree: exp.Expression, cube_sides: list[CubeSide], dims: list[exp.
     select.set("expressions", projections)
     sets = [exp.Tuple(expressions=[d.copy(), month.copy()]) for d in dims] + [exp.Paren(this=month.copy())]
     select.set("group", exp.Group(grouping_sets=[exp.GroupingSets(expressions=sets)]))
-    return tree
+    return hoist_row_subqueries(tree)
 
 
 def cube_set(grouping: int, dims: int) -> int | None:

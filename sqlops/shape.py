@@ -25,9 +25,11 @@ def filter_in(tree: exp.Expression, col: exp.Expression, params: list[str]) -> e
 
 
 def group_by(tree: exp.Expression, key: exp.Expression, alias: str = GROUP_ALIAS,
-             with_count: bool = True) -> exp.Expression:
-    """Add `key AS alias` in front of the projections and GROUP BY it (keeps existing groups)."""
-    tree = tree.copy()
+             with_count: bool = True, *, copy: bool = True) -> exp.Expression:
+    """Add `key AS alias` in front of the projections and GROUP BY it (keeps existing groups).
+    `copy=False` changes `tree` itself (a tree just shaped by the caller: a copy of a whole metric
+    statement costs more than the rest of a shape)."""
+    tree = tree.copy() if copy else tree
     select = outer_select(tree)
     projections = [exp.alias_(key.copy(), alias), *select.expressions]
     if with_count and not any(isinstance(p, exp.Alias) and p.alias == N_ALIAS for p in projections):
@@ -112,3 +114,40 @@ def combine(expression: exp.Expression, parts: list[tuple[str, exp.Expression]])
     for name, tree in parts:
         select = select.with_(f"c_{name}", as_=tree.copy())
     return select
+
+
+ROW_SUBQUERY = "dibench_row"
+
+
+def hoist_row_subqueries(tree: exp.Expression) -> exp.Expression:
+    """Each scalar subquery inside an aggregate of the outer SELECT (a per-row value, such as a
+    ticket's paused time read from another table) computed once per row, in a
+    `CROSS JOIN LATERAL (SELECT <subquery> AS v) AS dibench_row<i>` the aggregates read. The
+    same rows, the same values: a lateral SELECT without FROM yields exactly one row per input
+    row. Why: PostgreSQL evaluates an aggregate's argument again in every sorted phase of GROUPING
+    SETS, and once per aggregate that repeats it (one per rule set in a combined statement); a
+    joined column is computed once and carried along. Identical subqueries share one join."""
+    tree = tree.copy()
+    select = outer_select(tree)
+
+    def in_aggregate(node: exp.Expression) -> bool:
+        parent = node.parent
+        while parent is not None and parent is not select:
+            if isinstance(parent, (exp.AggFunc, exp.Filter)):
+                return True
+            if isinstance(parent, exp.Select):
+                return False
+            parent = parent.parent
+        return False
+
+    found = [s for e in select.expressions for s in e.find_all(exp.Subquery) if in_aggregate(s)]
+    names: dict[str, str] = {}
+    for sub in found:
+        text = sub.sql()
+        if text not in names:
+            names[text] = f"{ROW_SUBQUERY}{len(names)}"
+            lateral = exp.Lateral(this=exp.Subquery(this=exp.select(exp.alias_(sub.copy(), "v"))),
+                                  alias=exp.TableAlias(this=exp.to_identifier(names[text])))
+            select.append("joins", exp.Join(this=lateral, kind="CROSS"))
+        sub.replace(exp.column("v", table=names[text]))
+    return tree

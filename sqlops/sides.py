@@ -96,28 +96,39 @@ def side(base: exp.Expression, variant: exp.Expression, params: dict[str, Any], 
     if select.find(exp.Window) is not None:
         return "window function"
     # The same conditions, read from the renamed WHERE (the last ones ANDed to it).
-    node, renamed_conditions = select.args["where"].this if conditions else None, []
-    for _ in conditions:
-        node = node.unnest()
-        renamed_conditions.append(node.expression)
-        node = node.this
+    renamed_conditions: list[exp.Expression] = []
+    if conditions:
+        node = select.args["where"].this
+        for _ in conditions:
+            node = node.unnest()
+            renamed_conditions.append(node.expression)
+            node = node.this
     having = select.args.get("having")
     return Side(value_projection(renamed).this, _and(renamed_conditions[::-1]),
                 having.this if having is not None else None,
                 {(k if k in WINDOW else f"s{index}_{k}"): v for k, v in params.items()})
 
 
+def _aggregate(node: exp.Expression) -> bool:
+    """An aggregate call as a FILTER clause applies to: f(...) or f(...) WITHIN GROUP (...)."""
+    return isinstance(node, exp.AggFunc) or (isinstance(node, exp.WithinGroup) and isinstance(node.this, exp.AggFunc))
+
+
 def filtered(e: exp.Expression, rows: exp.Expression | None) -> exp.Expression:
-    """`e` with `rows` added to the FILTER of each of its outermost aggregates."""
+    """`e` with `rows` added to the FILTER of each of its outermost aggregates (after WITHIN GROUP,
+    as PostgreSQL writes it). A subquery outside any aggregate is left alone: its aggregates are
+    over its own rows."""
     if rows is None:
         return e.copy()
 
     def add(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
+        if isinstance(node, exp.Filter) and _aggregate(node.this):
             cond = exp.and_(exp.paren(node.expression.this.copy()), exp.paren(rows.copy()))
             return exp.Filter(this=node.this.copy(), expression=exp.Where(this=cond))
-        if isinstance(node, exp.AggFunc):
+        if _aggregate(node) and not isinstance(node.parent, exp.WithinGroup):
             return exp.Filter(this=node.copy(), expression=exp.Where(this=exp.paren(rows.copy())))
+        if isinstance(node, exp.Subquery):
+            return node.copy()  # a new node: not descended into
         return node
 
     return e.copy().transform(add, copy=False)

@@ -224,3 +224,41 @@ def test_a_variant_is_combined_only_when_it_adds_a_row_filter() -> None:
     assert render(sides.combined(base, [side])) == (
         "SELECT COUNT(*) FILTER(WHERE (o.k = :s2_k)) AS v0, COUNT(*) FILTER(WHERE (o.k = :s2_k)) AS e0, TRUE AS h0 "
         "FROM s.o AS o WHERE o.t >= :start_date AND o.t < :end_date")
+
+
+def test_row_filters_added_one_after_another_are_one_condition() -> None:
+    from sqlops import sides
+    base = parse("SELECT COUNT(*) AS value FROM s.o o WHERE o.t >= :start_date AND o.t < :end_date", where="t")
+    two = base.copy().where("o.k = :k").where("o.j = :j")
+    assert render(sides.row_filter(base, two)) == "o.k = :k AND o.j = :j"  # type: ignore[arg-type]
+    side = sides.side(base, two, {"k": 1, "j": 2}, 0)
+    assert isinstance(side, sides.Side) and render(side.rows) == "o.k = :s0_k AND o.j = :s0_j"  # type: ignore[arg-type]
+
+
+def test_the_cube_groups_every_dimension_by_month_and_filters_each_rule_set() -> None:
+    from sqlglot import exp
+    base = parse("SELECT SUM(o.x) AS value FROM s.o o WHERE o.t >= :start_date AND o.t < :end_date", where="t")
+    d = grouped.decompose(base)
+    assert isinstance(d, grouped.Decomposed)
+    rows = parse("SELECT 1 WHERE o.k = :s1_k", where="t").args["where"].this
+    cube = grouped.cube_query(base, [grouped.CubeSide(None, d), grouped.CubeSide(rows, None)],
+                              [exp.column("y", table="o"), exp.column("z", table="o")], exp.column("t", table="o"))
+    assert render(cube) == (
+        "SELECT o.y AS k0, o.z AS k1, TO_CHAR(DATE_TRUNC('MONTH', o.t), 'YYYY-MM') AS period, "
+        "GROUPING(o.y, o.z) AS gs, COUNT(*) AS n0, SUM(o.x) AS s0_c0, COUNT(*) FILTER(WHERE (o.k = :s1_k)) AS n1 "
+        "FROM s.o AS o WHERE o.t >= :start_date AND o.t < :end_date "
+        "GROUP BY GROUPING SETS ((o.y, DATE_TRUNC('MONTH', o.t)), (o.z, DATE_TRUNC('MONTH', o.t)), "
+        "(DATE_TRUNC('MONTH', o.t)))")
+    # GROUPING(k0, k1): 1 = k1 not grouped (the set of k0), 2 = the set of k1, 3 = by month only
+    assert [grouped.cube_set(g, 2) for g in (1, 2, 3)] == [0, 1, None]
+
+
+def test_a_per_row_subquery_inside_an_aggregate_is_joined_once() -> None:
+    from sqlops.shape import hoist_row_subqueries
+    tree = parse("SELECT AVG(x.a - (SELECT SUM(h.d) FROM s.h h WHERE h.id = x.id)) AS v, "
+                 "SUM((SELECT SUM(h.d) FROM s.h h WHERE h.id = x.id)) FILTER (WHERE x.k = 1) AS w, "
+                 "(SELECT 5) AS z FROM s.x x WHERE x.t >= :start_date GROUP BY x.g", where="t")
+    assert render(hoist_row_subqueries(tree)) == (
+        "SELECT AVG(x.a - dibench_row0.v) AS v, SUM(dibench_row0.v) FILTER(WHERE x.k = 1) AS w, (SELECT 5) AS z "
+        "FROM s.x AS x CROSS JOIN LATERAL (SELECT (SELECT SUM(h.d) FROM s.h AS h WHERE h.id = x.id) AS v) "
+        "AS dibench_row0 WHERE x.t >= :start_date GROUP BY x.g")

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from generation.pipeline import RunSummary, create_run, generate, plan_rows
 from generation.selection import select
 from generation.skeletons import Skeleton, enumerate_skeletons
 from generation.tasks import build_candidates, vocabulary
-from generation.workers import work
+from generation.workers import claim, work
 from generation.writeback import task_rows
 from ingest.database import schema_columns
 from ingest.pack import Pack, load_pack
@@ -35,7 +36,7 @@ from service.graph import Graph
 from service.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, delete_domain, ensure_mini_loaded
 
-FOUR, KILL, TWO = "mini_wk4", "mini_wkill", "mini_wk2p"
+FOUR, KILL, TWO, AFFINE = "mini_wk4", "mini_wkill", "mini_wk2p", "mini_wkaff"
 SEED = 42
 TARGET = 12
 LEASE_S = "3"
@@ -45,10 +46,10 @@ VICTIM = "import sys; from generation.workers import work; work(sys.argv[1], sys
 @pytest.fixture(scope="module", autouse=True)
 def clean(graph: Graph, warehouse: Warehouse) -> Iterator[None]:
     ensure_mini_loaded(warehouse)
-    for d in (FOUR, KILL, TWO):
+    for d in (FOUR, KILL, TWO, AFFINE):
         delete_domain(graph, d)
     yield
-    for d in (FOUR, KILL, TWO):
+    for d in (FOUR, KILL, TWO, AFFINE):
         delete_domain(graph, d)
 
 
@@ -239,6 +240,27 @@ def test_worker_processes_named_as_on_two_machines_claim_disjoint_skeletons(
     assert tasks
     assert_no_duplicates(tasks)
     assert {t["props"]["skeleton_key"] for t in tasks} == planned
+
+
+def test_workers_claim_the_metrics_they_have_worked_on_and_avoid_each_others(
+        tmp_path_factory: pytest.TempPathFactory, graph: Graph, warehouse: Warehouse) -> None:
+    """Metric affinity: a worker's partials cube of a metric stays useful (its own metrics come
+    first) and two workers rarely scan one metric (a metric another holds comes last)."""
+    pack = ingested(tmp_path_factory.mktemp("wkaff"), AFFINE, graph, warehouse)
+    sks = list(select(enumerate_skeletons(graph, AFFINE, seed=SEED), 40, seed=SEED).picked)
+    run_key = create_run(graph, pack, SEED, 40)
+    graph.write("skeletons_plan", run=run_key, rows=plan_rows(sks, "mmr", 0))
+    per_metric = Counter(s.metric for s in sks)
+    assert len([m for m, n in per_metric.items() if n >= 3]) >= 2, per_metric
+
+    first = claim(graph, run_key, "a")
+    assert len({s.metric for s in first}) == 1, "one batch, one metric"
+    mine = first[0].metric
+    other = claim(graph, run_key, "b")
+    assert mine not in {s.metric for s in other}, "b took the metric a is working on"
+    again = claim(graph, run_key, "a", metrics=[mine])
+    left = per_metric[mine] - len(first)
+    assert [s.metric for s in again] == [mine] * min(left, len(again))
 
 
 def test_a_worker_refuses_a_run_that_does_not_exist() -> None:

@@ -42,8 +42,8 @@ def build(ctx: Context) -> Outcome | None:
     if two is None:
         return None
     a, b = two
-    pair = ctx.pair(lambda t: group_by(filter_in(t, ctx.dim(t), ["group_a", "group_b"]), ctx.dim(t)), window,
-                    {"group_a": a, "group_b": b})
+    pair = ctx.pair(lambda t: group_by(filter_in(t, ctx.dim(t), ["group_a", "group_b"]), ctx.dim(t), copy=False),
+                    window, {"group_a": a, "group_b": b})
     d = ctx.metric.rounding
     return outcome(answer(pair.gold_rows, a, b, d), answer(pair.base_rows, a, b, d), pair,
                    {**window_facts(window), "group_a": a, "group_b": b})

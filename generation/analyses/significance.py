@@ -47,8 +47,8 @@ def build(ctx: Context) -> Outcome | None:
     a, b = two
 
     def shape(t: Any) -> Any:
-        t = group_by(filter_in(t, ctx.dim(t), ["group_a", "group_b"]), ctx.dim(t))
-        return group_by(t, month_bucket(ctx.time(t)), alias=PERIOD_ALIAS, with_count=False)
+        t = group_by(filter_in(t, ctx.dim(t), ["group_a", "group_b"]), ctx.dim(t), copy=False)
+        return group_by(t, month_bucket(ctx.time(t)), alias=PERIOD_ALIAS, with_count=False, copy=False)
 
     pair = ctx.pair(shape, window, {"group_a": a, "group_b": b})
     gold, base = welch(pair.gold_rows, a, b), welch(pair.base_rows, a, b)
