@@ -60,8 +60,8 @@ class Executor:
         """`exact`: NUMERIC values stay Decimal (Warehouse.execute_readonly), for partials."""
         if not cache:
             return self._execute(sql, params, exact)
-        key = (sql, json.dumps(params, sort_keys=True, default=str))
-        return self.remember(key, lambda: self._execute(sql, params))
+        key = (sql, json.dumps(params, sort_keys=True, default=str), exact)
+        return self.remember(key, lambda: self._execute(sql, params, exact))
 
     def remember(self, key: Hashable, compute: Callable[[], T]) -> T:
         """`compute()` once per key, for the rest of the run (the CACHE_ENTRIES most recent keys)."""

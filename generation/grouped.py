@@ -3,8 +3,9 @@ one rule set reads one partials statement (per group and month, the whole data w
 and cached by the Executor), and is answered by its own shape over those partials in
 PostgreSQL (sqlops/grouped.py says why that is exact). The stored gold SQL stays the original
 statement; only how its rows are obtained changes. When a statement cannot be planned so, the
-reason is returned and the caller runs the original statement (`Executor.plan_log` keeps the
-path of every statement, so each task records the path its analysis took).
+reason is returned and the caller answers the shape under every rule set from one statement
+(`batched`), or else runs the original statement (`Executor.plan_log` keeps the path of every
+statement, so each task records the path its analysis took).
 
 Better still, the partials of every rule set a skeleton's analyses ask for (no rule, the whole
 policy, the policy without each of its rules) and of every dimension of the metric come from
@@ -156,7 +157,12 @@ def _cube(ctx: Context, key: Hashable) -> dict[CubeKey, Partials | str]:
     if not members:
         return {}
     sql = render(grouped.cube_query(base, cube_sides, [d for _, d in dims], ctx.time(base)))
-    res = ctx.ex.run(sql, params, cache=False, exact=True)
+    try:
+        res = ctx.ex.run(sql, params, cache=False, exact=True)
+    except DibenchError:
+        # The cube is a shortcut: one that fails (its statement timed out on a loaded server) leaves
+        # each rule set to its own, smaller partials statement, which reports its own errors.
+        return {}
     at = {c: i for i, c in enumerate(res.columns)}
     by_set: dict[int | None, list[tuple[Any, ...]]] = {}
     for r in res.rows:
@@ -236,8 +242,11 @@ def batched(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[
     sql = render(shaped)
     ungrouped = not outer_select(shaped).args.get("group")
 
-    def split() -> dict[frozenset[str], QueryResult]:
-        res = ctx.ex.run(sql, params, cache=False)
+    def split() -> dict[frozenset[str], QueryResult] | None:
+        try:
+            res = ctx.ex.run(sql, params, cache=False)
+        except DibenchError:
+            return None  # as a failed cube: each rule set's own statement runs (and reports its errors)
         at = {c: i for i, c in enumerate(res.columns)}
         out = {}
         for i, rule_set in enumerate(members):
@@ -247,7 +256,8 @@ def batched(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[
             out[rule_set] = QueryResult(names, rows, res.elapsed_s)
         return out
 
-    return ctx.ex.remember(("batched", sql, json.dumps(params, sort_keys=True, default=str)), split)[rule_ids]
+    answers = ctx.ex.remember(("batched", sql, json.dumps(params, sort_keys=True, default=str)), split)
+    return answers[rule_ids] if answers is not None else None
 
 
 def _policy_key(ctx: Context) -> tuple[Any, ...]:

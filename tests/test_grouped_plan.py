@@ -262,3 +262,26 @@ def test_a_per_row_subquery_inside_an_aggregate_is_joined_once() -> None:
         "SELECT AVG(x.a - dibench_row0.v) AS v, SUM(dibench_row0.v) FILTER(WHERE x.k = 1) AS w, (SELECT 5) AS z "
         "FROM s.x AS x CROSS JOIN LATERAL (SELECT (SELECT SUM(h.d) FROM s.h AS h WHERE h.id = x.id) AS v) "
         "AS dibench_row0 WHERE x.t >= :start_date GROUP BY x.g")
+
+
+def test_a_cube_or_batch_that_fails_leaves_each_rule_set_to_its_own_statement(
+        graph: Graph, warehouse: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cube or combined statement that fails (a statement timeout on a loaded server) is a lost
+    shortcut, never a lost task: the same candidates come from the smaller statements."""
+    from service.errors import WarehouseError
+    pk = ingested("minipack", tmp_path, graph, warehouse)
+    try:
+        sks = skeletons(pk, graph)[:8]
+        normal, _ = candidates(pk, sks, warehouse, True)
+        real = Executor.run
+
+        def failing(self: Executor, sql: str, params: dict[str, Any], **kw: Any) -> Any:
+            if "GROUPING SETS" in sql or " AS v0, " in sql:
+                raise WarehouseError("canceling statement due to statement timeout")
+            return real(self, sql, params, **kw)
+
+        monkeypatch.setattr(Executor, "run", failing)
+        degraded, _ = candidates(pk, sks, warehouse, True)
+    finally:
+        delete_domain(graph, pk.name)
+    assert [dataclasses.asdict(c) for c in degraded] == [dataclasses.asdict(c) for c in normal]
