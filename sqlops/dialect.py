@@ -101,10 +101,10 @@ def parse_expression(sql: str, *, where: str = "expression") -> exp.Expression:
 
 
 def render(tree: exp.Expression) -> str:
-    """The tree as PostgreSQL text. Not copied first (a deep copy cost more than generating): the
-    rewrites the PostgreSQL generator makes in place (QUALIFY, semi/anti joins, percentiles
-    without WITHIN GROUP, nested CTEs moved to the top) do not occur in trees parsed from
-    PostgreSQL but the last, which gives the same text again at every later render."""
+    """The tree as PostgreSQL text. Not copied first (a deep copy cost more than generating). The
+    PostgreSQL generator rewrites a tree in place only for QUALIFY, semi/anti joins, percentiles
+    without WITHIN GROUP and nested CTEs: the first three never come out of parsing PostgreSQL,
+    and a nested CTE moved to the top renders as the same text at every later render."""
     return tree.sql(dialect=DIALECT, copy=False)
 
 

@@ -125,8 +125,10 @@ def hoist_row_subqueries(tree: exp.Expression) -> exp.Expression:
     `CROSS JOIN LATERAL (SELECT <subquery> AS v) AS dibench_row<i>` the aggregates read. The
     same rows, the same values: a lateral SELECT without FROM yields exactly one row per input
     row. Why: PostgreSQL evaluates an aggregate's argument again in every sorted phase of GROUPING
-    SETS, and once per aggregate that repeats it (one per rule set in a combined statement); a
-    joined column is computed once and carried along. Identical subqueries share one join."""
+    SETS, and once per aggregate that repeats it (one per rule set in the cube and in a combined
+    verification statement); a joined column is computed once and carried along. Identical
+    subqueries share one join. (Generation's combined statements, `generation.grouped.batched`,
+    are not hoisted.)"""
     tree = tree.copy()
     select = outer_select(tree)
 

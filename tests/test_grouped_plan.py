@@ -285,3 +285,13 @@ def test_a_cube_or_batch_that_fails_leaves_each_rule_set_to_its_own_statement(
     finally:
         delete_domain(graph, pk.name)
     assert [dataclasses.asdict(c) for c in degraded] == [dataclasses.asdict(c) for c in normal]
+
+
+def test_a_row_filter_goes_after_within_group_and_never_into_a_subquery() -> None:
+    from sqlops import sides
+    value = parse("SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY o.x) + SUM(o.y) FILTER (WHERE o.q) "
+                  "+ (SELECT COUNT(*) FROM s.z z) AS value FROM s.o o", where="t").expressions[0].this
+    rows = parse("SELECT 1 WHERE o.k = 1", where="t").args["where"].this
+    assert render(sides.filtered(value, rows)) == (
+        "PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY o.x) FILTER(WHERE (o.k = 1)) "
+        "+ SUM(o.y) FILTER(WHERE (o.q) AND (o.k = 1)) + (SELECT COUNT(*) FROM s.z AS z)")
