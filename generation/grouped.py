@@ -227,9 +227,8 @@ def batched(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[
     members, tree, own = combined
     window_params = {**ctx.window_params(window), **extra}
     params = dict(window_params)
-    for i, bound_params in enumerate(own):  # as sides.side renames them
-        merged = {**window_params, **bound_params}
-        params.update({(k if k in sides.WINDOW else f"s{i}_{k}"): v for k, v in merged.items()})
+    for i, bound_params in enumerate(own):
+        params.update(sides.side_params({**window_params, **bound_params}, i))
     try:
         shaped = shape(tree)
     except DibenchError:

@@ -106,7 +106,12 @@ def side(base: exp.Expression, variant: exp.Expression, params: dict[str, Any], 
     having = select.args.get("having")
     return Side(value_projection(renamed).this, _and(renamed_conditions[::-1]),
                 having.this if having is not None else None,
-                {(k if k in WINDOW else f"s{index}_{k}"): v for k, v in params.items()})
+                side_params(params, index))
+
+
+def side_params(params: dict[str, Any], index: int) -> dict[str, Any]:
+    """`params` as side `index` names them: every placeholder but the window's prefixed `s<index>_`."""
+    return {(k if k in WINDOW else f"s{index}_{k}"): v for k, v in params.items()}
 
 
 def _aggregate(node: exp.Expression) -> bool:
