@@ -156,14 +156,17 @@ def _cube(ctx: Context, key: Hashable) -> dict[CubeKey, Partials | str]:
             continue
     if not members:
         return {}
-    sql = render(grouped.cube_query(base, cube_sides, [d for _, d in dims], ctx.time(base)))
+    months = grouped.month_params(ctx.data_window)
+    sql = render(grouped.cube_query(base, cube_sides, [d for _, d in dims], ctx.time(base), list(months), params))
     try:
-        res = ctx.ex.run(sql, params, cache=False, exact=True)
+        res = ctx.ex.run(sql, {**params, **months}, cache=False, exact=True)
     except DibenchError:
         # The cube is a shortcut: one that fails (its statement timed out on a loaded server) leaves
         # each rule set to its own, smaller partials statement, which reports its own errors.
         return {}
     at = {c: i for i, c in enumerate(res.columns)}
+    if any(r[at[grouped.PERIOD]] is None for r in res.rows):
+        return {}  # a row outside the months of the data window (cube_query): as a failed cube
     by_set: dict[int | None, list[tuple[Any, ...]]] = {}
     for r in res.rows:
         by_set.setdefault(grouped.cube_set(r[at[grouped.SET]], len(dims)) if dims else None, []).append(r)

@@ -197,23 +197,46 @@ class CubeSide:
 
 
 SET = "gs"  # GROUPING() of the dimension keys: which grouping set a cube row belongs to
+MONTHS = "dibench_months"  # the cube's month keys: a VALUES list joined to the rows
+
+
+def month_params(window: tuple[dt.date, dt.date]) -> dict[str, dt.date]:
+    """The first day of every month a row in [window) can fall in, as the cube's parameters."""
+    first, last = window[0].replace(day=1), (window[1] - dt.timedelta(days=1)).replace(day=1)
+    out: dict[str, dt.date] = {}
+    while first <= last:
+        out[f"{MONTHS}_{len(out)}"] = first
+        first = (first + dt.timedelta(days=32)).replace(day=1)
+    return out
 
 
 def cube_query(tree: exp.Expression, cube_sides: list[CubeSide], dims: list[exp.Expression],
-               time_col: exp.Expression) -> exp.Expression:
+               time_col: exp.Expression, months: list[str], params: dict[str, Any] | None = None) -> exp.Expression:
     """The partials of several rule sets and several dimensions of one metric in one scan: the
     base statement's FROM/WHERE, GROUP BY GROUPING SETS ((dim_0, month), ..., (month)), with
     per dimension its key `k<j>`, the month `period`, `gs` (GROUPING of the keys) and, per side
     i, its row count `n<i>` and partials `s<i>_c<k>`, each aggregate FILTERed by the side's rows.
     A grouping set aggregates exactly the rows GROUP BY (dim, month) would, and a FILTER keeps
     exactly the rows the side's WHERE would: the rows of set j and side i with n<i> > 0 are
-    `partials_query` of that side grouped by dim j (sqlops/sides.py says why a FILTER is the WHERE)."""
+    `partials_query` of that side grouped by dim j (sqlops/sides.py says why a FILTER is the WHERE).
+
+    The month is the key of a `LEFT JOIN (VALUES (:<months[0]>), ...) AS dibench_months(m)` on
+    the row's month start (placeholders of `month_params`), not DATE_TRUNC of the time column:
+    PostgreSQL estimates as many months as distinct timestamps, thinks millions of groups will
+    not fit in memory and sorts the rows once per grouping set; grouped by a column of 24
+    values, it hashes every set in one pass. A row whose month is not in the list (none when
+    the WHERE bounds the time column by the window the list covers) has a NULL period, which
+    the caller must treat as a failed cube. `params` (the statement's): identical row
+    subqueries under different placeholders with equal values share one join."""
     tree = tree.copy()
     select = outer_select(tree)
-    period = month_bucket(time_col)
-    month = period.args["this"]
+    values = exp.Values(expressions=[exp.Tuple(expressions=[exp.cast(exp.Placeholder(this=m), "DATE")]) for m in months],
+                        alias=exp.TableAlias(this=exp.to_identifier(MONTHS), columns=[exp.to_identifier("m")]))
+    month = exp.column("m", table=MONTHS)
+    start = exp.cast(month_bucket(time_col).args["this"], "DATE")
+    select.append("joins", exp.Join(this=values, side="LEFT", on=exp.EQ(this=month.copy(), expression=start)))
     projections: list[exp.Expression] = [exp.alias_(d.copy(), f"k{j}") for j, d in enumerate(dims)]
-    projections.append(exp.alias_(period, PERIOD))
+    projections.append(exp.alias_(exp.func("TO_CHAR", month.copy(), exp.Literal.string("YYYY-MM")), PERIOD))
     if dims:
         projections.append(exp.alias_(exp.func("GROUPING", *[d.copy() for d in dims]), SET))
     for i, side in enumerate(cube_sides):
@@ -223,7 +246,7 @@ def cube_query(tree: exp.Expression, cube_sides: list[CubeSide], dims: list[exp.
     select.set("expressions", projections)
     sets = [exp.Tuple(expressions=[d.copy(), month.copy()]) for d in dims] + [exp.Paren(this=month.copy())]
     select.set("group", exp.Group(grouping_sets=[exp.GroupingSets(expressions=sets)]))
-    return hoist_row_subqueries(tree)
+    return hoist_row_subqueries(tree, params)
 
 
 def cube_set(grouping: int, dims: int) -> int | None:

@@ -4,6 +4,8 @@ Pure functions on copies of the tree; values enter only as named placeholders.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from sqlglot import exp
 
 from sqlops.tree import outer_select, value_projection
@@ -119,7 +121,7 @@ def combine(expression: exp.Expression, parts: list[tuple[str, exp.Expression]])
 ROW_SUBQUERY = "dibench_row"
 
 
-def hoist_row_subqueries(tree: exp.Expression) -> exp.Expression:
+def hoist_row_subqueries(tree: exp.Expression, params: dict[str, Any] | None = None) -> exp.Expression:
     """Each scalar subquery inside an aggregate of the outer SELECT (a per-row value, such as a
     ticket's paused time read from another table) computed once per row, in a
     `CROSS JOIN LATERAL (SELECT <subquery> AS v) AS dibench_row<i>` the aggregates read. The
@@ -127,8 +129,10 @@ def hoist_row_subqueries(tree: exp.Expression) -> exp.Expression:
     row. Why: PostgreSQL evaluates an aggregate's argument again in every sorted phase of GROUPING
     SETS, and once per aggregate that repeats it (one per rule set in the cube and in a combined
     verification statement); a joined column is computed once and carried along. Identical
-    subqueries share one join. (Generation's combined statements, `generation.grouped.batched`,
-    are not hoisted.)"""
+    subqueries share one join, and so do subqueries that differ only in the names of placeholders
+    whose `params` values are equal (two rule sets of a cube each bind the same rule's
+    parameters under their own names). (Generation's combined statements,
+    `generation.grouped.batched`, are not hoisted.)"""
     tree = tree.copy()
     select = outer_select(tree)
 
@@ -145,7 +149,7 @@ def hoist_row_subqueries(tree: exp.Expression) -> exp.Expression:
     found = [s for e in select.expressions for s in e.find_all(exp.Subquery) if in_aggregate(s)]
     names: dict[str, str] = {}
     for sub in found:
-        text = sub.sql()
+        text = _with_values(sub, params) if params else sub.sql()
         if text not in names:
             names[text] = f"{ROW_SUBQUERY}{len(names)}"
             lateral = exp.Lateral(this=exp.Subquery(this=exp.select(exp.alias_(sub.copy(), "v"))),
@@ -153,3 +157,14 @@ def hoist_row_subqueries(tree: exp.Expression) -> exp.Expression:
             select.append("joins", exp.Join(this=lateral, kind="CROSS"))
         sub.replace(exp.column("v", table=names[text]))
     return tree
+
+
+def _with_values(sub: exp.Expression, params: dict[str, Any]) -> str:
+    """`sub` as text with each bound placeholder written as its value and the value's type (a key,
+    never run)."""
+    keyed = sub.copy()
+    for p in list(keyed.find_all(exp.Placeholder)):
+        if p.name in params:
+            value = params[p.name]
+            p.replace(exp.Literal.string(f"{type(value).__name__}:{value!r}"))
+    return keyed.sql()

@@ -5,6 +5,8 @@ of the demo pack (domain `demo_grouped`, schema `demo` at its default size), on 
 and Neo4j; and edge verification, one GROUPING SETS statement per side against one per slice."""
 from __future__ import annotations
 
+import datetime as dt
+
 import dataclasses
 from collections import Counter
 from collections.abc import Iterator
@@ -241,14 +243,18 @@ def test_the_cube_groups_every_dimension_by_month_and_filters_each_rule_set() ->
     d = grouped.decompose(base)
     assert isinstance(d, grouped.Decomposed)
     rows = parse("SELECT 1 WHERE o.k = :s1_k", where="t").args["where"].this
+    months = grouped.month_params((dt.date(2024, 1, 15), dt.date(2024, 3, 1)))
+    assert months == {"dibench_months_0": dt.date(2024, 1, 1), "dibench_months_1": dt.date(2024, 2, 1)}
     cube = grouped.cube_query(base, [grouped.CubeSide(None, d), grouped.CubeSide(rows, None)],
-                              [exp.column("y", table="o"), exp.column("z", table="o")], exp.column("t", table="o"))
+                              [exp.column("y", table="o"), exp.column("z", table="o")], exp.column("t", table="o"),
+                              list(months))
     assert render(cube) == (
-        "SELECT o.y AS k0, o.z AS k1, TO_CHAR(DATE_TRUNC('MONTH', o.t), 'YYYY-MM') AS period, "
+        "SELECT o.y AS k0, o.z AS k1, TO_CHAR(dibench_months.m, 'YYYY-MM') AS period, "
         "GROUPING(o.y, o.z) AS gs, COUNT(*) AS n0, SUM(o.x) AS s0_c0, COUNT(*) FILTER(WHERE (o.k = :s1_k)) AS n1 "
-        "FROM s.o AS o WHERE o.t >= :start_date AND o.t < :end_date "
-        "GROUP BY GROUPING SETS ((o.y, DATE_TRUNC('MONTH', o.t)), (o.z, DATE_TRUNC('MONTH', o.t)), "
-        "(DATE_TRUNC('MONTH', o.t)))")
+        "FROM s.o AS o LEFT JOIN (VALUES (CAST(:dibench_months_0 AS DATE)), (CAST(:dibench_months_1 AS DATE))) "
+        "AS dibench_months(m) ON dibench_months.m = CAST(DATE_TRUNC('MONTH', o.t) AS DATE) "
+        "WHERE o.t >= :start_date AND o.t < :end_date "
+        "GROUP BY GROUPING SETS ((o.y, dibench_months.m), (o.z, dibench_months.m), (dibench_months.m))")
     # GROUPING(k0, k1): 1 = k1 not grouped (the set of k0), 2 = the set of k1, 3 = by month only
     assert [grouped.cube_set(g, 2) for g in (1, 2, 3)] == [0, 1, None]
 
@@ -262,6 +268,14 @@ def test_a_per_row_subquery_inside_an_aggregate_is_joined_once() -> None:
         "SELECT AVG(x.a - dibench_row0.v) AS v, SUM(dibench_row0.v) FILTER(WHERE x.k = 1) AS w, (SELECT 5) AS z "
         "FROM s.x AS x CROSS JOIN LATERAL (SELECT (SELECT SUM(h.d) FROM s.h AS h WHERE h.id = x.id) AS v) "
         "AS dibench_row0 WHERE x.t >= :start_date GROUP BY x.g")
+
+    # Under different placeholders with the same values (two rule sets of a cube), still one join.
+    twice = parse("SELECT SUM((SELECT SUM(h.d) FROM s.h h WHERE h.id = x.id AND h.k = :a_k)) AS v, "
+                  "SUM((SELECT SUM(h.d) FROM s.h h WHERE h.id = x.id AND h.k = :b_k)) AS w, "
+                  "SUM((SELECT SUM(h.d) FROM s.h h WHERE h.id = x.id AND h.k = :c_k)) AS u FROM s.x x", where="t")
+    hoisted = render(hoist_row_subqueries(twice, {"a_k": "paused", "b_k": "paused", "c_k": "open"}))
+    assert hoisted.count("CROSS JOIN LATERAL") == 2
+    assert "SUM(dibench_row0.v) AS v, SUM(dibench_row0.v) AS w, SUM(dibench_row1.v) AS u" in hoisted
 
 
 def test_a_cube_or_batch_that_fails_leaves_each_rule_set_to_its_own_statement(
