@@ -11,7 +11,7 @@ Better still, the partials of every rule set a skeleton's analyses ask for (no r
 policy, the policy without each of its rules) and of every dimension of the metric come from
 one *cube* statement per metric (sqlops.grouped.cube_query), cached by the Executor for the
 run: the skeletons of one metric then share one scan. A rule set that is not the base plus
-row filters and a value (sqlops/sides.py) is left to its own partials statement."""
+row filters, a value and a HAVING (sqlops/sides.py) is left to its own partials statement."""
 from __future__ import annotations
 
 import datetime as dt
@@ -45,6 +45,7 @@ class Partials:
     params: dict[str, Any]  # the metric's and the rules': placeholders outside aggregates stay in `value`
     why: str | None = None  # why the value cannot be recombined (the row counts still serve top values)
     key: Hashable = None  # what these partials are in the Executor's cache: answers from them are cached under it
+    having: exp.Expression | None = None  # the statement's HAVING over the partials (no_value() when not exact)
 
 
 def month_aligned(window: tuple[dt.date, dt.date]) -> bool:
@@ -72,20 +73,28 @@ def partials(ctx: Context, rule_ids: frozenset[str], value_needed: bool = True) 
     params = {**ctx.window_params(ctx.data_window), **part.bound.params}
     sql = render(tree)
     key = ("partials", sql, json.dumps(params, sort_keys=True, default=str))
-    return ctx.ex.remember(key, lambda: keyed(typed(ctx.ex.run(sql, params, cache=False, exact=True), d, params), key))
+    having = has_having(part.bound.tree)
+    return ctx.ex.remember(key, lambda: keyed(typed(ctx.ex.run(sql, params, cache=False, exact=True), d, params,
+                                                    having), key))
+
+
+def has_having(tree: exp.Expression) -> bool:
+    return outer_select(tree).args.get("having") is not None
 
 
 def keyed(p: Partials | str, key: Hashable) -> Partials | str:
     return replace(p, key=key) if isinstance(p, Partials) else p
 
 
-def typed(res: QueryResult, d: grouped.Decomposed | str, params: dict[str, Any]) -> Partials | str:
-    return typed_columns({c: [r[i] for r in res.rows] for i, c in enumerate(res.columns)}, d, params)
+def typed(res: QueryResult, d: grouped.Decomposed | str, params: dict[str, Any], having: bool) -> Partials | str:
+    return typed_columns({c: [r[i] for r in res.rows] for i, c in enumerate(res.columns)}, d, params, having)
 
 
-def typed_columns(columns: dict[str, list[Any]], d: grouped.Decomposed | str, params: dict[str, Any]) -> Partials | str:
-    """The partial rows with their exact array types; the value recombined, unless `d` says why
-    not or a partial is a float (then the group, month and row count columns only)."""
+def typed_columns(columns: dict[str, list[Any]], d: grouped.Decomposed | str, params: dict[str, Any],
+                  having: bool) -> Partials | str:
+    """The partial rows with their exact array types; the value (and the HAVING, which the
+    statement has if `having`) recombined, unless `d` says why not or a partial is a float (then
+    the group, month and row count columns only, and a HAVING no shape can keep)."""
     types: dict[str, str] = {}
     why = d if isinstance(d, str) else None
     for name, values in columns.items():
@@ -99,8 +108,9 @@ def typed_columns(columns: dict[str, list[Any]], d: grouped.Decomposed | str, pa
     if why is not None or isinstance(d, str):
         keep = (grouped.GROUP, grouped.PERIOD, grouped.ROWS)
         return Partials({c: columns[c] for c in keep}, {c: types[c] for c in keep}, grouped.no_value(), params,
-                        why)
-    return Partials(columns, types, grouped.recombine(d, types), params)
+                        why, having=grouped.no_value() if having else None)
+    return Partials(columns, types, grouped.recombine(d, types), params,
+                    having=None if d.having is None else grouped.recombine(d, types, d.having))
 
 
 # ------------------------------------------------------------------------------ one cube per metric
@@ -130,7 +140,7 @@ def _cube(ctx: Context, key: Hashable) -> dict[CubeKey, Partials | str]:
     if grouped.window_only_bounds_time(base, ctx.time(base)) is not None:
         return {}
     window = ctx.window_params(ctx.data_window)
-    members: list[tuple[frozenset[str], grouped.Decomposed | str, dict[str, Any]]] = []
+    members: list[tuple[frozenset[str], grouped.Decomposed | str, dict[str, Any], bool]] = []
     cube_sides: list[grouped.CubeSide] = []
     params = dict(window)
     for rule_set in rule_sets(ctx):
@@ -141,11 +151,12 @@ def _cube(ctx: Context, key: Hashable) -> dict[CubeKey, Partials | str]:
         own = {**window, **bound.params}
         i = len(members)
         side = sides.side(base, bound.tree, own, i)
-        if isinstance(side, str) or side.having is not None \
-                or grouped.window_only_bounds_time(bound.tree, ctx.time(bound.tree)) is not None:
+        if isinstance(side, str) or grouped.window_only_bounds_time(bound.tree, ctx.time(bound.tree)) is not None:
             continue
         renamed = grouped.decompose(rename_placeholders(bound.tree, f"s{i}_", sides.WINDOW))
-        members.append((rule_set, grouped.decompose(bound.tree), own))
+        if isinstance(renamed, str) and side.having is not None:
+            continue  # a HAVING the partials cannot apply: its row counts would serve nothing
+        members.append((rule_set, grouped.decompose(bound.tree), own, has_having(bound.tree)))
         cube_sides.append(grouped.CubeSide(side.rows, None if isinstance(renamed, str) else renamed))
         params.update(side.params)
     dims: list[tuple[str, Any]] = []
@@ -172,7 +183,7 @@ def _cube(ctx: Context, key: Hashable) -> dict[CubeKey, Partials | str]:
         by_set.setdefault(grouped.cube_set(r[at[grouped.SET]], len(dims)) if dims else None, []).append(r)
     out: dict[CubeKey, Partials | str] = {}
     for j, set_rows in by_set.items():
-        for i, (rule_set, d, own) in enumerate(members):
+        for i, (rule_set, d, own, having) in enumerate(members):
             n = at[f"{grouped.ROWS}{i}"]
             kept = [r for r in set_rows if r[n] > 0]  # no row of this rule set: no group, as its WHERE
             columns = {grouped.GROUP: [r[at[f"k{j}"]] if j is not None else None for r in kept],
@@ -182,7 +193,7 @@ def _cube(ctx: Context, key: Hashable) -> dict[CubeKey, Partials | str]:
             for p in decomposed.partials if decomposed is not None else ():
                 columns[p.name] = [r[at[f"s{i}_{p.name}"]] for r in kept]
             label = dims[j][0] if j is not None else None
-            out[(rule_set, label)] = keyed(typed_columns(columns, d, own), (key, rule_set, label))
+            out[(rule_set, label)] = keyed(typed_columns(columns, d, own, having), (key, rule_set, label))
     return out
 
 
@@ -196,7 +207,7 @@ def answer(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[d
     p = partials(ctx, rule_ids, value_needed=grouped.needs_value(probe))
     if isinstance(p, str):
         return p
-    tree = grouped.count_rows(shape(grouped.proxy_query(p.value, p.types)))
+    tree = grouped.count_rows(shape(grouped.proxy_query(p.value, p.types, p.having)))
     if p.why is not None and grouped.needs_value(tree):
         return p.why
     sql = render(tree)

@@ -11,9 +11,11 @@ recombination, so casts, divisions and rounding are PostgreSQL's as in the origi
 
 Exactness, not approximation: the recombination is exact only for integer and numeric partials
 (a float sum depends on the order of its terms), so the caller checks the partials' types
-(`column_type`) and falls back to the original statement otherwise; a statement with HAVING,
-GROUP BY, DISTINCT, a window function, a distinct or ordered-set aggregate, or a column outside
-an aggregate is not decomposed at all (`decompose` says why).
+(`column_type`) and falls back to the original statement otherwise; a statement with GROUP BY,
+DISTINCT, a window function, a distinct or ordered-set aggregate, or a column outside an
+aggregate is not decomposed at all (`decompose` says why). A HAVING is recombined like the
+value (a suppression's `COUNT(*) >= k`; not `COUNT(DISTINCT x) >= k`: distinct counts do not add
+up over months).
 
 Pure functions on copies of the tree; values enter only as placeholders.
 """
@@ -54,10 +56,12 @@ class Partial:
 @dataclass(frozen=True)
 class Decomposed:
     """A metric statement split into partial aggregates and the `value` expression over them,
-    in which each recombined aggregate is a Placeholder-free `gp.<partial>` template."""
+    in which each recombined aggregate is a Placeholder-free `gp.<partial>` template; likewise
+    its HAVING, if any."""
 
     value: exp.Expression  # the original value with aggregates replaced by _Slot markers
     partials: tuple[Partial, ...]
+    having: exp.Expression | None = None
 
 
 class Slot(exp.Expression):
@@ -108,7 +112,7 @@ def decompose(tree: exp.Expression) -> Decomposed | str:
     if not isinstance(tree, exp.Select):
         return "not a plain SELECT"
     select = outer_select(tree)
-    for clause in ("group", "having", "distinct", "limit", "offset", "order", "qualify"):
+    for clause in ("group", "distinct", "limit", "offset", "order", "qualify"):
         if select.args.get(clause):
             return f"the statement has {clause.upper()}"
     if len(select.expressions) != 1:
@@ -139,7 +143,14 @@ def decompose(tree: exp.Expression) -> Decomposed | str:
         return reason[0]
     if not partials:
         return "no aggregate in value"
-    return Decomposed(value, tuple(partials))
+    having = None
+    if select.args.get("having"):
+        # Recombined like the value, then applied by the proxy to the groups a shape forms, as
+        # the original applies it to its groups (partials_query leaves it out).
+        having = select.args["having"].this.copy().transform(visit, copy=False)
+        if reason:
+            return f"HAVING: {reason[0]}"
+    return Decomposed(value, tuple(partials), having)
 
 
 WINDOW = ("start_date", "end_date")
@@ -170,9 +181,11 @@ def partials_query(tree: exp.Expression, d: Decomposed | None, group: exp.Expres
                    time_col: exp.Expression) -> exp.Expression:
     """The metric's FROM/WHERE (window placeholders kept) grouped by (group, month): the group,
     the month as YYYY-MM, the row count and every partial (none without `d`: row counts serve
-    top values whatever the metric's aggregates)."""
+    top values whatever the metric's aggregates). Without the statement's HAVING: it holds for
+    the groups an analysis forms, not for each partial row (the proxy applies it, `proxy_query`)."""
     tree = tree.copy()
     select = outer_select(tree)
+    select.set("having", None)
     period = month_bucket(time_col)
     g = group.copy() if group is not None else exp.cast(exp.null(), "TEXT")
     select.set("expressions", [exp.alias_(g, GROUP), exp.alias_(period, PERIOD),
@@ -286,9 +299,10 @@ def _bigint(e: exp.Expression) -> exp.Expression:
     return exp.cast(e, "BIGINT")
 
 
-def recombine(d: Decomposed, types: dict[str, str]) -> exp.Expression:
-    """The metric's `value` over the proxy's partial columns, typed as the original aggregates:
-    a count stays BIGINT (0 over no rows), an integer sum BIGINT, an average numeric sum / count."""
+def recombine(d: Decomposed, types: dict[str, str], template: exp.Expression | None = None) -> exp.Expression:
+    """The metric's `value` (or another `template` of `d`: its HAVING) over the proxy's partial
+    columns, typed as the original aggregates: a count stays BIGINT (0 over no rows), an integer
+    sum BIGINT, an average numeric sum / count."""
     kinds = {p.name: p for p in d.partials}
 
     def fill(node: exp.Expression) -> exp.Expression:
@@ -306,7 +320,7 @@ def recombine(d: Decomposed, types: dict[str, str]) -> exp.Expression:
             return _bigint(total) if types[p.name] == "BIGINT" else total
         return exp.func(p.function, _col(p.name))
 
-    return d.value.copy().transform(fill, copy=False)
+    return (d.value if template is None else template).copy().transform(fill, copy=False)
 
 
 @lru_cache(maxsize=None)
@@ -320,16 +334,18 @@ def _array_type(element: str) -> exp.DataType:
     return _array_of(element).copy()
 
 
-def proxy_query(value: exp.Expression, types: dict[str, str]) -> exp.Select:
-    """SELECT <value> AS value FROM UNNEST(:gp_<column>, ...) AS gp(<columns>): the partial rows as
-    the row source of an analysis shape. `tree.meta['grouped']` tells the shapes' column lookups
-    to read the group and month from gp."""
+def proxy_query(value: exp.Expression, types: dict[str, str], having: exp.Expression | None = None) -> exp.Select:
+    """SELECT <value> AS value FROM UNNEST(:gp_<column>, ...) AS gp(<columns>) [HAVING <having>]:
+    the partial rows as the row source of an analysis shape. `tree.meta['grouped']` tells the
+    shapes' column lookups to read the group and month from gp."""
     names = list(types)
     arrays = [exp.cast(exp.Placeholder(this=PARAM_PREFIX + n), _array_type(types[n])) for n in names]
     source = exp.Unnest(expressions=arrays,
                         alias=exp.TableAlias(this=exp.to_identifier(ALIAS),
                                              columns=[exp.to_identifier(n) for n in names]))
     tree = exp.select(exp.alias_(value, "value")).from_(source)
+    if having is not None:
+        tree.set("having", exp.Having(this=having))
     tree.meta["grouped"] = True
     return tree
 

@@ -37,7 +37,7 @@ from tests.fixtures.packs import MINIPACK, copy_pack, delete_domain, ensure_mini
     ("SELECT COUNT(DISTINCT o.customer_id) AS value FROM s.o o", "COUNT DISTINCT/WITHIN GROUP is not decomposable"),
     ("SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY o.x) AS value FROM s.o o",
      "PERCENTILE_CONT DISTINCT/WITHIN GROUP is not decomposable"),
-    ("SELECT SUM(o.x) AS value FROM s.o o HAVING COUNT(*) >= 5", "the statement has HAVING"),
+    ("SELECT SUM(o.x) AS value FROM s.o o HAVING AVG(o.z) > o.y", "HAVING: a column or subquery outside an aggregate"),
     ("SELECT SUM(o.x) AS value FROM s.o o GROUP BY o.y", "the statement has GROUP"),
     ("SELECT o.x + SUM(o.x) AS value FROM s.o o", "a column or subquery outside an aggregate"),
     ("SELECT STDDEV(o.x) AS value FROM s.o o", "aggregate STDDEV is not decomposable"),
@@ -141,13 +141,15 @@ def candidates(pack: Pack, sks: list[Skeleton], wh: Warehouse, grouped_plan: boo
     return out, ex
 
 
-# The fallbacks each pack calls for: the mini pack's privacy rule suppresses small groups (HAVING);
-# the demo adds distinct counts and percentiles (the median rule), suppression by distinct
-# customers and a backlog counted at the window's end. NUMERIC sums (amounts, a weight written
-# 1.5) are recombined: partials are read as exact Decimals and decimal literals bind as NUMERIC.
+# The fallbacks each pack calls for: none for the mini pack (its privacy rule's HAVING COUNT(*)
+# is recombined); the demo has distinct counts and percentiles (the median rule), suppression by
+# distinct customers and agents (HAVING COUNT(DISTINCT ...)) and a backlog counted at the
+# window's end. NUMERIC sums (amounts, a weight written 1.5) are recombined: partials are read as
+# exact Decimals and decimal literals bind as NUMERIC.
 FALLBACKS = {
-    "minipack": {"the statement has HAVING"},
-    "demo": {"the statement has HAVING", "COUNT DISTINCT/WITHIN GROUP is not decomposable",
+    "minipack": set(),
+    "demo": {"HAVING: COUNT DISTINCT/WITHIN GROUP is not decomposable",
+             "COUNT DISTINCT/WITHIN GROUP is not decomposable",
              "PERCENTILE_CONT DISTINCT/WITHIN GROUP is not decomposable",
              ":end_date is used beyond bounding the time column"},
 }
@@ -175,6 +177,8 @@ def test_grouped_and_legacy_plans_give_identical_tasks(name: str, graph: Graph, 
     if name == "demo":  # all numeric: every analysis that runs SQL is answered from the grouped plan somewhere
         for analysis in {c.analysis_type for c in new} - {"knowledge_retrieval"}:
             assert paths[(analysis, "grouped")] > 0, (analysis, paths)
+    if name == "minipack":  # under its suppression rule (HAVING COUNT(*) >= 100), from the partials
+        assert any(c.sql_plan == "grouped" and c.metric_id == "MINI-SAT-001" for c in new)
 
 
 # ------------------------------------------------------------------------------ edge verification
@@ -257,6 +261,24 @@ def test_the_cube_groups_every_dimension_by_month_and_filters_each_rule_set() ->
         "GROUP BY GROUPING SETS ((o.y, dibench_months.m), (o.z, dibench_months.m), (dibench_months.m))")
     # GROUPING(k0, k1): 1 = k1 not grouped (the set of k0), 2 = the set of k1, 3 = by month only
     assert [grouped.cube_set(g, 2) for g in (1, 2, 3)] == [0, 1, None]
+
+
+def test_a_having_is_recombined_as_the_value_is() -> None:
+    """A suppression's HAVING over partials: COUNT(*) recombined as a sum of counts, applied by the
+    proxy to the groups a shape forms; never to the partial rows themselves."""
+    from sqlglot import exp
+    tree = parse("SELECT AVG(o.x) AS value FROM s.o o WHERE o.t >= :start_date AND o.t < :end_date "
+                 "HAVING (COUNT(*) >= :n) AND (MAX(o.x) > 3)", where="t")
+    d = grouped.decompose(tree)
+    assert isinstance(d, grouped.Decomposed) and d.having is not None
+    assert [(p.name, p.kind) for p in d.partials] == [("c0", "sum"), ("c1", "count"), ("c2", "count"), ("c3", "self")]
+    types = {"c0": "NUMERIC", "c1": "BIGINT", "c2": "BIGINT", "c3": "NUMERIC"}
+    assert render(grouped.proxy_query(grouped.recombine(d, types), types, grouped.recombine(d, types, d.having))) \
+        .endswith("HAVING (CAST(COALESCE(SUM(gp.c2), 0) AS BIGINT) >= :n) AND (MAX(gp.c3) > 3)")
+    assert "HAVING" not in render(grouped.partials_query(tree, d, None, exp.column("t", table="o")))
+    # A distinct count in HAVING (suppression by distinct customers) does not add up over months.
+    assert grouped.decompose(parse("SELECT SUM(o.x) AS value FROM s.o o HAVING COUNT(DISTINCT o.c) >= 3",
+                                   where="t")) == "HAVING: COUNT DISTINCT/WITHIN GROUP is not decomposable"
 
 
 def test_a_per_row_subquery_inside_an_aggregate_is_joined_once() -> None:
