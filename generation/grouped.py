@@ -156,7 +156,7 @@ def _cube(ctx: Context, key: Hashable) -> dict[CubeKey, Partials | str]:
         renamed = grouped.decompose(rename_placeholders(bound.tree, f"s{i}_", sides.WINDOW))
         if isinstance(renamed, str) and side.having is not None:
             continue  # a HAVING the partials cannot apply: its row counts would serve nothing
-        members.append((rule_set, grouped.decompose(bound.tree), own, has_having(bound.tree)))
+        members.append((rule_set, grouped.decompose(bound.tree), own, side.having is not None))
         cube_sides.append(grouped.CubeSide(side.rows, None if isinstance(renamed, str) else renamed))
         params.update(side.params)
     dims: list[tuple[str, Any]] = []
