@@ -51,6 +51,7 @@ class Executor:
     sql_seconds: float = 0.0
     statements: int = 0
     cache: dict[Hashable, Any] = field(default_factory=dict)
+    pinned: dict[Hashable, Any] = field(default_factory=dict)
     # Answer analysis statements from one partials scan per rule set (generation/grouped.py);
     # off: one statement per answer, as before issue 15 (DIBENCH_GROUPED_PLAN=0, generate --legacy-plan).
     grouped: bool = field(default_factory=lambda: get_settings().grouped_plan)
@@ -63,11 +64,21 @@ class Executor:
         key = (sql, json.dumps(params, sort_keys=True, default=str), exact)
         return self.remember(key, lambda: self._execute(sql, params, exact))
 
-    def remember(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """`compute()` once per key, for the rest of the run (the CACHE_ENTRIES most recent keys)."""
+    def remember(self, key: Hashable, compute: Callable[[], T], *, pin: bool = False) -> T:
+        """`compute()` once per key, for the rest of the run: the CACHE_ENTRIES most recently used
+        keys, and every `pin`ned one (what a metric's later skeletons read again: its statement
+        trees, cube and partials, a few per metric; thousands of answers would otherwise push a
+        cube out between two skeletons of its metric, and it would be scanned again)."""
+        if key in self.pinned:
+            return cast(T, self.pinned[key])
         if key in self.cache:
-            return cast(T, self.cache[key])
+            value = self.cache.pop(key)
+            self.cache[key] = value  # most recently used last
+            return cast(T, value)
         value = compute()
+        if pin:
+            self.pinned[key] = value
+            return value
         if len(self.cache) >= CACHE_ENTRIES:
             self.cache.pop(next(iter(self.cache)))
         self.cache[key] = value
@@ -172,7 +183,7 @@ class Context:
             refs = tuple(sorted((r.id, r.content_hash, r.op, r.supersedes or "") for r in self.skeleton.policy
                                 if r.id in key))
             self._parts[key] = self.ex.remember(("parts", self.metric.id, self.metric.sql, refs),
-                                                lambda: self._build_parts(key))
+                                                lambda: self._build_parts(key), pin=True)
         return self._parts[key]
 
     def _build_parts(self, key: frozenset[str]) -> tuple[Part, ...]:

@@ -26,7 +26,7 @@ from service.errors import DibenchError
 from service.warehouse import QueryResult
 from sqlops import grouped, sides
 from sqlops.dialect import render
-from sqlops.shape import N_ALIAS, rename_placeholders
+from sqlops.shape import N_ALIAS, group_by, month_bucket, rename_placeholders
 from sqlops.tree import column, outer_select
 
 if TYPE_CHECKING:  # grounding imports this module
@@ -75,7 +75,7 @@ def partials(ctx: Context, rule_ids: frozenset[str], value_needed: bool = True) 
     key = ("partials", sql, json.dumps(params, sort_keys=True, default=str))
     having = has_having(part.bound.tree)
     return ctx.ex.remember(key, lambda: keyed(typed(ctx.ex.run(sql, params, cache=False, exact=True), d, params,
-                                                    having), key))
+                                                    having), key), pin=True)
 
 
 def has_having(tree: exp.Expression) -> bool:
@@ -132,7 +132,7 @@ def cube(ctx: Context) -> dict[CubeKey, Partials | str]:
     """The partials of the skeleton's metric for every rule set of `rule_sets` and every dimension,
     from one statement, computed once per run (empty: no cube for this metric)."""
     key = ("cube", *_policy_key(ctx), tuple(ctx.metric.dimensions), ctx.data_window)
-    return ctx.ex.remember(key, lambda: _cube(ctx, key))
+    return ctx.ex.remember(key, lambda: _cube(ctx, key), pin=True)
 
 
 def _cube(ctx: Context, key: Hashable) -> dict[CubeKey, Partials | str]:
@@ -205,11 +205,21 @@ def answer(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[d
         return "window not aligned on months"
     probe = shape(grouped.proxy_query(grouped.no_value(), {grouped.GROUP: "TEXT"}))
     p = partials(ctx, rule_ids, value_needed=grouped.needs_value(probe))
-    if isinstance(p, str):
-        return p
-    tree = grouped.count_rows(shape(grouped.proxy_query(p.value, p.types, p.having)))
-    if p.why is not None and grouped.needs_value(tree):
-        return p.why
+    if not isinstance(p, str):
+        tree = grouped.count_rows(shape(grouped.proxy_query(p.value, p.types, p.having)))
+        if p.why is None or not grouped.needs_value(tree):
+            return _answer(ctx, p, tree, window, extra)
+    why = p if isinstance(p, str) else p.why
+    if grouped.one_cell_per_group(probe, group_label(ctx) is not None):
+        c = cells(ctx, rule_ids)
+        if c is not None:
+            return _answer(ctx, c, grouped.count_rows(shape(grouped.proxy_query(c.value, c.types))), window, extra)
+    return why
+
+
+def _answer(ctx: Context, p: Partials, tree: exp.Expression, window: tuple[dt.date, dt.date],
+            extra: dict[str, Any]) -> QueryResult:
+    """The rows of the shaped proxy `tree` over the partial rows `p` of the months of `window`."""
     sql = render(tree)
 
     def run() -> QueryResult:
@@ -223,9 +233,50 @@ def answer(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[d
     return ctx.ex.remember(("answer", p.key, sql, window, json.dumps(extra, sort_keys=True, default=str)), run)
 
 
+# ------------------------------------------------------------------------------ cells
+def cells(ctx: Context, rule_ids: frozenset[str]) -> Partials | None:
+    """The metric under `rule_ids` per (group, month) over the data window, each cell's value and
+    row count as the metric's own statement grouped so returns them, from the one statement that
+    answers every rule set (`batched`; a cell its HAVING rejects is left out, as that statement
+    leaves its group out). For the shapes whose groups are cells (a per-month series of two
+    groups: sqlops.grouped.one_cell_per_group) when the value does not decompose; None when
+    the statements do not combine or the cells cannot be passed back exactly."""
+    label = group_label(ctx)
+    key = ("cells", *_policy_key(ctx), label, ctx.data_window)
+
+    def shape(t: exp.Expression) -> exp.Expression:
+        if label is not None:
+            t = group_by(t, ctx.dim(t), alias=grouped.GROUP)
+        return group_by(t, month_bucket(ctx.time(t)), alias=grouped.PERIOD, copy=label is None)
+
+    def build() -> Partials | None:
+        if ctx.metric.derived is not None:
+            return None
+        for tree in (ctx.under(frozenset())[0].bound.tree, ctx.under(rule_ids)[0].bound.tree):
+            if grouped.window_only_bounds_time(tree, ctx.time(tree)) is not None:
+                return None  # cells over the data window would not be the window's
+        res = batched(ctx, rule_ids, shape, ctx.data_window, {}, exact=True)
+        if res is None:
+            return None
+        at = {c: i for i, c in enumerate(res.columns)}
+        columns = {grouped.GROUP: [r[at[grouped.GROUP]] if label is not None else None for r in res.rows],
+                   grouped.PERIOD: [r[at[grouped.PERIOD]] for r in res.rows],
+                   grouped.ROWS: [r[at[N_ALIAS]] for r in res.rows],
+                   grouped.CELL: [r[at["value"]] for r in res.rows]}
+        types: dict[str, str] = {}
+        for name, values in columns.items():
+            t = grouped.cell_type(values) if label is not None or name != grouped.GROUP else "TEXT"
+            if t is None:
+                return None
+            types[name] = t
+        return Partials(columns, types, grouped.cell_value(), {}, key=(key, rule_ids))
+
+    return ctx.ex.remember((key, rule_ids), build, pin=True)
+
+
 # ------------------------------------------------------------------------------ one statement, every rule set
 def batched(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[dt.date, dt.date],
-            extra: dict[str, Any]) -> QueryResult | None:
+            extra: dict[str, Any], exact: bool = False) -> QueryResult | None:
     """What `shape(metric under rule_ids)` returns in `window`, from one statement that answers the
     shape under every rule set of `rule_sets` at once (sqlops/sides.py: each rule set's row filter
     as a FILTER on its aggregates, with its row count and HAVING as columns); or None when the
@@ -235,7 +286,7 @@ def batched(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[
     set reaches, or one its HAVING rejects, is left out)."""
     if ctx.metric.derived is not None:
         return None
-    combined = ctx.ex.remember(("combined", *_policy_key(ctx)), lambda: _combined(ctx))
+    combined = ctx.ex.remember(("combined", *_policy_key(ctx)), lambda: _combined(ctx), pin=True)
     if combined is None or rule_ids not in combined[0]:
         return None
     members, tree, own = combined
@@ -257,7 +308,7 @@ def batched(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[
 
     def split() -> dict[frozenset[str], QueryResult] | None:
         try:
-            res = ctx.ex.run(sql, params, cache=False)
+            res = ctx.ex.run(sql, params, cache=False, exact=exact)
         except DibenchError:
             return None  # as a failed cube: each rule set's own statement runs (and reports its errors)
         at = {c: i for i, c in enumerate(res.columns)}
@@ -269,7 +320,7 @@ def batched(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[
             out[rule_set] = QueryResult(names, rows, res.elapsed_s)
         return out
 
-    answers = ctx.ex.remember(("batched", sql, json.dumps(params, sort_keys=True, default=str)), split)
+    answers = ctx.ex.remember(("batched", sql, json.dumps(params, sort_keys=True, default=str), exact), split)
     return answers[rule_ids] if answers is not None else None
 
 

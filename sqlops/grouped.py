@@ -272,6 +272,14 @@ def cube_set(grouping: int, dims: int) -> int | None:
     return None
 
 
+def cell_type(values: list[Any]) -> str | None:
+    """`column_type`, and DOUBLE PRECISION for floats: a cell's value is passed and read back
+    whole, never summed, so a float carries it exactly."""
+    if {type(v) for v in values if v is not None} == {float}:
+        return "DOUBLE PRECISION"
+    return column_type(values)
+
+
 def column_type(values: list[Any]) -> str | None:
     """The SQL array element type that carries these partial values exactly, or None when they
     cannot be recombined exactly (floats: their sum depends on the order of terms)."""
@@ -357,6 +365,36 @@ def group_column() -> exp.Expression:
 def month_column() -> exp.Expression:
     """A date in the partial's month: `month_bucket` of it is the partial's period again."""
     return exp.cast(exp.func("CONCAT", _col(PERIOD), exp.Literal.string("-01")), "DATE")
+
+
+# ------------------------------------------------------------------------------ cells
+# A statement whose value does not decompose (a distinct count, a percentile, a HAVING on a
+# distinct count) still answers exactly every shape whose groups are its (group, month) cells:
+# the proxy then reads, per group, the one cell's value as the statement computed it.
+CELL = "v"
+
+
+def cell_value() -> exp.Expression:
+    """The proxy's value over cells: the value of the one cell each group holds (`one_cell_per_group`)."""
+    return exp.func("MIN", _col(CELL))
+
+
+def one_cell_per_group(tree: exp.Expression, by_group: bool) -> bool:
+    """True when the proxy SELECT inside the shaped `tree` groups by the month (and the group,
+    with `by_group`): each of its groups then holds one partial row at most, so its rows are
+    exactly the original statement's grouped by (group, month), whatever the shape wraps
+    around them. A filter on the group or the window keeps or drops whole cells."""
+    for select in tree.find_all(exp.Select):
+        source = select.args.get("from") or select.args.get("from_")
+        if source is None or not isinstance(source.this, exp.Unnest) or source.this.alias != ALIAS:
+            continue
+        group = select.args.get("group")
+        if group is None or any(group.args.get(k) for k in ("grouping_sets", "rollup", "cube")):
+            return False
+        keys = group.expressions
+        wanted = [month_bucket(month_column())] + ([group_column()] if by_group else [])
+        return all(any(k == w for k in keys) for w in wanted)
+    return False
 
 
 UNAVAILABLE = "DIBENCH_NO_VALUE"

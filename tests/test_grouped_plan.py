@@ -177,6 +177,9 @@ def test_grouped_and_legacy_plans_give_identical_tasks(name: str, graph: Graph, 
     if name == "demo":  # all numeric: every analysis that runs SQL is answered from the grouped plan somewhere
         for analysis in {c.analysis_type for c in new} - {"knowledge_retrieval"}:
             assert paths[(analysis, "grouped")] > 0, (analysis, paths)
+    if name == "demo":  # a distinct count's monthly series of two groups, read from its (group, month) cells
+        assert any(c.sql_plan == "grouped" and c.metric_id == "MV-AGT-001" for c in new
+                   if c.analysis_type == "significance_testing"), paths
     if name == "minipack":  # under its suppression rule (HAVING COUNT(*) >= 100), from the partials
         assert any(c.sql_plan == "grouped" and c.metric_id == "MINI-SAT-001" for c in new)
 
@@ -279,6 +282,24 @@ def test_a_having_is_recombined_as_the_value_is() -> None:
     # A distinct count in HAVING (suppression by distinct customers) does not add up over months.
     assert grouped.decompose(parse("SELECT SUM(o.x) AS value FROM s.o o HAVING COUNT(DISTINCT o.c) >= 3",
                                    where="t")) == "HAVING: COUNT DISTINCT/WITHIN GROUP is not decomposable"
+
+
+def test_only_a_shape_whose_groups_are_cells_reads_cell_values() -> None:
+    """A value that does not decompose is exact over the (group, month) cells only for a shape that
+    groups by both (whatever it wraps around them); a window or a two-group filter keeps whole cells."""
+    from sqlglot import exp
+    from sqlops.shape import filter_in, group_by, month_bucket
+    proxy = grouped.proxy_query(grouped.cell_value(), {grouped.GROUP: "TEXT", grouped.CELL: "NUMERIC"})
+    month = month_bucket(grouped.month_column())
+    series = group_by(group_by(filter_in(proxy, grouped.group_column(), ["a", "b"]), grouped.group_column()), month)
+    assert grouped.one_cell_per_group(series, by_group=True)
+    assert grouped.one_cell_per_group(group_by(proxy, month), by_group=False)
+    assert not grouped.one_cell_per_group(group_by(proxy, month), by_group=True)  # every group of a month
+    assert not grouped.one_cell_per_group(group_by(proxy, grouped.group_column()), by_group=True)  # every month
+    assert not grouped.one_cell_per_group(proxy, by_group=False)  # the whole window
+    wrapped = exp.select("*").from_(group_by(proxy, month).subquery("x")).order_by("value").limit(3)
+    assert grouped.one_cell_per_group(wrapped, by_group=False)
+    assert grouped.cell_type([1.5, None]) == "DOUBLE PRECISION" and grouped.column_type([1.5]) is None
 
 
 def test_a_per_row_subquery_inside_an_aggregate_is_joined_once() -> None:
