@@ -84,6 +84,9 @@ class Executor:
         self.cache[key] = value
         return value
 
+    def known(self, key: Hashable) -> bool:
+        return key in self.pinned or key in self.cache
+
     def _execute(self, sql: str, params: dict[str, Any], exact: bool = False) -> QueryResult:
         started = time.perf_counter()
         try:
