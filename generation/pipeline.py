@@ -155,11 +155,11 @@ def process(graph: Graph, run_key: str, pack: Pack, seed: int, workers: int,
             beat()
 
     if workers <= 1:
-        return [work(run_key, str(pack.root), seed, "w0", on_skeleton=tick)]
+        return [work(run_key, str(pack.root), seed, "w0", on_skeleton=tick, workers=1)]
     ctx = mp.get_context("spawn")
     with shared_llm_budget(workers, calls_so_far), \
             ctx.Pool(workers, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-        jobs = [pool.apply_async(work_entry, ((run_key, str(pack.root), seed, f"w{i}", os.getpid()),))
+        jobs = [pool.apply_async(work_entry, ((run_key, str(pack.root), seed, f"w{i}", os.getpid(), workers),))
                 for i in range(workers)]
         done_since: float | None = None
         while not all(j.ready() for j in jobs):

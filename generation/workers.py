@@ -83,14 +83,28 @@ def unfinished(graph: Graph, run_key: str) -> int:
     return sum(int(r["count"]) for r in graph.read("skeletons_pending", run=run_key) if r["state"] != "done")
 
 
+def statement_parallelism(workers: int | None) -> int | None:
+    """Parallel workers per generated statement when `workers` generation workers run on this
+    machine (None: not known, as for a worker that joins a run): DIBENCH_SQL_PARALLEL_WORKERS, else
+    the CPUs each worker has beyond the one its statement runs on: with 2 workers on 2 CPUs,
+    PostgreSQL's default of 2 per statement runs 6 processes on 2 CPUs, and the parallel plans'
+    start-up and gathering are pure overhead."""
+    configured = get_settings().sql_parallel_workers
+    if configured is not None or workers is None:
+        return configured
+    return max(0, (os.cpu_count() or 1) // max(1, workers) - 1)
+
+
 def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, max_skeletons: int | None = None,
          use_llm: bool = True, on_skeleton: Callable[[], None] | None = None,
-         parent: int | None = None) -> dict[str, Any]:
+         parent: int | None = None, workers: int | None = None) -> dict[str, Any]:
     """Process skeletons of `run_key` until none is left to claim (or max_skeletons processed).
-    With `parent` (a pool worker), stop without writing as soon as that process is gone."""
+    With `parent` (a pool worker), stop without writing as soon as that process is gone;
+    `workers`: how many workers of the run this machine runs (statement_parallelism)."""
     worker = worker or f"{os.uname().nodename}:{os.getpid()}"
     pack = load_pack(pack_path)
     graph, wh = Graph(), Warehouse(warehouse_for(pack).settings)  # the pack's own database, if it names one
+    wh.parallel_workers = statement_parallelism(workers)
     vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(wh, pack.schema).items()})
     llm = configured_model() if use_llm else None
     llm_before = session().snapshot()
@@ -165,8 +179,8 @@ def join(run_key: str, pack_path: str | None = None, worker: str | None = None, 
     return work(run_key, str(pack.root), int(run["seed"]), worker, max_skeletons=max_skeletons)
 
 
-def work_entry(args: tuple[str, str, int, str, int]) -> dict[str, Any]:
+def work_entry(args: tuple[str, str, int, str, int, int]) -> dict[str, Any]:
     """A pool worker: named after its slot and its own process, so that a worker of a resumed run
     never shares a claim owner with a worker of the run's previous driver."""
-    run_key, pack_path, seed, worker, parent = args
-    return work(run_key, pack_path, seed, f"{worker}@{process_id()}", parent=parent)
+    run_key, pack_path, seed, worker, parent, workers = args
+    return work(run_key, pack_path, seed, f"{worker}@{process_id()}", parent=parent, workers=workers)

@@ -48,6 +48,11 @@ class Settings(BaseSettings):
     )
     pg_port: int = Field(55432, description="port of the local PostgreSQL cluster")
     statement_timeout_s: float = Field(30.0, description="timeout of generated SQL, seconds")
+    sql_parallel_workers: int | None = Field(
+        None, ge=0, description="PostgreSQL parallel workers per generated statement during generation "
+                                "(max_parallel_workers_per_gather); unset: the CPUs each generation worker of "
+                                "this machine has beyond its own statement (CPUs // workers - 1, 0 for 2 workers "
+                                "on 2 CPUs), and the server's setting for a worker that joins a run")
     grouped_plan: bool = Field(
         True, description="answer a skeleton's analysis statements from one grouped scan per rule set where the "
                           "metric's aggregates allow it (0: one statement per answer, the path before issue 15)")

@@ -185,13 +185,15 @@ def _discard_session(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.autocommit = False
 
 
-def _run_readonly(engine: Engine, sql: str, params: dict[str, Any],
-                  timeout_ms: int, exact: bool = False) -> tuple[list[str], list[tuple[Any, ...]]]:
+def _run_readonly(engine: Engine, sql: str, params: dict[str, Any], timeout_ms: int, exact: bool = False,
+                  parallel: int | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
     with engine.connect() as conn:
         try:
             # The driver has just opened the transaction: this is its first statement.
             conn.exec_driver_sql("SET TRANSACTION READ ONLY")
             conn.exec_driver_sql(f"SET LOCAL statement_timeout = {timeout_ms:d}")
+            if parallel is not None:
+                conn.exec_driver_sql(f"SET LOCAL max_parallel_workers_per_gather = {parallel:d}")
             result = conn.execute(text(sql), params)
             if exact:
                 return list(result.keys()), [tuple(row) for row in result.fetchall()]
@@ -207,6 +209,9 @@ class Warehouse:
         self._role_engines: dict[str, Engine] = {}
         self._lock = threading.Lock()
         self.default_schema: str | None = None
+        # Parallel workers of one read-only statement (None: the server's setting); a generation
+        # worker sets it so that N workers do not start N x 2 parallel workers on N CPUs.
+        self.parallel_workers: int | None = None
 
     def for_schema(self, schema: str) -> Warehouse:
         """This warehouse with `schema` as the default of `execute_readonly(schema=...)`: a handle
@@ -230,13 +235,13 @@ class Warehouse:
         engine = self.engine if schema is None else self.role_engine(schema)
         started = time.perf_counter()
         try:
-            columns, rows = _run_readonly(engine, sql, params or {}, timeout_ms, exact)
+            columns, rows = _run_readonly(engine, sql, params or {}, timeout_ms, exact, self.parallel_workers)
         except DBAPIError as exc:
             if not (schema is not None and getattr(exc.orig, "sqlstate", None) in _MAYBE_STALE_GRANTS
                     and self._regranted(schema)):
                 self._raise(exc, sql)
             try:  # the schema was recreated behind our back and has its grants again: one retry
-                columns, rows = _run_readonly(engine, sql, params or {}, timeout_ms, exact)
+                columns, rows = _run_readonly(engine, sql, params or {}, timeout_ms, exact, self.parallel_workers)
             except DBAPIError as again:
                 self._raise(again, sql)
         return QueryResult(columns, rows, time.perf_counter() - started)

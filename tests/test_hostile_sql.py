@@ -25,6 +25,7 @@ from ingest.database import replacing_schema
 from ingest.pack import load_pack
 from ingest.validate import validate_pack
 from ingest.verify import verify_effect
+from service.config import get_settings
 from service.errors import DibenchError, QueryTimeout, ReadOnlyViolation, RewriteError, WarehouseError
 from service.graph import Graph
 from service.models import WhereEffect
@@ -319,6 +320,32 @@ def test_role_cannot_read_another_domain_with_sql_the_checker_passes(warehouse: 
 
 def test_search_path_is_the_domain_schema(warehouse: Warehouse, domains: None) -> None:
     assert warehouse.execute_readonly("SELECT count(*) FROM t", schema=A).rows == [(50,)]
+
+
+def test_a_generation_worker_sets_statement_parallelism_in_its_transaction_only(
+        warehouse: Warehouse, domains: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    import service.warehouse as wh_module
+    from generation.workers import statement_parallelism
+    # current_setting() is refused on the read-only path: read it below the checker, as the admin.
+    setting = "SELECT current_setting('max_parallel_workers_per_gather') AS n"
+    server = wh_module._run_readonly(warehouse.engine, setting, {}, 1000)[1]
+    assert wh_module._run_readonly(warehouse.engine, setting, {}, 1000, parallel=0)[1] == [("0",)]
+    assert wh_module._run_readonly(warehouse.engine, setting, {}, 1000)[1] == server  # SET LOCAL: the pooled session is as before
+    seen: list[int | None] = []
+    real = wh_module._run_readonly
+    monkeypatch.setattr(wh_module, "_run_readonly", lambda *a: seen.append(a[5]) or real(*a))
+    wh = Warehouse(warehouse.settings, warehouse.engine)
+    wh.parallel_workers = 0
+    assert wh.execute_readonly("SELECT count(*) FROM t", schema=A).rows == [(50,)] and seen == [0]
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert [statement_parallelism(n) for n in (1, 2, 4, None)] == [1, 0, 0, None]
+    monkeypatch.setenv("DIBENCH_SQL_PARALLEL_WORKERS", "3")
+    get_settings.cache_clear()
+    try:
+        assert [statement_parallelism(n) for n in (2, None)] == [3, 3]
+    finally:
+        monkeypatch.delenv("DIBENCH_SQL_PARALLEL_WORKERS")
+        get_settings.cache_clear()
 
 
 def test_advisory_lock_never_outlives_the_query(warehouse: Warehouse, domains: None) -> None:
