@@ -13,6 +13,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from multiprocessing.pool import Pool
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -125,55 +126,54 @@ def plan_states(graph: Graph, run_key: str) -> tuple[int, int]:
 GRACE_S = 10.0
 
 
-@contextlib.contextmanager
-def shared_llm_budget(workers: int, calls_so_far: int) -> Iterator[None]:
-    """Split what is left of --max-llm-calls between fresh worker processes (they read it from the
-    environment), so all rounds of all workers together stay within it."""
+def llm_share(workers: int, calls_so_far: int) -> int | None:
+    """Each pool worker's share of what is left of --max-llm-calls for a round, so that all rounds
+    of all workers together stay within it (None: no budget)."""
     total = get_settings().llm_max_calls
-    saved = os.environ.get("DIBENCH_LLM_MAX_CALLS")
-    if total is not None:
-        os.environ["DIBENCH_LLM_MAX_CALLS"] = str(max(0, total - calls_so_far) // workers)
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("DIBENCH_LLM_MAX_CALLS", None)
-        else:
-            os.environ["DIBENCH_LLM_MAX_CALLS"] = saved
+    return None if total is None else max(0, total - calls_so_far) // workers
 
 
-def process(graph: Graph, run_key: str, pack: Pack, seed: int, workers: int,
+@contextlib.contextmanager
+def worker_pool(workers: int) -> Iterator[Pool | None]:
+    """The worker processes of a run, for all its rounds (None: one worker, inline): a worker keeps
+    its executor's cache from one round to the next (generation.workers.warm). They die with this
+    process (generation.workers.die_with_parent) and are terminated when the run is done."""
+    if workers <= 1:
+        yield None
+        return
+    with mp.get_context("spawn").Pool(workers, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+        yield pool
+
+
+def process(graph: Graph, run_key: str, pack: Pack, seed: int, workers: int, pool: Pool | None,
             counter: Counter_ | None = None, beat: Callable[[], None] | None = None,
             calls_so_far: int = 0) -> list[dict[str, Any]]:
-    """Run `workers` worker processes (inline for one) until every planned skeleton is done.
-    Pool workers die with this process (generation.workers.die_with_parent); `beat` is called
-    while they work (the run's heartbeat)."""
+    """One round: `workers` workers (in `pool`, inline for one) until every planned skeleton is
+    done; `beat` is called while they work (the run's heartbeat)."""
     def tick() -> None:
         if counter:
             counter(*plan_states(graph, run_key))
         if beat:
             beat()
 
-    if workers <= 1:
+    if pool is None:
         return [work(run_key, str(pack.root), seed, "w0", on_skeleton=tick, workers=1)]
-    ctx = mp.get_context("spawn")
-    with shared_llm_budget(workers, calls_so_far), \
-            ctx.Pool(workers, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-        jobs = [pool.apply_async(work_entry, ((run_key, str(pack.root), seed, f"w{i}", os.getpid(), workers),))
-                for i in range(workers)]
-        done_since: float | None = None
-        while not all(j.ready() for j in jobs):
-            tick()
-            jobs[0].wait(0.5)
-            # A worker that died (OOM, a kill) never reports; once the plan is done, the rest
-            # get a grace period to return and the lost one is not waited for.
-            done, total = plan_states(graph, run_key)
-            if done_since is None and done == total:
-                done_since = time.monotonic()
-            if done_since is not None and time.monotonic() - done_since > GRACE_S:
-                break
+    share = llm_share(workers, calls_so_far)
+    jobs = [pool.apply_async(work_entry, ((run_key, str(pack.root), seed, f"w{i}", os.getpid(), workers, share),))
+            for i in range(workers)]
+    done_since: float | None = None
+    while not all(j.ready() for j in jobs):
         tick()
-        return [j.get() for j in jobs if j.ready()]
+        jobs[0].wait(0.5)
+        # A worker that died (OOM, a kill) never reports; once the plan is done, the rest
+        # get a grace period to return and the lost one is not waited for.
+        done, total = plan_states(graph, run_key)
+        if done_since is None and done == total:
+            done_since = time.monotonic()
+        if done_since is not None and time.monotonic() - done_since > GRACE_S:
+            break
+    tick()
+    return [j.get() for j in jobs if j.ready()]
 
 
 def summarise(graph: Graph, run_key: str, pack: Pack, skeletons: int) -> RunSummary:
@@ -277,27 +277,29 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
         planned = plan_selection(graph, run_key, candidates, target, seed)
         selected = sum(1 for r in graph.read("run_planned", run=run_key) if r["selected_by"] == "mmr")
         say(f"{selected} selected by MMR, {len(planned) - selected} added for coverage; generating")
-    stats = process(graph, run_key, pack, seed, workers, counter, beat)
-    summary = summarise(graph, run_key, pack, len(planned))
-    # Minimum coverage augmentation: more compatible skeletons for under-represented types, in
-    # rounds, alternating skeletons with and without rules (a rule rarely flips a label such as a
-    # significance verdict, so rule-free skeletons are the reliable source for those types).
-    analyses = {a.NAME: a for a in registry()}
-    used = set(planned)
-    for name, analysis in analyses.items():
-        for _round in range(AUGMENT_ROUNDS):
-            missing = min_per_type - summary.by_type.get(name, 0)
-            if missing <= 0:
-                break
-            extra = augmentation_batch(candidates, used, analysis.compatible, max(2 * missing, 6))
-            if not extra:
-                break
-            say(f"augmenting {name}: {len(extra)} more skeletons")
-            used.update(s.key for s in extra)
-            graph.write("skeletons_plan", run=run_key, rows=plan_rows(extra, f"augment:{name}", len(planned)))
-            planned += [s.key for s in extra]
-            stats += process(graph, run_key, pack, seed, workers, counter, beat, calls_so_far=llm_calls(stats))
-            summary = summarise(graph, run_key, pack, len(planned))
+    with worker_pool(workers) as pool:
+        stats = process(graph, run_key, pack, seed, workers, pool, counter, beat)
+        summary = summarise(graph, run_key, pack, len(planned))
+        # Minimum coverage augmentation: more compatible skeletons for under-represented types, in
+        # rounds, alternating skeletons with and without rules (a rule rarely flips a label such as a
+        # significance verdict, so rule-free skeletons are the reliable source for those types).
+        analyses = {a.NAME: a for a in registry()}
+        used = set(planned)
+        for name, analysis in analyses.items():
+            for _round in range(AUGMENT_ROUNDS):
+                missing = min_per_type - summary.by_type.get(name, 0)
+                if missing <= 0:
+                    break
+                extra = augmentation_batch(candidates, used, analysis.compatible, max(2 * missing, 6))
+                if not extra:
+                    break
+                say(f"augmenting {name}: {len(extra)} more skeletons")
+                used.update(s.key for s in extra)
+                graph.write("skeletons_plan", run=run_key, rows=plan_rows(extra, f"augment:{name}", len(planned)))
+                planned += [s.key for s in extra]
+                stats += process(graph, run_key, pack, seed, workers, pool, counter, beat,
+                                 calls_so_far=llm_calls(stats))
+                summary = summarise(graph, run_key, pack, len(planned))
     finish(graph, run_key)
     summary.skeletons = len(planned)
     summary.skipped_metrics, summary.migrated = enum.skipped, migrated

@@ -19,6 +19,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from generation.grounding import Executor
@@ -27,11 +28,11 @@ from generation.tasks import build_candidates, vocabulary
 from generation.writeback import task_rows
 from ingest.database import schema_columns
 from ingest.lease import process_id
-from ingest.pack import load_pack, warehouse_for
+from ingest.pack import Pack, load_pack, warehouse_for
 from service.graph import Graph, Tx, retries_between, retry_counts
 from service.config import get_settings
 from service.errors import DibenchError, NotFound
-from service.llm import configured_model, session
+from service.llm import configured_model, new_session, session
 from service.warehouse import Warehouse
 
 LEASE_S = 120.0
@@ -95,22 +96,54 @@ def statement_parallelism(workers: int | None) -> int | None:
     return max(0, (os.cpu_count() or 1) // max(1, workers) - 1)
 
 
+@dataclass
+class Warm:
+    """What a pool worker keeps between the rounds of one run (the planned skeletons, then each
+    augmentation round): its warehouse and executor, whose cache holds the cubes and partials of
+    the metrics it worked on, those metrics, and their data windows."""
+
+    key: tuple[str, str]  # (run, pack path)
+    wh: Warehouse
+    ex: Executor
+    metrics: list[str] = field(default_factory=list)
+    windows: dict[str, Any] = field(default_factory=dict)
+
+
+_warm: Warm | None = None
+
+
+def warm(run_key: str, pack: Pack, pack_path: str, workers: int | None, keep: bool) -> Warm:
+    """This round's warehouse and executor: with `keep` (a pool worker), those of the run's earlier
+    rounds in this process, kept for the next; else new ones."""
+    global _warm
+    if keep and _warm is not None and _warm.key == (run_key, pack_path):
+        return _warm
+    wh = Warehouse(warehouse_for(pack).settings)  # the pack's own database, if it names one
+    wh.parallel_workers = statement_parallelism(workers)
+    state = Warm((run_key, pack_path), wh, Executor(wh, schema=pack.schema))
+    if keep:
+        if _warm is not None:
+            _warm.wh.dispose()
+        _warm = state
+    return state
+
+
 def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, max_skeletons: int | None = None,
          use_llm: bool = True, on_skeleton: Callable[[], None] | None = None,
-         parent: int | None = None, workers: int | None = None) -> dict[str, Any]:
+         parent: int | None = None, workers: int | None = None, keep: bool = False) -> dict[str, Any]:
     """Process skeletons of `run_key` until none is left to claim (or max_skeletons processed).
     With `parent` (a pool worker), stop without writing as soon as that process is gone;
-    `workers`: how many workers of the run this machine runs (statement_parallelism)."""
+    `workers`: how many workers of the run this machine runs (statement_parallelism); `keep`:
+    keep the executor and its cache for the run's next round in this process (`warm`)."""
     worker = worker or f"{os.uname().nodename}:{os.getpid()}"
     pack = load_pack(pack_path)
-    graph, wh = Graph(), Warehouse(warehouse_for(pack).settings)  # the pack's own database, if it names one
-    wh.parallel_workers = statement_parallelism(workers)
+    state = warm(run_key, pack, pack_path, workers, keep)
+    graph, wh, ex = Graph(), state.wh, state.ex
     vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(wh, pack.schema).items()})
     llm = configured_model() if use_llm else None
     llm_before = session().snapshot()
-    ex = Executor(wh, schema=pack.schema)
-    windows: dict[str, Any] = {}
-    metrics: list[str] = []  # worked on: their partials are in `ex`'s cache
+    windows, metrics = state.windows, state.metrics  # metrics worked on: their partials are in `ex`'s cache
+    sql_before, statements_before = ex.sql_seconds, ex.statements
     done = tasks = 0
     started = time.perf_counter()
     retries_before = retry_counts()
@@ -150,9 +183,10 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
                     break
     finally:
         graph.close()
-        wh.dispose()
-    return {"worker": worker, "skeletons": done, "admitted_rows": tasks, "sql_seconds": ex.sql_seconds,
-            "statements": ex.statements, "wall_seconds": time.perf_counter() - started,
+        if not keep:
+            wh.dispose()
+    return {"worker": worker, "skeletons": done, "admitted_rows": tasks, "sql_seconds": ex.sql_seconds - sql_before,
+            "statements": ex.statements - statements_before, "wall_seconds": time.perf_counter() - started,
             "write_retries": retries_between(retries_before, retry_counts()), "pid": os.getpid(),
             "llm": session().since(llm_before)}
 
@@ -179,8 +213,15 @@ def join(run_key: str, pack_path: str | None = None, worker: str | None = None, 
     return work(run_key, str(pack.root), int(run["seed"]), worker, max_skeletons=max_skeletons)
 
 
-def work_entry(args: tuple[str, str, int, str, int, int]) -> dict[str, Any]:
-    """A pool worker: named after its slot and its own process, so that a worker of a resumed run
-    never shares a claim owner with a worker of the run's previous driver."""
-    run_key, pack_path, seed, worker, parent, workers = args
-    return work(run_key, pack_path, seed, f"{worker}@{process_id()}", parent=parent, workers=workers)
+def work_entry(args: tuple[str, str, int, str, int, int, int | None]) -> dict[str, Any]:
+    """A pool worker's round: named after its slot and its own process, so that a worker of a
+    resumed run never shares a claim owner with a worker of the run's previous driver; with its
+    share of the LLM calls the run has left (`llm_calls`, None: no budget) in a fresh session."""
+    run_key, pack_path, seed, worker, parent, workers, llm_calls = args
+    if llm_calls is None:
+        os.environ.pop("DIBENCH_LLM_MAX_CALLS", None)
+    else:
+        os.environ["DIBENCH_LLM_MAX_CALLS"] = str(llm_calls)
+    get_settings.cache_clear()
+    new_session()
+    return work(run_key, pack_path, seed, f"{worker}@{process_id()}", parent=parent, workers=workers, keep=True)

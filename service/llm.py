@@ -163,8 +163,14 @@ def configured_model(settings: Settings | None = None) -> BaseChatModel | None:
     else:
         raise ConfigError(f"DIBENCH_LLM={spec!r}: expected 'openai', 'ollama' or 'module:factory'")
     if _session.max_calls != s.llm_max_calls or (s.llm_cache and _session.cache is None):
-        reset_session(s.llm_max_calls, ReplyCache(s.llm_cache_dir or s.state_dir / "llm-cache") if s.llm_cache else None)
+        new_session(s)
     return model
+
+
+def new_session(settings: Settings | None = None) -> Session:
+    """A fresh session with the configured call budget and reply cache."""
+    s = settings or get_settings()
+    return reset_session(s.llm_max_calls, ReplyCache(s.llm_cache_dir or s.state_dir / "llm-cache") if s.llm_cache else None)
 
 
 def _from_factory(spec: str) -> BaseChatModel:

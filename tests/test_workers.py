@@ -271,3 +271,22 @@ def test_a_worker_refuses_a_run_that_does_not_exist() -> None:
     result = CliRunner().invoke(main, ["worker", "run:nowhere/1"])
     assert result.exit_code != 0
     assert "no run 'run:nowhere/1' in the graph" in result.output
+
+
+def test_a_pool_worker_keeps_its_executor_for_the_next_round_of_its_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The augmentation rounds after the planned skeletons read the cubes of the earlier rounds."""
+    from generation import workers
+    monkeypatch.setattr(workers, "_warm", None)
+    pack = load_pack(str(REPO_ROOT / "tests" / "fixtures" / "minipack"))
+    root = str(pack.root)
+    first = workers.warm("run:a", pack, root, 2, keep=True)
+    try:
+        assert workers.warm("run:a", pack, root, 2, keep=True) is first
+        alone = workers.warm("run:a", pack, root, 2, keep=False)  # a worker outside a pool
+        assert alone is not first and workers._warm is first
+        alone.wh.dispose()
+        other = workers.warm("run:b", pack, root, 2, keep=True)  # another run's: the first is let go
+        assert other is not first and workers._warm is other
+    finally:
+        if workers._warm is not None:
+            workers._warm.wh.dispose()
