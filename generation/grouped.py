@@ -98,7 +98,7 @@ def typed_columns(columns: dict[str, list[Any]], d: grouped.Decomposed | str, pa
     types: dict[str, str] = {}
     why = d if isinstance(d, str) else None
     for name, values in columns.items():
-        t = grouped.column_type(values)
+        t = grouped.column_type(values, grouped.EMPTY_TYPES.get(name, "NUMERIC"))
         if t is None:
             why = why or f"partial {name} is not integer or numeric (a float sum is not exact)"
             if name in (grouped.GROUP, grouped.PERIOD, grouped.ROWS):
@@ -270,7 +270,7 @@ def cells(ctx: Context, rule_ids: frozenset[str]) -> Partials | None:
                    grouped.CELL: [r[at["value"]] for r in res.rows]}
         types: dict[str, str] = {}
         for name, values in columns.items():
-            t = grouped.cell_type(values) if label is not None or name != grouped.GROUP else "TEXT"
+            t = grouped.cell_type(values, grouped.EMPTY_TYPES.get(name, "NUMERIC"))
             if t is None:
                 return None
             types[name] = t

@@ -171,10 +171,12 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
     rule_texts = [docs[r].body for r in used if r in docs]
     llm_failure: str | None = None
     phrased = question is None and llm is not None
+    failed = "error" in result.gold_answer  # rejected below (missing_gold), with its error
     if question is None:
-        question = template_question(analysis, metric.name, sk.dimension_label, result.facts, rng, metric.unit,
-                                     sk.dimension_type)
-        if llm is not None:
+        # A failed grounding has no facts (windows, groups) to phrase a question with.
+        question = f"({analysis} of {metric.name}: not grounded)" if failed else template_question(
+            analysis, metric.name, sk.dimension_label, result.facts, rng, metric.unit, sk.dimension_type)
+        if llm is not None and not failed:
             # A failed model call is this candidate's problem, never the run's: the candidate keeps
             # the template question and is rejected with the reason (an exhausted call budget only
             # means the template question stands).

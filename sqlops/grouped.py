@@ -272,20 +272,26 @@ def cube_set(grouping: int, dims: int) -> int | None:
     return None
 
 
-def cell_type(values: list[Any]) -> str | None:
+def cell_type(values: list[Any], empty: str = "NUMERIC") -> str | None:
     """`column_type`, and DOUBLE PRECISION for floats: a cell's value is passed and read back
     whole, never summed, so a float carries it exactly."""
     if {type(v) for v in values if v is not None} == {float}:
         return "DOUBLE PRECISION"
-    return column_type(values)
+    return column_type(values, empty)
 
 
-def column_type(values: list[Any]) -> str | None:
-    """The SQL array element type that carries these partial values exactly, or None when they
-    cannot be recombined exactly (floats: their sum depends on the order of terms)."""
+# What the group, month and row count of partial rows are when no row has one (no rows at all,
+# or the group of a by-month partial): a shape compares the group with text values.
+EMPTY_TYPES = {GROUP: "TEXT", PERIOD: "TEXT", ROWS: "BIGINT"}
+
+
+def column_type(values: list[Any], empty: str = "NUMERIC") -> str | None:
+    """The SQL array element type that carries these partial values exactly (`empty` when none is
+    set), or None when they cannot be recombined exactly (floats: their sum depends on the order
+    of terms)."""
     kinds = {type(v) for v in values if v is not None}
     if not kinds:
-        return "NUMERIC"
+        return empty
     if kinds == {bool}:
         return "BOOLEAN"
     if kinds == {int}:

@@ -267,3 +267,21 @@ def test_questions_name_no_identifiers(gen: Generated) -> None:
         if t["props"]["analysis_type"] in ("ranking", "threshold_crossing"):
             # k and the threshold are stated (as words or formatted numbers): the fidelity check reads them.
             assert fidelity_problems(q, t["props"]["analysis_type"], props(t, "facts"), {}) == []
+
+
+def test_a_failed_grounding_is_a_rejected_candidate_whatever_its_type() -> None:
+    """A statement that failed (a timeout on a loaded server) leaves no facts to phrase a question
+    with: the candidate is kept, rejected with the error, and the run goes on."""
+    import random
+    from generation.analyses import Outcome, registry
+    from generation.skeletons import Skeleton
+    from generation.tasks import Grounded, candidate, vocabulary
+    from service.config import REPO_ROOT
+    pack = load_pack(str(REPO_ROOT / "tests" / "fixtures" / "minipack"))
+    metric = next(iter(pack.metric_by_id.values()))
+    sk = Skeleton(pack.name, metric.id, "d", "categorical", "region", 3, ())
+    failed = Grounded(Outcome({"error": "SQL failed: SQLSTATE 57014 (query canceled)"}, {}, None, None, {}, {}, {}))
+    for analysis in registry():
+        c = candidate(sk, pack, analysis.NAME, failed, random.Random(0), vocabulary(pack, {}), None, key="k",
+                      judge=False)
+        assert any("marked as error" in r for r in c.rejections), (analysis.NAME, c.rejections)

@@ -311,6 +311,17 @@ def test_only_a_shape_whose_groups_are_cells_reads_cell_values() -> None:
     assert grouped.cell_type([1.5, None]) == "DOUBLE PRECISION" and grouped.column_type([1.5]) is None
 
 
+def test_partial_rows_without_a_row_still_have_text_groups_and_months() -> None:
+    """No row (a rule set that keeps none; every cell rejected by a HAVING at 2,000 tickets): the
+    proxy's group is still compared with text values, and its months with text."""
+    from generation.grouped import Partials, typed_columns
+    d = grouped.decompose(parse("SELECT COUNT(*) AS value FROM s.o o", where="t"))
+    assert isinstance(d, grouped.Decomposed)
+    p = typed_columns({grouped.GROUP: [], grouped.PERIOD: [], grouped.ROWS: [], "c0": []}, d, {}, False)
+    assert isinstance(p, Partials) and p.types == {"g": "TEXT", "period": "TEXT", "n": "BIGINT", "c0": "NUMERIC"}
+    assert grouped.cell_type([None], grouped.EMPTY_TYPES[grouped.GROUP]) == "TEXT"
+
+
 def test_a_per_row_subquery_inside_an_aggregate_is_joined_once() -> None:
     from sqlops.shape import hoist_row_subqueries
     tree = parse("SELECT AVG(x.a - (SELECT SUM(h.d) FROM s.h h WHERE h.id = x.id)) AS v, "
