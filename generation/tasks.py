@@ -170,13 +170,13 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
     refs = {r.id: r for r in sk.policy}
     rule_texts = [docs[r].body for r in used if r in docs]
     llm_failure: str | None = None
-    phrased = question is None and llm is not None
     failed = "error" in result.gold_answer  # rejected below (missing_gold), with its error
+    phrased = question is None and llm is not None and not failed
     if question is None:
         # A failed grounding has no facts (windows, groups) to phrase a question with.
         question = f"({analysis} of {metric.name}: not grounded)" if failed else template_question(
             analysis, metric.name, sk.dimension_label, result.facts, rng, metric.unit, sk.dimension_type)
-        if llm is not None and not failed:
+        if phrased and llm is not None:
             # A failed model call is this candidate's problem, never the run's: the candidate keeps
             # the template question and is rejected with the reason (an exhausted call budget only
             # means the template question stands).
@@ -202,8 +202,7 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
         featured_sql=g.featured_only.sql if g.featured_only else None,
         featured_params=g.featured_only.params if g.featured_only else {},
     )
-    if featured is not None and analysis != KNOWLEDGE and "error" not in result.gold_answer \
-            and featured.id not in g.decisive:
+    if featured is not None and analysis != KNOWLEDGE and not failed and featured.id not in g.decisive:
         c.rejections.append(f"{NOT_DISCRIMINATIVE}: the featured rule {featured.id} does not change the answer "
                             f"under the metric's policy (counterfactual filter)")
     c.rejections += [llm_failure] if llm_failure else stage1(c, vocab)
