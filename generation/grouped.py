@@ -11,7 +11,12 @@ Better still, the partials of every rule set a skeleton's analyses ask for (no r
 policy, the policy without each of its rules) and of every dimension of the metric come from
 one *cube* statement per metric (sqlops.grouped.cube_query), cached by the Executor for the
 run: the skeletons of one metric then share one scan. A rule set that is not the base plus
-row filters, a value and a HAVING (sqlops/sides.py) is left to its own partials statement."""
+row filters, a value and a HAVING (sqlops/sides.py) is left to its own partials statement.
+
+A value that does not decompose (a distinct count, a percentile, a HAVING on a distinct count)
+still answers a shape whose groups are (group, month) *cells*, such as a significance test's
+monthly series of two groups: from the metric's statement grouped by (group, month) over the
+data window (`cells`), one per metric and dimension for a rule task's every window try."""
 from __future__ import annotations
 
 import datetime as dt
