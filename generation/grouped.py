@@ -98,8 +98,9 @@ def typed(res: QueryResult, d: grouped.Decomposed | str, params: dict[str, Any],
 def typed_columns(columns: dict[str, list[Any]], d: grouped.Decomposed | str, params: dict[str, Any],
                   having: bool) -> Partials | str:
     """The partial rows with their exact array types; the value (and the HAVING, which the
-    statement has if `having`) recombined, unless `d` says why not or a partial is a float (then
-    the group, month and row count columns only, and a HAVING no shape can keep)."""
+    statement has if `having`) recombined, unless `d` says why not, a partial is a float or a
+    distinct count in the HAVING is not decided by the cells (then the group, month and row
+    count columns only, and a HAVING no shape can keep)."""
     types: dict[str, str] = {}
     why = d if isinstance(d, str) else None
     for name, values in columns.items():
@@ -110,12 +111,18 @@ def typed_columns(columns: dict[str, list[Any]], d: grouped.Decomposed | str, pa
                 return why
             continue
         types[name] = t
+    having_template = None
+    if why is None and not isinstance(d, str) and d.having is not None:
+        decided = grouped.decide_having(d, columns, params)  # a suppression by a distinct count
+        why, having_template = (decided, None) if isinstance(decided, str) else (None, decided)
     if why is not None or isinstance(d, str):
         keep = (grouped.GROUP, grouped.PERIOD, grouped.ROWS)
         return Partials({c: columns[c] for c in keep}, {c: types[c] for c in keep}, grouped.no_value(), params,
                         why, having=grouped.no_value() if having else None)
-    return Partials(columns, types, grouped.recombine(d, types), params,
-                    having=None if d.having is None else grouped.recombine(d, types, d.having))
+    cells_only = {p.name for p in d.partials if p.kind == "distinct"}  # decided above, not passed on
+    return Partials({c: v for c, v in columns.items() if c not in cells_only},
+                    {c: t for c, t in types.items() if c not in cells_only}, grouped.recombine(d, types), params,
+                    having=None if having_template is None else grouped.recombine(d, types, having_template))
 
 
 # ------------------------------------------------------------------------------ one cube per metric

@@ -14,8 +14,11 @@ Exactness, not approximation: the recombination is exact only for integer and nu
 (`column_type`) and falls back to the original statement otherwise; a statement with GROUP BY,
 DISTINCT, a window function, a distinct or ordered-set aggregate, or a column outside an
 aggregate is not decomposed at all (`decompose` says why). A HAVING is recombined like the
-value (a suppression's `COUNT(*) >= k`; not `COUNT(DISTINCT x) >= k`: distinct counts do not add
-up over months).
+value (a suppression's `COUNT(*) >= k`). A distinct count does not add up over months, but a
+suppression's `COUNT(DISTINCT x) >= k` is still decided exactly when every (group, month) cell
+alone reaches k: a group of cells then counts at least as many distinct values as its largest
+cell, so it passes exactly when it holds a cell (`DistinctAtom`, `decide_having`); else the
+statement is not decomposed.
 
 Pure functions on copies of the tree; values enter only as placeholders.
 """
@@ -49,7 +52,7 @@ class Partial:
 
     name: str
     expression: exp.Expression
-    kind: str  # "count" | "sum" | "self"
+    kind: str  # "count" | "sum" | "self" | "distinct" (a cell's distinct count, for a DistinctAtom)
     function: str = ""  # for "self": MIN, MAX, BOOL_AND, BOOL_OR
 
 
@@ -68,6 +71,14 @@ class Slot(exp.Expression):
     """Where a recombined aggregate goes in the decomposed `value` (filled by `recombine`)."""
 
     arg_types = {"this": True, "avg": False}
+
+
+class DistinctAtom(exp.Expression):
+    """A HAVING comparison `COUNT(DISTINCT x) >= bound` (`strict`: `>`) whose count is the
+    partial `this` per (group, month) cell, `bound` a placeholder or a number: decided for every
+    group of cells at once by `decide_having`."""
+
+    arg_types = {"this": True, "bound": True, "strict": False}
 
 
 def _aggregate(node: exp.Expression) -> tuple[exp.AggFunc, exp.Expression | None] | None:
@@ -104,6 +115,26 @@ def _split(agg: exp.AggFunc, where: exp.Expression | None, first: int) -> tuple[
         fn = {exp.Min: "MIN", exp.Max: "MAX", exp.LogicalAnd: "BOOL_AND", exp.LogicalOr: "BOOL_OR"}[type(agg)]
         return [Partial(name, _filtered(agg.copy(), where), "self", fn)], Slot(this=exp.to_identifier(name))
     return f"aggregate {agg.sql_name()} is not decomposable"
+
+
+def _distinct_atom(node: exp.Expression, first: int) -> tuple[Partial, DistinctAtom] | None:
+    """`COUNT(DISTINCT x) >= k` or `> k` (either way round), k a placeholder or a number: the
+    per-cell distinct count as a partial and the atom standing for the comparison."""
+    if isinstance(node, (exp.GTE, exp.GT)):
+        counted, bound, strict = node.this, node.expression, isinstance(node, exp.GT)
+    elif isinstance(node, (exp.LTE, exp.LT)):
+        counted, bound, strict = node.expression, node.this, isinstance(node, exp.LT)
+    else:
+        return None
+    found = _aggregate(counted)
+    if found is None or not isinstance(found[0], exp.Count) or not isinstance(found[0].this, exp.Distinct) \
+            or len(found[0].this.expressions) != 1:
+        return None
+    if not (isinstance(bound, exp.Placeholder) or (isinstance(bound, exp.Literal) and bound.is_number)):
+        return None
+    name = f"c{first}"
+    return (Partial(name, _filtered(found[0].copy(), found[1]), "distinct"),
+            DistinctAtom(this=exp.to_identifier(name), bound=bound.copy(), strict=strict))
 
 
 def decompose(tree: exp.Expression) -> Decomposed | str:
@@ -147,7 +178,14 @@ def decompose(tree: exp.Expression) -> Decomposed | str:
     if select.args.get("having"):
         # Recombined like the value, then applied by the proxy to the groups a shape forms, as
         # the original applies it to its groups (partials_query leaves it out).
-        having = select.args["having"].this.copy().transform(visit, copy=False)
+        def visit_having(node: exp.Expression) -> exp.Expression:
+            atom = None if reason else _distinct_atom(node, len(partials))
+            if atom is None:
+                return visit(node)
+            partials.append(atom[0])
+            return atom[1]
+
+        having = select.args["having"].this.copy().transform(visit_having, copy=False)
         if reason:
             return f"HAVING: {reason[0]}"
     return Decomposed(value, tuple(partials), having)
@@ -335,6 +373,37 @@ def recombine(d: Decomposed, types: dict[str, str], template: exp.Expression | N
         return exp.func(p.function, _col(p.name))
 
     return (d.value if template is None else template).copy().transform(fill, copy=False)
+
+
+def decide_having(d: Decomposed, columns: dict[str, list[Any]], params: dict[str, Any]) -> exp.Expression | str:
+    """`d`'s HAVING with each `DistinctAtom` decided by the (group, month) cells `columns`, its
+    bound read from `params`; or why an atom is not decided. When every cell alone meets the
+    bound, a group of cells counts at least as many distinct values as its largest cell, so it
+    meets the bound exactly when it holds a cell (`COUNT(gp.n) > 0`; TRUE when a count of 0
+    would meet it too); a group without a cell counts none, as the statement over no rows."""
+    assert d.having is not None
+    undecided: list[str] = []
+
+    def fill(node: exp.Expression) -> exp.Expression:
+        if not isinstance(node, DistinctAtom):
+            return node
+        bound = node.args["bound"]
+        k = params.get(bound.name) if isinstance(bound, exp.Placeholder) else Decimal(bound.name)
+        strict = bool(node.args.get("strict"))
+
+        def meets(v: Any) -> bool:
+            return v > k if strict else v >= k
+
+        if isinstance(k, bool) or not isinstance(k, (int, Decimal)) \
+                or not all(meets(v) for v in columns[node.this.name]):
+            undecided.append(node.this.name)
+            return node
+        return exp.true() if meets(0) else exp.GT(this=exp.func("COUNT", _col(ROWS)), expression=exp.Literal.number(0))
+
+    having = d.having.copy().transform(fill, copy=False)
+    if undecided:
+        return "HAVING: COUNT DISTINCT is below its bound in some (group, month) cell"
+    return having
 
 
 @lru_cache(maxsize=None)

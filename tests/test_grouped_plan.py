@@ -28,7 +28,7 @@ from service.graph import Graph
 from service.warehouse import Warehouse
 from sqlops import grouped
 from sqlops.dialect import parse, render
-from tests.fixtures.packs import MINIPACK, copy_pack, delete_domain, ensure_mini_loaded
+from tests.fixtures.packs import MINIPACK, copy_pack, delete_domain, edit_front, ensure_mini_loaded
 
 
 
@@ -104,11 +104,15 @@ def test_the_sql_plan_of_an_analysis_names_its_fallbacks() -> None:
 
 # ------------------------------------------------------------------------------ against the real data
 def ingested(name: str, tmp: Path, graph: Graph, wh: Warehouse) -> Pack:
-    """A copy of the mini pack (schema mini) or of the demo pack (schema demo, default size) as
-    domain `<name>_grouped`, its data loaded if missing, ingested."""
-    if name == "minipack":
+    """A copy of the mini pack (schema mini; `minipack_distinct`: its privacy rule suppresses groups
+    of fewer than 3 distinct customers) or of the demo pack (schema demo, default size) as domain
+    `<name>_grouped`, its data loaded if missing, ingested."""
+    if name.startswith("minipack"):
         ensure_mini_loaded(wh)
         root = copy_pack(tmp / "pack", f"{name}_grouped")
+        if name == "minipack_distinct":  # suppression by distinct customers, a bound most cells reach
+            edit_front(root / "rules" / "privacy.md",
+                       lambda f: f["effects"][0].update(count="COUNT(DISTINCT o.customer_id)", min_n=3))
     else:
         if "tickets" not in schema_columns(wh, "demo"):
             load_database(load_pack("demo"), wh)
@@ -151,19 +155,22 @@ def candidates(pack: Pack, sks: list[Skeleton], wh: Warehouse, grouped_plan: boo
 
 # The fallbacks each pack calls for: none for the mini pack (its privacy rule's HAVING COUNT(*)
 # is recombined); the demo has distinct counts and percentiles (the median rule), suppression by
-# distinct customers and agents (HAVING COUNT(DISTINCT ...)) and a backlog counted at the
-# window's end. NUMERIC sums (amounts, a weight written 1.5) are recombined: partials are read as
-# exact Decimals and decimal literals bind as NUMERIC.
+# distinct customers and agents (HAVING COUNT(DISTINCT ...) >= k, with cells of fewer than k at
+# the default size) and a backlog counted at the window's end. NUMERIC sums (amounts, a weight
+# written 1.5) are recombined: partials are read as exact Decimals and decimal literals bind as
+# NUMERIC.
 FALLBACKS = {
     "minipack": set(),
-    "demo": {"HAVING: COUNT DISTINCT/WITHIN GROUP is not decomposable",
+    # The islands' (group, month) cells hold one or two customers: by region, the cells do not decide.
+    "minipack_distinct": {"HAVING: COUNT DISTINCT is below its bound in some (group, month) cell"},
+    "demo": {"HAVING: COUNT DISTINCT is below its bound in some (group, month) cell",
              "COUNT DISTINCT/WITHIN GROUP is not decomposable",
              "PERCENTILE_CONT DISTINCT/WITHIN GROUP is not decomposable",
              ":end_date is used beyond bounding the time column"},
 }
 
 
-@pytest.mark.parametrize("name", ["minipack", "demo"])
+@pytest.mark.parametrize("name", ["minipack", "minipack_distinct", "demo"])
 def test_grouped_and_legacy_plans_give_identical_tasks(name: str, graph: Graph, warehouse: Warehouse,
                                                        tmp_path: Path) -> None:
     """Every candidate of the skeletons: answers, facts, stored SQL and parameters, rejections."""
@@ -189,8 +196,11 @@ def test_grouped_and_legacy_plans_give_identical_tasks(name: str, graph: Graph, 
         for metric in CELLS_METRICS:
             assert any(c.sql_plan == "grouped" and c.metric_id == metric and c.featured_rule for c in new
                        if c.analysis_type == "significance_testing"), (metric, paths)
-    if name == "minipack":  # under its suppression rule (HAVING COUNT(*) >= 100), from the partials
+    if name.startswith("minipack"):  # under its suppression rule (HAVING COUNT(*) >= 100), from the partials
         assert any(c.sql_plan == "grouped" and c.metric_id == "MINI-SAT-001" for c in new)
+    if name == "minipack_distinct":  # HAVING COUNT(DISTINCT ...) >= 3 decided by the cells of a plan or a channel
+        assert any(c.sql_plan == "grouped" and c.metric_id == "MINI-SAT-001" and c.featured_rule == "MINI-R-PRIVACY"
+                   for c in new), paths
 
 
 # ------------------------------------------------------------------------------ edge verification
@@ -288,9 +298,38 @@ def test_a_having_is_recombined_as_the_value_is() -> None:
     assert render(grouped.proxy_query(grouped.recombine(d, types), types, grouped.recombine(d, types, d.having))) \
         .endswith("HAVING (CAST(COALESCE(SUM(gp.c2), 0) AS BIGINT) >= :n) AND (MAX(gp.c3) > 3)")
     assert "HAVING" not in render(grouped.partials_query(tree, d, None, exp.column("t", table="o")))
-    # A distinct count in HAVING (suppression by distinct customers) does not add up over months.
-    assert grouped.decompose(parse("SELECT SUM(o.x) AS value FROM s.o o HAVING COUNT(DISTINCT o.c) >= 3",
+    # A distinct count in HAVING does not add up over months, and is compared with a bound only as
+    # a suppression's `COUNT(DISTINCT x) >= k` (or `>`): see the next test.
+    assert grouped.decompose(parse("SELECT SUM(o.x) AS value FROM s.o o HAVING COUNT(DISTINCT o.c) = 3",
                                    where="t")) == "HAVING: COUNT DISTINCT/WITHIN GROUP is not decomposable"
+    assert grouped.decompose(parse("SELECT SUM(o.x) AS value FROM s.o o HAVING COUNT(DISTINCT o.c) >= MAX(o.x)",
+                                   where="t")) == "HAVING: COUNT DISTINCT/WITHIN GROUP is not decomposable"
+
+
+@pytest.mark.parametrize("bound,cells,having", [
+    (":k", [5, 7], "COUNT(gp.n) > 0 AND CAST(COALESCE(SUM(gp.c2), 0) AS BIGINT) > 2"),  # every cell >= 5
+    (":k", [5, 4], "HAVING: COUNT DISTINCT is below its bound in some (group, month) cell"),
+    ("0", [0, 3], "TRUE AND CAST(COALESCE(SUM(gp.c2), 0) AS BIGINT) > 2"),  # any count meets >= 0
+    (":k", [], "COUNT(gp.n) > 0 AND CAST(COALESCE(SUM(gp.c2), 0) AS BIGINT) > 2"),  # no cell: no group passes
+])
+def test_a_distinct_count_in_having_is_decided_by_the_cells(bound: str, cells: list[int], having: str) -> None:
+    """A suppression by distinct customers: when every (group, month) cell alone counts k distinct
+    values, every group of cells does (it counts at least its largest cell's), and a group without a
+    cell counts none; otherwise the cells do not decide it."""
+    tree = parse("SELECT SUM(o.x) AS value FROM s.o o WHERE o.t >= :start_date AND o.t < :end_date "
+                 f"HAVING COUNT(DISTINCT o.c) >= {bound} AND COUNT(*) > 2", where="t")
+    d = grouped.decompose(tree)
+    assert isinstance(d, grouped.Decomposed)
+    assert [(p.name, p.kind) for p in d.partials] == [("c0", "sum"), ("c1", "distinct"), ("c2", "count")]
+    from sqlglot import exp
+    assert "COUNT(DISTINCT o.c) AS c1" in render(grouped.partials_query(tree, d, None, exp.column("t", table="o")))
+    decided = grouped.decide_having(d, {"c1": cells}, {"k": 5})
+    types = {"c0": "BIGINT", "c2": "BIGINT"}
+    assert (decided if isinstance(decided, str) else render(grouped.recombine(d, types, decided))) == having
+    strict = grouped.decompose(parse("SELECT SUM(o.x) AS value FROM s.o o HAVING 5 < COUNT(DISTINCT o.c)", where="t"))
+    assert isinstance(strict, grouped.Decomposed)
+    assert isinstance(grouped.decide_having(strict, {"c1": [5, 7]}, {}), str)  # 5 is not > 5
+    assert render(grouped.recombine(strict, types, grouped.decide_having(strict, {"c1": [6, 7]}, {}))) == "COUNT(gp.n) > 0"
 
 
 def test_only_a_shape_whose_groups_are_cells_reads_cell_values() -> None:
