@@ -10,8 +10,10 @@ statement, so each task records the path its analysis took).
 Better still, the partials of every rule set a skeleton's analyses ask for (no rule, the whole
 policy, the policy without each of its rules) and of every dimension of the metric come from
 one *cube* statement per metric (sqlops.grouped.cube_query), cached by the Executor for the
-run: the skeletons of one metric then share one scan. A rule set that is not the base plus
-row filters, a value and a HAVING (sqlops/sides.py) is left to its own partials statement.
+run: the skeletons of one metric then share one scan. The policy without two of its rules (a
+rule task's counterfactual with one more rule excluded) comes from a second cube, by the
+skeleton's dimension, when first asked for. A rule set that is not the base plus row filters,
+a value and a HAVING (sqlops/sides.py) is left to its own partials statement.
 
 A value that does not decompose (a distinct count, a percentile, a HAVING on a distinct count)
 still answers a shape whose groups are (group, month) *cells*, such as a significance test's
@@ -20,6 +22,7 @@ data window (`cells`), one per metric and dimension for a rule task's every wind
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
@@ -62,7 +65,10 @@ def partials(ctx: Context, rule_ids: frozenset[str], value_needed: bool = True) 
     without `value_needed` (top values), the row counts of a metric whose value does not decompose."""
     if ctx.metric.derived is not None:
         return "derived metric (joined components)"
-    hit = cube(ctx).get((frozenset(rule_ids), group_label(ctx)))
+    wanted = (frozenset(rule_ids), group_label(ctx))
+    hit = cube(ctx).get(wanted)
+    if hit is None and wanted[0] in pair_sets(ctx):
+        hit = pairs_cube(ctx).get(wanted)
     if hit is not None:
         return hit
     part = ctx.under(rule_ids)[0]
@@ -140,14 +146,34 @@ def rule_sets(ctx: Context) -> list[frozenset[str]]:
     return list(dict.fromkeys([frozenset(), policy, *[policy - {r} for r in sorted(policy)]]))
 
 
+def pair_sets(ctx: Context) -> list[frozenset[str]]:
+    """What a rule task's variants ask for beyond `rule_sets`: the policy without two of its rules
+    (the answer with the featured rule lifted, one more rule excluded); none with fewer than
+    three rules (the policy without two of two is the no-rule set)."""
+    policy = sorted(r.id for r in ctx.skeleton.policy)
+    if len(policy) < 3:
+        return []
+    return [frozenset(policy) - {a, b} for a, b in itertools.combinations(policy, 2)]
+
+
 def cube(ctx: Context) -> dict[CubeKey, Partials | str]:
     """The partials of the skeleton's metric for every rule set of `rule_sets` and every dimension,
     from one statement, computed once per run (empty: no cube for this metric)."""
     key = ("cube", *_policy_key(ctx), tuple(ctx.metric.dimensions), ctx.data_window)
-    return ctx.ex.remember(key, lambda: _cube(ctx, key), pin=True)
+    return ctx.ex.remember(key, lambda: _cube(ctx, key, rule_sets(ctx), ctx.metric.dimensions), pin=True)
 
 
-def _cube(ctx: Context, key: Hashable) -> dict[CubeKey, Partials | str]:
+def pairs_cube(ctx: Context) -> dict[CubeKey, Partials | str]:
+    """The partials of every rule set of `pair_sets` by the skeleton's dimension (and by month),
+    from one statement, computed once per run when a variant first asks for one: one scan for
+    what would be one partials statement per rule set."""
+    label = group_label(ctx)
+    key = ("pairs", *_policy_key(ctx), label, ctx.data_window)
+    return ctx.ex.remember(key, lambda: _cube(ctx, key, pair_sets(ctx), [label] if label is not None else []),
+                           pin=True)
+
+
+def _cube(ctx: Context, key: Hashable, sets: list[frozenset[str]], dimensions: list[str]) -> dict[CubeKey, Partials | str]:
     base = ctx.under(frozenset())[0].bound.tree
     if grouped.window_only_bounds_time(base, ctx.time(base)) is not None:
         return {}
@@ -155,7 +181,7 @@ def _cube(ctx: Context, key: Hashable) -> dict[CubeKey, Partials | str]:
     members: list[tuple[frozenset[str], grouped.Decomposed | str, dict[str, Any], bool]] = []
     cube_sides: list[grouped.CubeSide] = []
     params = dict(window)
-    for rule_set in rule_sets(ctx):
+    for rule_set in sets:
         try:
             bound = ctx.under(rule_set)[0].bound
         except DibenchError:
@@ -172,7 +198,7 @@ def _cube(ctx: Context, key: Hashable) -> dict[CubeKey, Partials | str]:
         cube_sides.append(grouped.CubeSide(side.rows, None if isinstance(renamed, str) else renamed))
         params.update(side.params)
     dims: list[tuple[str, Any]] = []
-    for name in ctx.metric.dimensions:
+    for name in dimensions:
         try:
             dims.append((name, column(base, name)))
         except DibenchError:

@@ -192,6 +192,8 @@ def test_grouped_and_legacy_plans_give_identical_tasks(name: str, graph: Graph, 
     if name == "demo":  # all numeric: every analysis that runs SQL is answered from the grouped plan somewhere
         for analysis in {c.analysis_type for c in new} - {"knowledge_retrieval"}:
             assert paths[(analysis, "grouped")] > 0, (analysis, paths)
+    if name == "demo":  # a counterfactual's variants: the policy without two rules, from the second cube
+        assert any(isinstance(k, tuple) and k[0] == "pairs" and v for k, v in ex_new.pinned.items())
     if name == "demo":  # a monthly series of two groups of a rule task, read from the metric's (group, month) cells
         for metric in CELLS_METRICS:
             assert any(c.sql_plan == "grouped" and c.metric_id == metric and c.featured_rule for c in new
