@@ -10,10 +10,10 @@ statement, so each task records the path its analysis took).
 Better still, the partials of every rule set a skeleton's analyses ask for (no rule, the whole
 policy, the policy without each of its rules) and of every dimension of the metric come from
 one *cube* statement per metric (sqlops.grouped.cube_query), cached by the Executor for the
-run: the skeletons of one metric then share one scan. The policy without two of its rules (a
-rule task's counterfactual with one more rule excluded) comes from a second cube, by the
-skeleton's dimension, when first asked for. A rule set that is not the base plus row filters,
-a value and a HAVING (sqlops/sides.py) is left to its own partials statement.
+run: the skeletons of one metric then share one scan. The policy without the featured rule and
+one other (a rule task's counterfactual with one more rule excluded) comes from a second cube,
+by the skeleton's dimension, when first asked for. A rule set that is not the base plus row
+filters, a value and a HAVING (sqlops/sides.py) is left to its own partials statement.
 
 A value that does not decompose (a distinct count, a percentile, a HAVING on a distinct count)
 still answers a shape whose groups are (group, month) *cells*, such as a significance test's
@@ -22,7 +22,6 @@ data window (`cells`), one per metric and dimension for a rule task's every wind
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import json
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
@@ -147,13 +146,13 @@ def rule_sets(ctx: Context) -> list[frozenset[str]]:
 
 
 def pair_sets(ctx: Context) -> list[frozenset[str]]:
-    """What a rule task's variants ask for beyond `rule_sets`: the policy without two of its rules
-    (the answer with the featured rule lifted, one more rule excluded); none with fewer than
-    three rules (the policy without two of two is the no-rule set)."""
-    policy = sorted(r.id for r in ctx.skeleton.policy)
-    if len(policy) < 3:
+    """What a rule task's variants ask for beyond `rule_sets`: the policy without its featured
+    rule and one other (the answer with the featured rule lifted, one more rule excluded); none
+    with fewer than three rules (the policy without two of two is the no-rule set)."""
+    policy = frozenset(r.id for r in ctx.skeleton.policy)
+    if ctx.featured is None or ctx.featured not in policy or len(policy) < 3:
         return []
-    return [frozenset(policy) - {a, b} for a, b in itertools.combinations(policy, 2)]
+    return [policy - {ctx.featured, r} for r in sorted(policy - {ctx.featured})]
 
 
 def cube(ctx: Context) -> dict[CubeKey, Partials | str]:
@@ -168,7 +167,7 @@ def pairs_cube(ctx: Context) -> dict[CubeKey, Partials | str]:
     from one statement, computed once per run when a variant first asks for one: one scan for
     what would be one partials statement per rule set."""
     label = group_label(ctx)
-    key = ("pairs", *_policy_key(ctx), label, ctx.data_window)
+    key = ("pairs", *_policy_key(ctx), ctx.featured, label, ctx.data_window)
     return ctx.ex.remember(key, lambda: _cube(ctx, key, pair_sets(ctx), [label] if label is not None else []),
                            pin=True)
 
