@@ -36,7 +36,10 @@ from service.llm import configured_model, new_session, session
 from service.warehouse import Warehouse
 
 LEASE_S = 120.0
-BATCH = 2
+# Skeletons per claim. One: a worker claims its next skeleton when it is free, so at the end of
+# a run neither worker holds a second long skeleton while the other waits (one claim costs a
+# few milliseconds; a skeleton of a metric that no partials answer, seconds).
+BATCH = 1
 POLL_S = 0.5
 
 
