@@ -81,19 +81,21 @@ def select(candidates: Sequence[Skeleton], target: int, *, seed: int = 42, lam: 
     rule_counts: Counter[str] = Counter()
     metric_counts: Counter[str] = Counter()
     picked: list[Skeleton] = []
-    sets: list[frozenset[str]] = []
     remaining = list(pool)
+    # Parallel to `remaining`: each candidate's node set, and its distance to the nearest picked
+    # skeleton, updated by one distance per pick (1.0 before the first: distances are at most 1).
+    node_sets = [c.node_set() for c in remaining]
+    nearest = [1.0] * len(remaining)
     while remaining and len(picked) < target:
         best_i, best_score = 0, float("-inf")
         for i, c in enumerate(remaining):
-            cs = c.node_set()
-            diversity = 1.0 if not sets else min(jaccard_distance(cs, s) for s in sets)
-            score = (1 - lam) * quality(c, rule_counts, metric_counts) + lam * diversity
+            score = (1 - lam) * quality(c, rule_counts, metric_counts) + lam * nearest[i]
             if score > best_score:
                 best_i, best_score = i, score
-        chosen = remaining.pop(best_i)
+        chosen, chosen_set = remaining.pop(best_i), node_sets.pop(best_i)
+        del nearest[best_i]
+        nearest = [min(d, jaccard_distance(cs, chosen_set)) for d, cs in zip(nearest, node_sets)]
         picked.append(chosen)
-        sets.append(chosen.node_set())
         metric_counts[chosen.metric] += 1
         for r in chosen.rules:
             rule_counts[r.id] += 1
