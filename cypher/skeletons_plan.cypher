@@ -3,7 +3,8 @@ UNWIND $rows AS row
 MERGE (s:Skeleton {key: row.key})
 SET s += row.props
 MERGE (run)-[p:PLANS]->(s)
-ON CREATE SET p.state = 'pending', p.order = row.order, p.selected_by = row.selected_by, p.quality = row.quality
+ON CREATE SET p.state = 'pending', p.order = row.order, p.selected_by = row.selected_by, p.quality = row.quality,
+              p.cost = coalesce(row.cost, 1)
 WITH s, row
 MATCH (m:Metric {key: row.metric_key})
 MERGE (s)-[:OF_METRIC]->(m)

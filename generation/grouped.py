@@ -172,7 +172,8 @@ def pairs_cube(ctx: Context) -> dict[CubeKey, Partials | str]:
                            pin=True)
 
 
-def _cube(ctx: Context, key: Hashable, sets: list[frozenset[str]], dimensions: list[str]) -> dict[CubeKey, Partials | str]:
+def _cube(ctx: Context, key: Hashable, sets: list[frozenset[str]],
+          dimensions: list[str]) -> dict[CubeKey, Partials | str]:
     base = ctx.under(frozenset())[0].bound.tree
     if grouped.window_only_bounds_time(base, ctx.time(base)) is not None:
         return {}

@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import multiprocessing as mp
 import os
+import re
 import time
 import uuid
 from collections import Counter
@@ -31,6 +32,7 @@ from ingest.pack import Pack, warehouse_for
 from service.graph import DEADLOCK, Graph, retries_between, retry_counts
 from service.config import get_settings
 from service.llm import configured_model, describe, merge_counts
+from service.models import AdjustEffect, OverrideEffect
 
 CODE_VERSION = "0.1.0"
 
@@ -72,11 +74,31 @@ class RunSummary:
         return dict(self.__dict__)
 
 
-def plan_rows(skeletons: list[Skeleton], selected_by: str, start: int) -> list[dict[str, Any]]:
+# Workers claim the metrics with most work left first (cypher/skeletons_claim.cypher), so that a
+# run ends on small metrics rather than with one worker on a large one while the other waits. A
+# skeleton of a metric whose value is a distinct count or a percentile, in its SQL or in a rule's
+# formula, weighs three: no partials answer it, every window of every analysis scans the rows.
+HEAVY = re.compile(r"\bDISTINCT\b|\bWITHIN\s+GROUP\b", re.IGNORECASE)
+HEAVY_COST = 3
+
+
+def metric_costs(pack: Pack) -> dict[str, int]:
+    """A claim-order weight per metric of `pack` (1, or HEAVY_COST); a scheduling estimate only."""
+    formulas: dict[str, list[str]] = {m.id: [m.sql] for m in pack.metrics}
+    for doc in pack.rules:
+        for eff in doc.front.effects or []:
+            if isinstance(eff, (AdjustEffect, OverrideEffect)) and eff.metric in formulas:
+                formulas[eff.metric].append(eff.expression)
+    return {m: HEAVY_COST if any(HEAVY.search(f) for f in fs) else 1 for m, fs in formulas.items()}
+
+
+def plan_rows(skeletons: list[Skeleton], selected_by: str, start: int,
+              costs: dict[str, int] | None = None) -> list[dict[str, Any]]:
     rows = []
     for i, s in enumerate(skeletons):
         rows.append({"key": s.key, "props": s.to_row(), "order": start + i, "selected_by": selected_by,
-                     "quality": 0.0, "metric_key": metric_key(s.domain, s.metric),
+                     "quality": 0.0, "cost": (costs or {}).get(s.metric, 1),
+                     "metric_key": metric_key(s.domain, s.metric),
                      "dimension_key": dimension_key(s.domain, s.dimension),
                      "rule_keys": [rule_key(s.domain, r.id) for r in s.rules]})
     return rows
@@ -240,11 +262,12 @@ def migrate(graph: Graph, domain: str, run_key: str) -> int:
                     props={"domain": domain, "gold_version": GOLD_VERSION, "retired": retired, "run": run_key,
                            "reason": reason, "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
     return retired
-def plan_selection(graph: Graph, run_key: str, candidates: list[Skeleton], target: int, seed: int) -> list[str]:
+def plan_selection(graph: Graph, run_key: str, candidates: list[Skeleton], target: int, seed: int,
+                   costs: dict[str, int] | None = None) -> list[str]:
     """MMR selection plus coverage, planned in the run; the planned keys in order."""
     sel = select(candidates, target, seed=seed)
-    graph.write("skeletons_plan", run=run_key, rows=plan_rows(list(sel.picked), "mmr", 0)
-                + plan_rows(list(sel.coverage_added), "coverage", len(sel.picked)))
+    graph.write("skeletons_plan", run=run_key, rows=plan_rows(list(sel.picked), "mmr", 0, costs)
+                + plan_rows(list(sel.coverage_added), "coverage", len(sel.picked), costs))
     return [s.key for s in list(sel.picked) + list(sel.coverage_added)]
 
 
@@ -255,6 +278,15 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
     is gone is resumed (or the run `resume` names; `new` forces a fresh run): its plan is kept,
     the skeletons not yet done are processed, augmentation goes on from what is there."""
     started = time.perf_counter()
+    # The worker processes start (and import) while this one enumerates and plans.
+    with worker_pool(workers) as pool:
+        return _generate(pack, graph, pool, started, target=target, seed=seed, workers=workers,
+                         min_per_type=min_per_type, progress=progress, counter=counter, resume=resume, new=new)
+
+
+def _generate(pack: Pack, graph: Graph, pool: Pool | None, started: float, *, target: int, seed: int,
+              workers: int, min_per_type: int, progress: Callable[[str], None] | None,
+              counter: Counter_ | None, resume: str | None, new: bool) -> RunSummary:
     retries_before = retry_counts()
     say = progress or (lambda _m: None)
     enum = enumerate_all(graph, pack.name, seed=seed)
@@ -274,32 +306,32 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
         done, total = plan_states(graph, run_key)
         say(f"resuming run {run_key}: {done} of {total} skeletons done, {run.released} abandoned claims taken over")
     if not planned:
-        planned = plan_selection(graph, run_key, candidates, target, seed)
+        planned = plan_selection(graph, run_key, candidates, target, seed, metric_costs(pack))
         selected = sum(1 for r in graph.read("run_planned", run=run_key) if r["selected_by"] == "mmr")
         say(f"{selected} selected by MMR, {len(planned) - selected} added for coverage; generating")
-    with worker_pool(workers) as pool:
-        stats = process(graph, run_key, pack, seed, workers, pool, counter, beat)
-        summary = summarise(graph, run_key, pack, len(planned))
-        # Minimum coverage augmentation: more compatible skeletons for under-represented types, in
-        # rounds, alternating skeletons with and without rules (a rule rarely flips a label such as a
-        # significance verdict, so rule-free skeletons are the reliable source for those types).
-        analyses = {a.NAME: a for a in registry()}
-        used = set(planned)
-        for name, analysis in analyses.items():
-            for _round in range(AUGMENT_ROUNDS):
-                missing = min_per_type - summary.by_type.get(name, 0)
-                if missing <= 0:
-                    break
-                extra = augmentation_batch(candidates, used, analysis.compatible, max(2 * missing, 6))
-                if not extra:
-                    break
-                say(f"augmenting {name}: {len(extra)} more skeletons")
-                used.update(s.key for s in extra)
-                graph.write("skeletons_plan", run=run_key, rows=plan_rows(extra, f"augment:{name}", len(planned)))
-                planned += [s.key for s in extra]
-                stats += process(graph, run_key, pack, seed, workers, pool, counter, beat,
-                                 calls_so_far=llm_calls(stats))
-                summary = summarise(graph, run_key, pack, len(planned))
+    stats = process(graph, run_key, pack, seed, workers, pool, counter, beat)
+    summary = summarise(graph, run_key, pack, len(planned))
+    # Minimum coverage augmentation: more compatible skeletons for under-represented types, in
+    # rounds, alternating skeletons with and without rules (a rule rarely flips a label such as a
+    # significance verdict, so rule-free skeletons are the reliable source for those types).
+    analyses = {a.NAME: a for a in registry()}
+    used = set(planned)
+    for name, analysis in analyses.items():
+        for _round in range(AUGMENT_ROUNDS):
+            missing = min_per_type - summary.by_type.get(name, 0)
+            if missing <= 0:
+                break
+            extra = augmentation_batch(candidates, used, analysis.compatible, max(2 * missing, 6))
+            if not extra:
+                break
+            say(f"augmenting {name}: {len(extra)} more skeletons")
+            used.update(s.key for s in extra)
+            graph.write("skeletons_plan", run=run_key,
+                        rows=plan_rows(extra, f"augment:{name}", len(planned), metric_costs(pack)))
+            planned += [s.key for s in extra]
+            stats += process(graph, run_key, pack, seed, workers, pool, counter, beat,
+                             calls_so_far=llm_calls(stats))
+            summary = summarise(graph, run_key, pack, len(planned))
     finish(graph, run_key)
     summary.skeletons = len(planned)
     summary.skipped_metrics, summary.migrated = enum.skipped, migrated

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from generation.grounding import Executor
-from generation.pipeline import RunSummary, create_run, generate, plan_rows
+from generation.pipeline import HEAVY_COST, RunSummary, create_run, generate, metric_costs, plan_rows
 from generation.selection import select
 from generation.skeletons import Skeleton, enumerate_skeletons
 from generation.tasks import build_candidates, vocabulary
@@ -261,6 +261,29 @@ def test_workers_claim_the_metrics_they_have_worked_on_and_avoid_each_others(
     again = claim(graph, run_key, "a", metrics=[mine])
     left = per_metric[mine] - len(first)
     assert [s.metric for s in again] == [mine] * min(left, len(again))
+
+
+def test_workers_claim_the_metric_with_most_planned_work_first(
+        tmp_path_factory: pytest.TempPathFactory, graph: Graph, warehouse: Warehouse) -> None:
+    """The longest work first, so that a run ends on small metrics: a metric's planned work is the
+    sum of its skeletons' costs (generation.pipeline.metric_costs), so a few heavy skeletons come
+    before many light ones; without costs, the metric with most skeletons."""
+    pack = ingested(tmp_path_factory.mktemp("wkcost"), AFFINE, graph, warehouse)
+    sks = list(select(enumerate_skeletons(graph, AFFINE, seed=SEED), 40, seed=SEED).picked)
+    per_metric = Counter(s.metric for s in sks).most_common()
+    most, fewest = per_metric[0], per_metric[-1]
+    assert most[1] > fewest[1], per_metric
+    for costs, first in ((None, most[0]), ({fewest[0]: most[1] + 1}, fewest[0])):
+        run_key = create_run(graph, pack, SEED, 40)
+        graph.write("skeletons_plan", run=run_key, rows=plan_rows(sks, "mmr", 0, costs))
+        assert {s.metric for s in claim(graph, run_key, "a")} == {first}, (costs, per_metric)
+
+
+def test_metrics_whose_value_no_partials_answer_weigh_more() -> None:
+    """A distinct count in the metric's SQL, or a percentile in a rule's formula, weighs three."""
+    costs = metric_costs(load_pack("demo"))
+    assert costs["MV-PROD-001"] == costs["MV-WAIT-001"] == HEAVY_COST  # COUNT(DISTINCT ...); the median rule
+    assert costs["MV-VOL-001"] == costs["MV-CSAT-001"] == 1  # a HAVING COUNT(DISTINCT ...) is decided by cells
 
 
 def test_a_worker_refuses_a_run_that_does_not_exist() -> None:
