@@ -147,6 +147,7 @@ class Context:
     metrics: dict[str, MetricSpec] = field(default_factory=dict)  # the pack's: inputs of a derived metric
     last: tuple[Shape, dict[str, Any]] | None = field(default=None, init=False)
     _parts: dict[frozenset[str], tuple[Part, ...]] = field(default_factory=dict, init=False)
+    _shaped: dict[tuple[int, str], tuple[Shape, Any]] = field(default_factory=dict, init=False)
 
     @property
     def base(self) -> Bound:
@@ -176,6 +177,18 @@ class Context:
                 out += [(ref.id, LLMEffects.model_validate({"effects": [e]}).effects[0])
                         for e in ref.effects_json() if e.get("metric") == metric.id]
         return out
+
+    def shaped(self, shape: Shape, what: str, build: Callable[[], T]) -> T:
+        """`build()` once per shape and `what` in this Context: the answers under the policy,
+        without rules and without the featured rule of one `pair` are shaped alike, and shaping
+        and rendering a statement costs more than reading its answer from the Executor's cache.
+        The shape is kept with its result, so its id cannot be reused by another."""
+        key = (id(shape), what)
+        hit = self._shaped.get(key)
+        if hit is None or hit[0] is not shape:
+            hit = (shape, build())
+            self._shaped[key] = hit
+        return cast(T, hit[1])
 
     def under(self, rule_ids: frozenset[str]) -> tuple[Part, ...]:
         """The metric's part(s) with the effects of `rule_ids` applied in the composition order."""

@@ -241,18 +241,25 @@ def answer(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[d
     original statement must run instead."""
     if not month_aligned(window):
         return "window not aligned on months"
-    probe = shape(grouped.proxy_query(grouped.no_value(), {grouped.GROUP: "TEXT"}))
-    p = partials(ctx, rule_ids, value_needed=grouped.needs_value(probe))
+    value_needed, cells_shape = ctx.shaped(shape, "probe", lambda: probe(ctx, shape))
+    p = partials(ctx, rule_ids, value_needed=value_needed)
     if not isinstance(p, str):
         tree = grouped.count_rows(shape(grouped.proxy_query(p.value, p.types, p.having)))
         if p.why is None or not grouped.needs_value(tree):
             return _answer(ctx, p, tree, window, extra)
     why = p if isinstance(p, str) else str(p.why)  # p.why is set: the value was needed
-    if grouped.one_cell_per_group(probe, group_label(ctx) is not None):
+    if cells_shape:
         c = cells(ctx, rule_ids)
         if c is not None:
             return _answer(ctx, c, grouped.count_rows(shape(grouped.proxy_query(c.value, c.types))), window, extra)
     return why
+
+
+def probe(ctx: Context, shape: Shape) -> tuple[bool, bool]:
+    """Whether `shape` keeps the metric's value, and whether its groups are (group, month) cells
+    (sqlops.grouped.one_cell_per_group), read from the shape of a proxy without partials."""
+    tree = shape(grouped.proxy_query(grouped.no_value(), {grouped.GROUP: "TEXT"}))
+    return grouped.needs_value(tree), grouped.one_cell_per_group(tree, group_label(ctx) is not None)
 
 
 def _answer(ctx: Context, p: Partials, tree: exp.Expression, window: tuple[dt.date, dt.date],
@@ -337,17 +344,10 @@ def batched(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[
     params = dict(window_params)
     for i, bound_params in enumerate(own):
         params.update(sides.side_params({**window_params, **bound_params}, i))
-    try:
-        shaped = shape(tree)
-    except DibenchError:
+    rendered = ctx.shaped(shape, "batched", lambda: _shaped_combined(shape, tree, len(members)))
+    if rendered is None:
         return None
-    columns = [p.alias_or_name for p in outer_select(shaped).expressions]
-    if "v0" not in columns:
-        return None
-    first = columns.index("v0")
-    names = [*columns[:first], "value", *columns[first + 3 * len(members):]]
-    sql = render(shaped)
-    ungrouped = not outer_select(shaped).args.get("group")
+    sql, names, ungrouped = rendered
 
     def split() -> dict[frozenset[str], QueryResult] | None:
         try:
@@ -365,6 +365,21 @@ def batched(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[
 
     answers = ctx.ex.remember(("batched", sql, json.dumps(params, sort_keys=True, default=str), exact), split)
     return answers[rule_ids] if answers is not None else None
+
+
+def _shaped_combined(shape: Shape, tree: exp.Expression, members: int) -> tuple[str, list[str], bool] | None:
+    """The combined statement `tree` shaped: its SQL, the columns each rule set's rows keep, and
+    whether it is ungrouped; None when the shape does not apply to it."""
+    try:
+        shaped = shape(tree)
+    except DibenchError:
+        return None
+    columns = [p.alias_or_name for p in outer_select(shaped).expressions]
+    if "v0" not in columns:
+        return None
+    first = columns.index("v0")
+    names = [*columns[:first], "value", *columns[first + 3 * members:]]
+    return render(shaped), names, not outer_select(shaped).args.get("group")
 
 
 def _policy_key(ctx: Context) -> tuple[Any, ...]:
