@@ -76,20 +76,21 @@ class RunSummary:
 
 # Workers claim the metrics with most work left first (cypher/skeletons_claim.cypher), so that a
 # run ends on small metrics rather than with one worker on a large one while the other waits. A
-# skeleton of a metric whose value is a distinct count or a percentile, in its SQL or in a rule's
-# formula, weighs three: no partials answer it, every window of every analysis scans the rows.
+# skeleton of a derived metric, or of one whose value is a distinct count or a percentile (in its
+# SQL or in a rule's formula), weighs three: no partials answer it, every window of every
+# analysis scans the rows.
 HEAVY = re.compile(r"\bDISTINCT\b|\bWITHIN\s+GROUP\b", re.IGNORECASE)
 HEAVY_COST = 3
 
 
 def metric_costs(pack: Pack) -> dict[str, int]:
     """A claim-order weight per metric of `pack` (1, or HEAVY_COST); a scheduling estimate only."""
-    formulas: dict[str, list[str]] = {m.id: [m.sql] for m in pack.metrics}
+    heavy = {m.id for m in pack.metrics if m.derived is not None or HEAVY.search(m.sql or "")}
     for doc in pack.rules:
         for eff in doc.front.effects or []:
-            if isinstance(eff, (AdjustEffect, OverrideEffect)) and eff.metric in formulas:
-                formulas[eff.metric].append(eff.expression)
-    return {m: HEAVY_COST if any(HEAVY.search(f) for f in fs) else 1 for m, fs in formulas.items()}
+            if isinstance(eff, (AdjustEffect, OverrideEffect)) and HEAVY.search(eff.expression):
+                heavy.add(eff.metric)
+    return {m.id: HEAVY_COST if m.id in heavy else 1 for m in pack.metrics}
 
 
 def plan_rows(skeletons: list[Skeleton], selected_by: str, start: int,

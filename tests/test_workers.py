@@ -280,7 +280,8 @@ def test_workers_claim_the_metric_with_most_planned_work_first(
 
 
 def test_metrics_whose_value_no_partials_answer_weigh_more() -> None:
-    """A distinct count in the metric's SQL, or a percentile in a rule's formula, weighs three."""
+    """A distinct count in the metric's SQL, a percentile in a rule's formula, or a derived metric
+    (its components joined, one statement per answer) weighs three."""
     costs = metric_costs(load_pack("demo"))
     assert costs["MV-PROD-001"] == costs["MV-WAIT-001"] == HEAVY_COST  # COUNT(DISTINCT ...); the median rule
     assert costs["MV-VOL-001"] == costs["MV-CSAT-001"] == 1  # a HAVING COUNT(DISTINCT ...) is decided by cells
