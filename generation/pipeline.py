@@ -303,11 +303,12 @@ def _generate(pack: Pack, graph: Graph, pool: Pool | None, started: float, *, ta
     if migrated:
         say(f"{migrated} tasks of an older gold meaning retired (GoldMigration record)")
     planned = [r["key"] for r in graph.read("run_planned", run=run_key)]
+    costs = metric_costs(pack)  # the claim order's weights, for the plan and every augmentation round
     if run.resumed:
         done, total = plan_states(graph, run_key)
         say(f"resuming run {run_key}: {done} of {total} skeletons done, {run.released} abandoned claims taken over")
     if not planned:
-        planned = plan_selection(graph, run_key, candidates, target, seed, metric_costs(pack))
+        planned = plan_selection(graph, run_key, candidates, target, seed, costs)
         selected = sum(1 for r in graph.read("run_planned", run=run_key) if r["selected_by"] == "mmr")
         say(f"{selected} selected by MMR, {len(planned) - selected} added for coverage; generating")
     stats = process(graph, run_key, pack, seed, workers, pool, counter, beat)
@@ -328,7 +329,7 @@ def _generate(pack: Pack, graph: Graph, pool: Pool | None, started: float, *, ta
             say(f"augmenting {name}: {len(extra)} more skeletons")
             used.update(s.key for s in extra)
             graph.write("skeletons_plan", run=run_key,
-                        rows=plan_rows(extra, f"augment:{name}", len(planned), metric_costs(pack)))
+                        rows=plan_rows(extra, f"augment:{name}", len(planned), costs))
             planned += [s.key for s in extra]
             stats += process(graph, run_key, pack, seed, workers, pool, counter, beat,
                              calls_so_far=llm_calls(stats))
