@@ -88,6 +88,27 @@ def test_the_window_may_only_bound_the_time_column(where: str, reason: str | Non
         ":end_date is used beyond bounding the time column"
 
 
+@pytest.mark.parametrize("where", [
+    "WHERE o.t >= :start_date AND o.t < :end_date",
+    "WHERE o.k = 3 OR o.t >= :start_date AND o.t < :end_date",
+    "WHERE o.t >= :start_date AND o.t < :end_date AND o.k > 9",
+])
+def test_time_bounds_are_min_and_max_over_the_metric_rows(where: str, warehouse: Warehouse) -> None:
+    """The first and last time in order, over the rows the joins and the WHERE keep, NULL times
+    left out: MIN and MAX of the time column, as the same server computes them."""
+    from sqlglot import exp
+    from sqlops.shape import time_bounds
+    sql = ("SELECT COUNT(*) AS value FROM (VALUES (CAST(NULL AS DATE), 2), (DATE '2024-01-05', 1), "
+           "(DATE '2024-02-01', 2), (DATE '2024-03-09', 3), (DATE '2024-04-30', 1), (NULL, 3)) AS o(t, k) "
+           f"JOIN (VALUES (2), (3)) AS j(k) ON j.k = o.k {where} GROUP BY o.k HAVING COUNT(*) > 5")
+    tree, t = parse(sql, where="test"), exp.column("t", table="o")
+    params = {"start_date": dt.date(1900, 1, 1), "end_date": dt.date(2200, 1, 1)}
+    plain = "SELECT MIN(o.t) AS lo, MAX(o.t) AS hi FROM " + sql.split(" FROM ", 1)[1].split(" GROUP BY")[0]
+    want = warehouse.execute_readonly(plain, params).rows
+    assert warehouse.execute_readonly(render(time_bounds(tree, t)), params).rows == want
+    assert want[0] in ((dt.date(2024, 2, 1), dt.date(2024, 3, 9)), (None, None))
+
+
 def test_float_partials_are_not_recombined() -> None:
     from decimal import Decimal
     assert grouped.column_type([1.5, None]) is None
