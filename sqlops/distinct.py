@@ -1,0 +1,179 @@
+"""A distinct count by pre-aggregation: one hash aggregate instead of one sort per DISTINCT.
+
+PostgreSQL computes each `COUNT(DISTINCT x)` of a statement by sorting that aggregate's rows
+within each group, once per aggregate (a rule task's combined statement has one per rule set),
+and cannot hash a GROUP BY that has one. A statement whose aggregates are counts, distinct
+counts of one expression x, MIN, MAX, BOOL_AND and BOOL_OR (each FILTERed or not) returns the
+same rows when it is computed in two steps: grouped by its keys and x first, in one hash
+aggregate, then by its keys over those groups (`pre_aggregated`):
+
+- `COUNT(*)`, `COUNT(e)` [FILTER (WHERE w)]: the sum of the first step's counts, as BIGINT, 0
+  over no group, as the count over no row;
+- `COUNT(DISTINCT x)` [FILTER (WHERE w)]: the first step's groups of a non-null x that hold a
+  row passing w. Within one group of keys the first step has one row per value of x (GROUP BY
+  and DISTINCT compare with the same equality), so counting those rows counts the values;
+- `MIN`, `MAX`, `BOOL_AND`, `BOOL_OR` [FILTER]: the same aggregate of the first step's values
+  (NULL in a group where no row passed, which the aggregate skips as it skips those rows).
+
+Every result keeps its type and value exactly: no sum of non-integers is involved. A SUM or
+an AVG is not rewritten (a float sum depends on the order of its terms, and the tree does not
+say whether its argument is a float), nor is anything else the outer query could not see
+through (a window function, a subquery, a column outside an aggregate that is not a key, a
+GROUP BY by position or by output name, ORDER BY, LIMIT, DISTINCT, grouping sets).
+
+It pays when x has few values per row of the statement (agents of tickets: 1.2 s against
+2.2 s for a rule task's monthly cells at 1M tickets); with one row per value it costs more
+(0.74 s against 0.43 s for a count of distinct tickets), so the caller decides when to use it.
+
+Pure functions on copies of the tree.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+Q = "dibench_q"  # the first step's alias in the outer query
+X = "dx"  # its column holding x
+
+_SELF = {exp.Min: "MIN", exp.Max: "MAX", exp.LogicalAnd: "BOOL_AND", exp.LogicalOr: "BOOL_OR"}
+
+
+def _call(node: exp.Expression) -> tuple[exp.AggFunc, exp.Expression | None] | None:
+    """(aggregate, FILTER condition) when `node` is an aggregate call, possibly filtered."""
+    if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
+        where = node.expression
+        return node.this, where.this if isinstance(where, exp.Where) else where
+    if isinstance(node, exp.AggFunc):
+        return node, None
+    return None
+
+
+def _distinct_arg(agg: exp.AggFunc) -> exp.Expression | None:
+    if isinstance(agg, exp.Count) and isinstance(agg.this, exp.Distinct) and len(agg.this.expressions) == 1:
+        return agg.this.expressions[0]
+    return None
+
+
+def distinct_key(tree: exp.Expression) -> exp.Column | None:
+    """The column x of the distinct counts of a statement `pre_aggregated` can rewrite, or None."""
+    plan = _plan(tree)
+    return plan[0] if plan is not None else None
+
+
+def _name(projection: exp.Expression) -> exp.Identifier | None:
+    """The output name of a projection, as written (quoted or not)."""
+    if isinstance(projection, exp.Alias):
+        return projection.args["alias"]
+    if isinstance(projection, exp.Column):
+        return projection.this
+    return None
+
+
+def _plan(tree: exp.Expression) -> tuple[exp.Column, list[exp.Expression]] | None:
+    """(x, the GROUP BY keys) when every part of the statement is one the rewrite sees through."""
+    if not isinstance(tree, exp.Select):
+        return None
+    for clause in ("distinct", "order", "limit", "offset", "qualify", "windows", "locks"):
+        if tree.args.get(clause):
+            return None
+    group = tree.args.get("group")
+    if group is not None and any(group.args.get(k) for k in ("grouping_sets", "rollup", "cube", "totals")):
+        return None
+    keys = list(group.expressions) if group is not None else []
+    if any(isinstance(k, exp.Literal) or (isinstance(k, exp.Column) and not k.table) for k in keys):
+        return None  # by position, or maybe by an output name
+    distinct: list[exp.Expression] = []
+    bodies = []
+    for projection in tree.expressions:
+        if _name(projection) is None:
+            return None
+        bodies.append(projection.this if isinstance(projection, exp.Alias) else projection)
+    having = tree.args.get("having")
+    if having is not None:
+        bodies.append(having.this)
+    if not all(any(b == k for k in keys) or _sees_through(b, distinct) for b in bodies):
+        return None
+    x = distinct[0] if distinct else None
+    if not isinstance(x, exp.Column) or not x.table or any(d != x for d in distinct):
+        return None  # no distinct count, several distinct expressions, or not a column
+    return x, keys
+
+
+def _sees_through(body: exp.Expression, distinct: list[exp.Expression]) -> bool:
+    """Whether `body` reads rows only through aggregates the rewrite recombines (the argument of
+    each distinct count appended to `distinct`)."""
+    if isinstance(body, (exp.Window, exp.Subquery, exp.Select, exp.WithinGroup, exp.Column, exp.Star, exp.Dot)):
+        return False
+    found = _call(body)
+    if found is not None:
+        agg, where = found
+        if where is not None and where.find(exp.AggFunc, exp.Subquery, exp.Window) is not None:
+            return False
+        x = _distinct_arg(agg)
+        if x is not None:
+            distinct.append(x)
+            return True
+        if agg.find(exp.Distinct, exp.Order, exp.Subquery, exp.Window) is not None:
+            return False
+        return isinstance(agg, exp.Count) or type(agg) in _SELF
+    if isinstance(body, exp.AggFunc):
+        return False
+    return all(_sees_through(child, distinct) for child in body.iter_expressions())
+
+
+def pre_aggregated(tree: exp.Expression) -> exp.Select | None:
+    """The statement computed in two steps (module docstring): the same columns, names, groups
+    and values; None when `tree` is not one the rewrite sees through."""
+    plan = _plan(tree)
+    if plan is None:
+        return None
+    x, keys = plan
+    inner = tree.copy()
+    inner.set("having", None)
+    key_names = [f"k{i}" for i in range(len(keys))]
+    partials: dict[str, exp.Expression] = {}  # SQL -> the first step's column (one per distinct partial)
+
+    def q(name: str) -> exp.Column:
+        return exp.column(name, table=Q)
+
+    def partial(e: exp.Expression) -> exp.Column:
+        name = partials.setdefault(e.sql(), exp.alias_(e, f"a{len(partials)}")).alias
+        return q(name)
+
+    def recombine(node: exp.Expression) -> exp.Expression:
+        found = _call(node)
+        if found is None:
+            return node
+        agg, where = found
+        if _distinct_arg(agg) is not None:
+            # The rows of the group that pass w; x is the group's own value.
+            rows = exp.func("COUNT", exp.Star())
+            passing = partial(exp.Filter(this=rows, expression=exp.Where(this=where.copy())) if where is not None else rows)
+            return exp.Filter(this=exp.func("COUNT", q(X)),
+                              expression=exp.Where(this=exp.GT(this=passing, expression=exp.Literal.number(0))))
+        if isinstance(agg, exp.Count):
+            return exp.cast(exp.func("COALESCE", exp.func("SUM", partial(node.copy())), exp.Literal.number(0)), "BIGINT")
+        return exp.func(_SELF[type(agg)], partial(node.copy()))
+
+    def outer_of(body: exp.Expression) -> exp.Expression:
+        for i, k in enumerate(keys):
+            if body == k:
+                return q(key_names[i])
+        return body.copy().transform(recombine, copy=False)
+
+    projections = []
+    for p in tree.expressions:
+        body = p.this if isinstance(p, exp.Alias) else p
+        name = _name(p)
+        assert name is not None  # _plan checked
+        projections.append(exp.Alias(this=outer_of(body), alias=name.copy()))
+    having = tree.args.get("having")
+    outer_having = outer_of(having.this) if having is not None else None
+    inner.set("expressions", [*[exp.alias_(k.copy(), n) for k, n in zip(keys, key_names)],
+                              exp.alias_(x.copy(), X), *partials.values()])
+    inner.set("group", exp.Group(expressions=[*[k.copy() for k in keys], x.copy()]))
+    outer = exp.select(*projections).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(Q))))
+    if keys:
+        outer.set("group", exp.Group(expressions=[q(n) for n in key_names]))
+    if outer_having is not None:
+        outer.set("having", exp.Having(this=outer_having))
+    return outer
