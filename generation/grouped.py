@@ -254,41 +254,54 @@ def answer(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[d
     original statement must run instead."""
     if not month_aligned(window):
         return "window not aligned on months"
-    value_needed, cells_shape = ctx.shaped(shape, "probe", lambda: probe(ctx, shape))
+    value_needed, cells_shape, period = ctx.shaped(shape, "probe", lambda: probe(ctx, shape))
     p = partials(ctx, rule_ids, value_needed=value_needed)
     if not isinstance(p, str):
         tree = grouped.count_rows(shape(grouped.proxy_query(p.value, p.types, p.having)))
         if p.why is None or not grouped.needs_value(tree):
-            return _answer(ctx, p, tree, window, extra)
+            return _answer(ctx, p, tree, window, extra, period)
     why = p if isinstance(p, str) else str(p.why)  # p.why is set: the value was needed
     if cells_shape:
         c = cells(ctx, rule_ids)
         if c is not None:
-            return _answer(ctx, c, grouped.count_rows(shape(grouped.proxy_query(c.value, c.types))), window, extra)
+            return _answer(ctx, c, grouped.count_rows(shape(grouped.proxy_query(c.value, c.types))), window, extra,
+                           period)
     return why
 
 
-def probe(ctx: Context, shape: Shape) -> tuple[bool, bool]:
-    """Whether `shape` keeps the metric's value, and whether its groups are (group, month) cells
-    (sqlops.grouped.one_cell_per_group), read from the shape of a proxy without partials."""
+def probe(ctx: Context, shape: Shape) -> tuple[bool, bool, int | None]:
+    """Whether `shape` keeps the metric's value, whether its groups are (group, month) cells
+    (sqlops.grouped.one_cell_per_group), and the index of its month column when each of its rows
+    is computed from one cell alone (sqlops.grouped.cell_rows_period), read from the shape of a
+    proxy without partials."""
     tree = shape(grouped.proxy_query(grouped.no_value(), {grouped.GROUP: "TEXT"}))
-    return grouped.needs_value(tree), grouped.one_cell_per_group(tree, group_label(ctx) is not None)
+    by_group = group_label(ctx) is not None
+    return grouped.needs_value(tree), grouped.one_cell_per_group(tree, by_group), \
+        grouped.cell_rows_period(tree, by_group)
 
 
 def _answer(ctx: Context, p: Partials, tree: exp.Expression, window: tuple[dt.date, dt.date],
-            extra: dict[str, Any]) -> QueryResult:
-    """The rows of the shaped proxy `tree` over the partial rows `p` of the months of `window`."""
+            extra: dict[str, Any], period: int | None) -> QueryResult:
+    """The rows of the shaped proxy `tree` over the partial rows `p` of the months of `window`.
+    When each row is computed from one cell, `period` its month column (`probe`: a monthly
+    series), the rows over every month are computed once and each window keeps its months' rows
+    (a rule task's significance test tries up to ten windows, most with the same two groups)."""
     sql = render(tree)
+    first, last = f"{window[0]:%Y-%m}", f"{window[1]:%Y-%m}"
+    extra_key = json.dumps(extra, sort_keys=True, default=str)
 
-    def run() -> QueryResult:
-        first, last = f"{window[0]:%Y-%m}", f"{window[1]:%Y-%m}"
+    def run(first: str, last: str) -> QueryResult:
         keep = [i for i, period in enumerate(p.columns[grouped.PERIOD]) if first <= period < last]
         params = {**p.params, **extra, **{grouped.PARAM_PREFIX + c: [v[i] for i in keep] for c, v in p.columns.items()}}
         return ctx.ex.run(sql, params, cache=False)
 
+    if period is not None:
+        every = ctx.ex.remember(("answer", p.key, sql, None, extra_key), lambda: run("", "~"))
+        return QueryResult(every.columns, [r for r in every.rows if r[period] is not None and first <= r[period] < last],
+                           every.elapsed_s)
     # The same answer for the same shape of the same partials (the policy variants of one analysis
     # ask for the answer without rules again), computed once.
-    return ctx.ex.remember(("answer", p.key, sql, window, json.dumps(extra, sort_keys=True, default=str)), run)
+    return ctx.ex.remember(("answer", p.key, sql, window, extra_key), lambda: run(first, last))
 
 
 # ------------------------------------------------------------------------------ cells

@@ -472,6 +472,27 @@ def one_cell_per_group(tree: exp.Expression, by_group: bool) -> bool:
     return False
 
 
+def cell_rows_period(tree: exp.Expression, by_group: bool) -> int | None:
+    """The index of the month column of a shaped proxy `tree` each of whose rows is computed from
+    one (group, month) cell alone (`one_cell_per_group`, and nothing that reads across rows: no
+    ORDER BY, LIMIT, DISTINCT, window function or subquery), or None. Its rows over any months
+    are then its rows over all months whose month falls in them: a window only keeps or drops
+    whole cells."""
+    if not isinstance(tree, exp.Select) or not one_cell_per_group(tree, by_group):
+        return None
+    source = tree.args.get("from") or tree.args.get("from_")
+    if source is None or not isinstance(source.this, exp.Unnest) or source.this.alias != ALIAS:
+        return None  # the proxy SELECT is wrapped
+    if any(tree.args.get(k) for k in ("order", "limit", "offset", "distinct", "qualify")) \
+            or tree.find(exp.Window, exp.Subquery) is not None:
+        return None
+    month = month_bucket(month_column())
+    for i, projection in enumerate(tree.expressions):
+        if (projection.this if isinstance(projection, exp.Alias) else projection) == month:
+            return i
+    return None
+
+
 UNAVAILABLE = "DIBENCH_NO_VALUE"
 
 

@@ -213,6 +213,8 @@ def test_grouped_and_legacy_plans_give_identical_tasks(name: str, graph: Graph, 
     if name == "demo":  # all numeric: every analysis that runs SQL is answered from the grouped plan somewhere
         for analysis in {c.analysis_type for c in new} - {"knowledge_retrieval"}:
             assert paths[(analysis, "grouped")] > 0, (analysis, paths)
+    # A monthly series (a significance test's, a trend's) over every month, kept per window try.
+    assert any(isinstance(k, tuple) and k[0] == "answer" and k[3] is None for k in ex_new.cache)
     if name == "demo":  # agents' distinct counts (194 tickets per agent) in combined statements, in two steps
         assert ex_new.pinned.get(("rows per value", pk.schema, "tickets", "agent_id")) is True
     if name == "demo":  # a counterfactual's variants: the policy without two rules, from the second cube
@@ -373,6 +375,23 @@ def test_only_a_shape_whose_groups_are_cells_reads_cell_values() -> None:
     wrapped = exp.select("*").from_(group_by(proxy, month).subquery("x")).order_by("value").limit(3)
     assert grouped.one_cell_per_group(wrapped, by_group=False)
     assert grouped.cell_type([1.5, None]) == "DOUBLE PRECISION" and grouped.column_type([1.5]) is None
+
+
+def test_a_series_row_by_row_is_computed_once_for_every_window() -> None:
+    """A shape each of whose rows is one cell's (a monthly series of two groups) gives, over any
+    months, the rows over all months that fall in them (the grouped-vs-legacy test checks the
+    answers); anything that reads across rows (an order with a limit, a wrapper) does not."""
+    from sqlglot import exp
+    from sqlops.shape import filter_in, group_by, month_bucket
+    proxy = grouped.proxy_query(grouped.cell_value(), {grouped.GROUP: "TEXT", grouped.CELL: "NUMERIC"})
+    month = month_bucket(grouped.month_column())
+    series = group_by(group_by(filter_in(proxy, grouped.group_column(), ["a", "b"]), grouped.group_column()),
+                      month, alias="period")
+    assert grouped.cell_rows_period(series, by_group=True) == 0  # period, grp, value, n_rows
+    assert grouped.cell_rows_period(group_by(proxy, month), by_group=False) == 0
+    assert grouped.cell_rows_period(series.copy().order_by("value").limit(3), by_group=True) is None
+    assert grouped.cell_rows_period(exp.select("*").from_(series.subquery("x")), by_group=True) is None
+    assert grouped.cell_rows_period(group_by(proxy, grouped.group_column()), by_group=True) is None
 
 
 def test_partial_rows_without_a_row_still_have_text_groups_and_months() -> None:
