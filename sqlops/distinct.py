@@ -31,20 +31,18 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from sqlops.grouped import SELF, aggregate_call
+
 Q = "dibench_q"  # the first step's alias in the outer query
 X = "dx"  # its column holding x
-
-_SELF = {exp.Min: "MIN", exp.Max: "MAX", exp.LogicalAnd: "BOOL_AND", exp.LogicalOr: "BOOL_OR"}
 
 
 def _call(node: exp.Expression) -> tuple[exp.AggFunc, exp.Expression | None] | None:
     """(aggregate, FILTER condition) when `node` is an aggregate call, possibly filtered."""
-    if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
-        where = node.expression
-        return node.this, where.this if isinstance(where, exp.Where) else where
-    if isinstance(node, exp.AggFunc):
-        return node, None
-    return None
+    found = aggregate_call(node)
+    if found is None or found[1] is None:
+        return found
+    return found[0], found[1].this if isinstance(found[1], exp.Where) else found[1]
 
 
 def _distinct_arg(agg: exp.AggFunc) -> exp.Expression | None:
@@ -114,7 +112,7 @@ def _sees_through(body: exp.Expression, distinct: list[exp.Expression]) -> bool:
             return True
         if agg.find(exp.Distinct, exp.Order, exp.Subquery, exp.Window) is not None:
             return False
-        return isinstance(agg, exp.Count) or type(agg) in _SELF
+        return isinstance(agg, exp.Count) or type(agg) in SELF
     if isinstance(body, exp.AggFunc):
         return False
     return all(_sees_through(child, distinct) for child in body.iter_expressions())
@@ -152,7 +150,7 @@ def pre_aggregated(tree: exp.Expression) -> exp.Select | None:
                               expression=exp.Where(this=exp.GT(this=passing, expression=exp.Literal.number(0))))
         if isinstance(agg, exp.Count):
             return exp.cast(exp.func("COALESCE", exp.func("SUM", partial(node.copy())), exp.Literal.number(0)), "BIGINT")
-        return exp.func(_SELF[type(agg)], partial(node.copy()))
+        return exp.func(SELF[type(agg)], partial(node.copy()))
 
     def outer_of(body: exp.Expression) -> exp.Expression:
         for i, k in enumerate(keys):

@@ -42,7 +42,7 @@ PARAM_PREFIX = "gp_"
 
 # Aggregates whose partial states recombine exactly: COUNT by summing counts, SUM by summing
 # sums, MIN/MAX/BOOL_AND/BOOL_OR by themselves; AVG is split into a SUM and a COUNT.
-_SELF = (exp.Min, exp.Max, exp.LogicalAnd, exp.LogicalOr)
+SELF = {exp.Min: "MIN", exp.Max: "MAX", exp.LogicalAnd: "BOOL_AND", exp.LogicalOr: "BOOL_OR"}
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class DistinctAtom(exp.Expression):
     arg_types = {"this": True, "bound": True, "strict": False}
 
 
-def _aggregate(node: exp.Expression) -> tuple[exp.AggFunc, exp.Expression | None] | None:
+def aggregate_call(node: exp.Expression) -> tuple[exp.AggFunc, exp.Expression | None] | None:
     """(aggregate, FILTER clause) when `node` is an aggregate call, possibly filtered."""
     if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
         return node.this, node.expression
@@ -111,9 +111,8 @@ def _split(agg: exp.AggFunc, where: exp.Expression | None, first: int) -> tuple[
         counted = _filtered(exp.func("COUNT", agg.this.copy()), where)
         return ([Partial(name, total, "sum"), Partial(count_name, counted, "count")],
                 Slot(this=exp.to_identifier(name), avg=exp.to_identifier(count_name)))
-    if isinstance(agg, _SELF):
-        fn = {exp.Min: "MIN", exp.Max: "MAX", exp.LogicalAnd: "BOOL_AND", exp.LogicalOr: "BOOL_OR"}[type(agg)]
-        return [Partial(name, _filtered(agg.copy(), where), "self", fn)], Slot(this=exp.to_identifier(name))
+    if type(agg) in SELF:
+        return [Partial(name, _filtered(agg.copy(), where), "self", SELF[type(agg)])], Slot(this=exp.to_identifier(name))
     return f"aggregate {agg.sql_name()} is not decomposable"
 
 
@@ -126,7 +125,7 @@ def _distinct_atom(node: exp.Expression, first: int) -> tuple[Partial, DistinctA
         counted, bound, strict = node.expression, node.this, isinstance(node, exp.LT)
     else:
         return None
-    found = _aggregate(counted)
+    found = aggregate_call(counted)
     if found is None or not isinstance(found[0], exp.Count) or not isinstance(found[0].this, exp.Distinct) \
             or len(found[0].this.expressions) != 1:
         return None
@@ -157,7 +156,7 @@ def decompose(tree: exp.Expression) -> Decomposed | str:
     def visit(node: exp.Expression) -> exp.Expression:
         if reason:
             return node
-        found = _aggregate(node)
+        found = aggregate_call(node)
         if found is not None:
             split = _split(found[0], found[1], len(partials))
             if isinstance(split, str):
