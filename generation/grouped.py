@@ -370,10 +370,14 @@ def batched(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[
     params = dict(window_params)
     for i, bound_params in enumerate(own):
         params.update(sides.side_params({**window_params, **bound_params}, i))
-    rendered = ctx.shaped(shape, "batched", lambda: _shaped_combined(ctx, shape, tree, len(members)))
+    months = grouped.month_params(window)  # a month key pre-aggregated joins them (`pre_aggregate`)
+    rendered = ctx.shaped(shape, f"batched {len(months)}",
+                          lambda: _shaped_combined(ctx, shape, tree, len(members), list(months)))
     if rendered is None:
         return None
-    sql, names, ungrouped = rendered
+    sql, names, ungrouped, joins_months = rendered
+    if joins_months:
+        params.update(months)
 
     def split() -> dict[frozenset[str], QueryResult] | None:
         try:
@@ -393,11 +397,12 @@ def batched(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[
     return answers[rule_ids] if answers is not None else None
 
 
-def _shaped_combined(ctx: Context, shape: Shape, tree: exp.Expression,
-                     members: int) -> tuple[str, list[str], bool] | None:
+def _shaped_combined(ctx: Context, shape: Shape, tree: exp.Expression, members: int,
+                     months: list[str]) -> tuple[str, list[str], bool, bool] | None:
     """The combined statement `tree` shaped: its SQL (its distinct counts pre-aggregated when
-    that is faster: `pre_aggregate`), the columns each rule set's rows keep, and whether it is
-    ungrouped; None when the shape does not apply to it."""
+    that is faster: `pre_aggregate`), the columns each rule set's rows keep, whether it is
+    ungrouped, and whether it reads the placeholders `months` (the window's months); None when
+    the shape does not apply to it."""
     try:
         shaped = shape(tree)
     except DibenchError:
@@ -407,7 +412,9 @@ def _shaped_combined(ctx: Context, shape: Shape, tree: exp.Expression,
         return None
     first = columns.index("v0")
     names = [*columns[:first], "value", *columns[first + 3 * members:]]
-    return render(pre_aggregate(ctx, shaped)), names, not outer_select(shaped).args.get("group")
+    fast = pre_aggregate(ctx, shaped, months)
+    joins_months = any(p.name in months for p in fast.find_all(exp.Placeholder))
+    return render(fast), names, not outer_select(shaped).args.get("group"), joins_months
 
 
 # The planner's statistics of a column: its distinct values (negative: a fraction of the rows)
@@ -423,20 +430,16 @@ COLUMN_STATS_SQL = (
 ROWS_PER_VALUE = 50
 
 
-def pre_aggregate(ctx: Context, tree: exp.Expression) -> exp.Expression:
+def pre_aggregate(ctx: Context, tree: exp.Expression, months: list[str]) -> exp.Expression:
     """`tree` with its distinct counts pre-aggregated (sqlops.distinct.pre_aggregated) when their
     column holds at least ROWS_PER_VALUE rows per value by PostgreSQL's statistics (looked up
-    once per column and run) and no key is a time bucket; else `tree` (and when the column's
-    table was never analysed)."""
+    once per column and run), else `tree` (and when the column's table was never analysed). A
+    key that is the time column's month is grouped by the month joined from `months`, the
+    placeholders of the months of the statement's window (sqlops.distinct.Months): every row
+    falls in one when the window's placeholders bound the time column; else such a statement
+    stays as it is."""
     x = distinct.distinct_key(tree)
     if x is None:
-        return tree
-    group = outer_select(tree).args.get("group")
-    time_col = ctx.time(tree)
-    if group is not None and any(c == time_col for k in group.expressions for c in k.find_all(exp.Column)):
-        # PostgreSQL estimates as many months as timestamps, so it would sort the first step's
-        # rows rather than hash them: slower than the original (2.2 s against 1.5 s for a rule
-        # task's monthly cells of agents' tickets at 1M tickets).
         return tree
     table = next((t for t in tree.find_all(exp.Table) if t.alias_or_name == x.table), None)
     schema = (table.db or ctx.ex.schema) if table is not None else None
@@ -453,7 +456,21 @@ def pre_aggregate(ctx: Context, tree: exp.Expression) -> exp.Expression:
 
     if not ctx.ex.remember(("rows per value", schema, table.name, x.name), few_values, pin=True):
         return tree
-    return distinct.pre_aggregated(tree) or tree
+    time_col = ctx.time(tree)
+    group = outer_select(tree).args.get("group")
+    time_keys = [k for k in group.expressions if time_col in k.find_all(exp.Column)] if group is not None else []
+    if not time_keys:
+        return distinct.pre_aggregated(tree) or tree
+    if any(k != month_bucket(time_col) for k in time_keys) or not bounded_by_window(tree, time_col):
+        return tree  # PostgreSQL would sort the first step's rows by a time bucket (sqlops.distinct.Months)
+    return distinct.pre_aggregated(tree, distinct.Months(time_col, tuple(months))) or tree
+
+
+def bounded_by_window(tree: exp.Expression, time_col: exp.Expression) -> bool:
+    """Whether the outer WHERE keeps only rows with `:start_date <= time < :end_date` (both
+    bounds there, and the window's placeholders used for nothing else)."""
+    names = {p.name for p in tree.find_all(exp.Placeholder)}
+    return set(grouped.WINDOW) <= names and grouped.window_only_bounds_time(tree, time_col) is None
 
 
 def _policy_key(ctx: Context) -> tuple[Any, ...]:

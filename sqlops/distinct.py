@@ -29,12 +29,30 @@ Pure functions on copies of the tree.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlglot import exp
 
-from sqlops.grouped import SELF, aggregate_call
+from sqlops.grouped import SELF, aggregate_call, join_months, month_text
+from sqlops.shape import month_bucket
 
 Q = "dibench_q"  # the first step's alias in the outer query
 X = "dx"  # its column holding x
+
+
+@dataclass(frozen=True)
+class Months:
+    """Every month the statement's rows fall in, as placeholders (sqlops.grouped.month_params),
+    and its time column: a key that is the time column's month (`month_bucket`) is grouped by
+    the month joined from that list in the first step (sqlops.grouped.join_months), not by each
+    row's formatted month. PostgreSQL estimates as many months as timestamps, and would sort the
+    first step's rows rather than hash them (a rule task's monthly cells of agents' tickets at 1M
+    tickets: 2.4 s so, 1.0 s by the joined month, 1.8 s in one step). The caller guarantees that
+    the list holds every row's month (a row whose month is not listed would form a group of a
+    NULL month)."""
+
+    time_column: exp.Expression
+    params: tuple[str, ...]
 
 
 def _call(node: exp.Expression) -> tuple[exp.AggFunc, exp.Expression | None] | None:
@@ -118,15 +136,23 @@ def _sees_through(body: exp.Expression, distinct: list[exp.Expression]) -> bool:
     return all(_sees_through(child, distinct) for child in body.iter_expressions())
 
 
-def pre_aggregated(tree: exp.Expression) -> exp.Select | None:
+def pre_aggregated(tree: exp.Expression, months: Months | None = None) -> exp.Select | None:
     """The statement computed in two steps (module docstring): the same columns, names, groups
-    and values; None when `tree` is not one the rewrite sees through."""
+    and values; None when `tree` is not one the rewrite sees through. With `months`, a month key
+    is grouped by the joined month in the first step (`Months`)."""
     plan = _plan(tree)
     if plan is None:
         return None
     x, keys = plan
     inner = tree.copy()
     inner.set("having", None)
+    first_keys = [k.copy() for k in keys]  # what the first step groups by
+    first_values = [k.copy() for k in keys]  # and projects as k<i>
+    if months is not None and any(k == month_bucket(months.time_column) for k in keys):
+        month = join_months(inner, months.time_column, list(months.params))
+        for i, k in enumerate(keys):
+            if k == month_bucket(months.time_column):
+                first_keys[i], first_values[i] = month.copy(), month_text(month)
     key_names = [f"k{i}" for i in range(len(keys))]
     partials: dict[str, exp.Expression] = {}  # SQL -> the first step's column (one per distinct partial)
 
@@ -166,9 +192,9 @@ def pre_aggregated(tree: exp.Expression) -> exp.Select | None:
         projections.append(exp.Alias(this=outer_of(body), alias=name.copy()))
     having = tree.args.get("having")
     outer_having = outer_of(having.this) if having is not None else None
-    inner.set("expressions", [*[exp.alias_(k.copy(), n) for k, n in zip(keys, key_names)],
+    inner.set("expressions", [*[exp.alias_(v, n) for v, n in zip(first_values, key_names)],
                               exp.alias_(x.copy(), X), *partials.values()])
-    inner.set("group", exp.Group(expressions=[*[k.copy() for k in keys], x.copy()]))
+    inner.set("group", exp.Group(expressions=[*first_keys, x.copy()]))
     outer = exp.select(*projections).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(Q))))
     if keys:
         outer.set("group", exp.Group(expressions=[q(n) for n in key_names]))

@@ -260,6 +260,23 @@ def month_params(window: tuple[dt.date, dt.date]) -> dict[str, dt.date]:
     return out
 
 
+def join_months(select: exp.Select, time_col: exp.Expression, months: list[str]) -> exp.Column:
+    """LEFT JOIN `select`'s rows to `(VALUES (:<months[0]>), ...) AS dibench_months(m)` on the
+    first day of the month of `time_col`; the joined month column (NULL for a row whose month
+    is not listed). Grouped by it, PostgreSQL knows there are len(months) months (`cube_query`)."""
+    values = exp.Values(expressions=[exp.Tuple(expressions=[exp.cast(exp.Placeholder(this=m), "DATE")]) for m in months],
+                        alias=exp.TableAlias(this=exp.to_identifier(MONTHS), columns=[exp.to_identifier("m")]))
+    month = exp.column("m", table=MONTHS)
+    start = exp.cast(month_bucket(time_col).args["this"], "DATE")
+    select.append("joins", exp.Join(this=values, side="LEFT", on=exp.EQ(this=month.copy(), expression=start)))
+    return month
+
+
+def month_text(month: exp.Expression) -> exp.Expression:
+    """A joined month as `month_bucket` writes it: YYYY-MM."""
+    return exp.func("TO_CHAR", month.copy(), exp.Literal.string("YYYY-MM"))
+
+
 def cube_query(tree: exp.Expression, cube_sides: list[CubeSide], dims: list[exp.Expression],
                time_col: exp.Expression, months: list[str], params: dict[str, Any] | None = None) -> exp.Expression:
     """The partials of several rule sets and several dimensions of one metric in one scan: the
@@ -280,13 +297,9 @@ def cube_query(tree: exp.Expression, cube_sides: list[CubeSide], dims: list[exp.
     subqueries under different placeholders with equal values share one join."""
     tree = tree.copy()
     select = outer_select(tree)
-    values = exp.Values(expressions=[exp.Tuple(expressions=[exp.cast(exp.Placeholder(this=m), "DATE")]) for m in months],
-                        alias=exp.TableAlias(this=exp.to_identifier(MONTHS), columns=[exp.to_identifier("m")]))
-    month = exp.column("m", table=MONTHS)
-    start = exp.cast(month_bucket(time_col).args["this"], "DATE")
-    select.append("joins", exp.Join(this=values, side="LEFT", on=exp.EQ(this=month.copy(), expression=start)))
+    month = join_months(select, time_col, months)
     projections: list[exp.Expression] = [exp.alias_(d.copy(), f"k{j}") for j, d in enumerate(dims)]
-    projections.append(exp.alias_(exp.func("TO_CHAR", month.copy(), exp.Literal.string("YYYY-MM")), PERIOD))
+    projections.append(exp.alias_(month_text(month), PERIOD))
     if dims:
         projections.append(exp.alias_(exp.func("GROUPING", *[d.copy() for d in dims]), SET))
     for i, side in enumerate(cube_sides):

@@ -488,6 +488,30 @@ def test_distinct_counts_computed_in_two_steps_are_the_same_rows(select: str, wa
     assert sorted(map(repr, got.rows)) == sorted(map(repr, want.rows))  # Decimal('2.50') is not Decimal('2.5')
 
 
+def test_a_monthly_distinct_count_in_two_steps_groups_by_the_joined_month(warehouse: Warehouse) -> None:
+    """A key that is the month of the time column is grouped by the month joined from the list of
+    the window's months in the first step: the same rows, a group per listed month."""
+    from sqlglot import exp
+    from sqlops.distinct import Months, pre_aggregated
+    rows = ("(VALUES (TIMESTAMP '2024-01-03 10:00', 'a', 1), (TIMESTAMP '2024-01-31 23:59:59', 'a', 2), "
+            "(TIMESTAMP '2024-02-01 00:00', 'a', 1), (TIMESTAMP '2024-02-11 08:00', 'b', NULL), "
+            "(TIMESTAMP '2024-03-30 12:00', 'b', 2), (TIMESTAMP '2023-12-31 23:00', 'a', 3)) AS o(t, g, agent)")
+    from sqlops.shape import group_by, month_bucket
+    t = exp.column("t", table="o")
+    metric = parse(f"SELECT COUNT(*) * 1.0 / NULLIF(COUNT(DISTINCT o.agent), 0) AS value FROM {rows} "
+                   "WHERE o.t >= :start_date AND o.t < :end_date", where="test")
+    tree = group_by(group_by(metric, exp.column("g", table="o"), alias="g"), month_bucket(t), alias="period")
+    window = (dt.date(2024, 1, 1), dt.date(2024, 4, 1))
+    months = grouped.month_params(window)
+    two_steps = pre_aggregated(tree, Months(t, tuple(months)))
+    assert two_steps is not None and "GROUP BY o.g, dibench_months.m, o.agent" in render(two_steps)
+    params = {"start_date": window[0], "end_date": window[1]}
+    want = warehouse.execute_readonly(render(tree), params, exact=True)
+    got = warehouse.execute_readonly(render(two_steps), {**params, **months}, exact=True)
+    assert got.columns == want.columns and len(want.rows) == 4
+    assert sorted(map(repr, got.rows)) == sorted(map(repr, want.rows))
+
+
 @pytest.mark.parametrize("sql", [
     "SELECT o.g, SUM(o.n) / COUNT(DISTINCT o.agent) AS value FROM s.o o GROUP BY o.g",  # a sum: its type is unknown
     "SELECT AVG(o.n) + COUNT(DISTINCT o.agent) AS value FROM s.o o",
