@@ -425,8 +425,9 @@ COLUMN_STATS_SQL = (
     "JOIN pg_catalog.pg_class AS c ON c.relnamespace = n.oid AND c.relname = s.tablename "
     "WHERE s.schemaname = :schema AND s.tablename = :table AND s.attname = :column"
 )
-# Pre-aggregation pays from about this many rows per distinct value (sqlops/distinct.py): 2x
-# faster at 200 (agents of tickets), slower at 8 (customers of tickets) and at 1.
+# Pre-aggregation pays from about this many rows per distinct value (sqlops/distinct.py): faster
+# at 210 (agents of tickets: 1.8 s -> 1.0 s), slower at 8 (customers of tickets: 0.86 s -> 0.93
+# s) and at 1 (tickets: 0.43 s -> 0.74 s).
 ROWS_PER_VALUE = 50
 
 
