@@ -154,10 +154,9 @@ def pair_sets(ctx: Context) -> list[frozenset[str]]:
     """What a rule task's variants ask for beyond `rule_sets`: the policy without its featured
     rule and one other (the answer with the featured rule lifted, one more rule excluded); none
     with fewer than three rules (the policy without two of two is the no-rule set)."""
-    policy = frozenset(r.id for r in ctx.skeleton.policy)
-    if ctx.featured is None or ctx.featured not in policy or len(policy) < 3:
+    if ctx.featured is None or all(r.id != ctx.featured for r in ctx.skeleton.policy):
         return []
-    return [policy - {ctx.featured, r} for r in sorted(policy - {ctx.featured})]
+    return [s for s in every_pair(ctx) if ctx.featured not in s]
 
 
 def cube(ctx: Context) -> dict[CubeKey, Partials | str]:

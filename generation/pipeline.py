@@ -263,6 +263,8 @@ def migrate(graph: Graph, domain: str, run_key: str) -> int:
                     props={"domain": domain, "gold_version": GOLD_VERSION, "retired": retired, "run": run_key,
                            "reason": reason, "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
     return retired
+
+
 def plan_selection(graph: Graph, run_key: str, candidates: list[Skeleton], target: int, seed: int,
                    costs: dict[str, int] | None = None) -> list[str]:
     """MMR selection plus coverage, planned in the run; the planned keys in order."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from sqlops.grouped import SELF, aggregate_call, join_months, month_text
+from sqlops.grouped import SELF, aggregate_call, distinct_arg, join_months, month_text
 from sqlops.shape import month_bucket
 
 Q = "dibench_q"  # the first step's alias in the outer query
@@ -62,12 +62,6 @@ def _call(node: exp.Expression) -> tuple[exp.AggFunc, exp.Expression | None] | N
     if found is None or found[1] is None:
         return found
     return found[0], found[1].this if isinstance(found[1], exp.Where) else found[1]
-
-
-def _distinct_arg(agg: exp.AggFunc) -> exp.Expression | None:
-    if isinstance(agg, exp.Count) and isinstance(agg.this, exp.Distinct) and len(agg.this.expressions) == 1:
-        return agg.this.expressions[0]
-    return None
 
 
 def distinct_key(tree: exp.Expression) -> exp.Column | None:
@@ -125,7 +119,7 @@ def _sees_through(body: exp.Expression, distinct: list[exp.Expression]) -> bool:
         agg, where = found
         if where is not None and where.find(exp.AggFunc, exp.Subquery, exp.Window) is not None:
             return False
-        x = _distinct_arg(agg)
+        x = distinct_arg(agg)
         if x is not None:
             distinct.append(x)
             return True
@@ -169,7 +163,7 @@ def pre_aggregated(tree: exp.Expression, months: Months | None = None) -> exp.Se
         if found is None:
             return node
         agg, where = found
-        if _distinct_arg(agg) is not None:
+        if distinct_arg(agg) is not None:
             # The rows of the group that pass w; x is the group's own value.
             rows = exp.func("COUNT", exp.Star())
             passing = partial(exp.Filter(this=rows, expression=exp.Where(this=where.copy())) if where is not None else rows)

@@ -116,6 +116,13 @@ def _split(agg: exp.AggFunc, where: exp.Expression | None, first: int) -> tuple[
     return f"aggregate {agg.sql_name()} is not decomposable"
 
 
+def distinct_arg(agg: exp.AggFunc) -> exp.Expression | None:
+    """x when `agg` is `COUNT(DISTINCT x)` of one expression, else None."""
+    if isinstance(agg, exp.Count) and isinstance(agg.this, exp.Distinct) and len(agg.this.expressions) == 1:
+        return agg.this.expressions[0]
+    return None
+
+
 def _distinct_atom(node: exp.Expression, first: int) -> tuple[Partial, DistinctAtom] | None:
     """`COUNT(DISTINCT x) >= k` or `> k` (either way round), k a placeholder or a number: the
     per-cell distinct count as a partial and the atom standing for the comparison."""
@@ -126,8 +133,7 @@ def _distinct_atom(node: exp.Expression, first: int) -> tuple[Partial, DistinctA
     else:
         return None
     found = aggregate_call(counted)
-    if found is None or not isinstance(found[0], exp.Count) or not isinstance(found[0].this, exp.Distinct) \
-            or len(found[0].this.expressions) != 1:
+    if found is None or distinct_arg(found[0]) is None:
         return None
     if not (isinstance(bound, exp.Placeholder) or (isinstance(bound, exp.Literal) and bound.is_number)):
         return None
