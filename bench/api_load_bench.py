@@ -84,7 +84,7 @@ def cpu_seconds(pid: int) -> float:
 def metric_ids(domain: str) -> list[str]:
     """The metric ids of a built-in domain's pack (the graph holds them after `dibench demo`)."""
     sys.path.insert(0, str(REPO))
-    from ingest.pack import load_pack
+    from dibench.core.pack import load_pack
 
     return sorted(m.id for m in load_pack(domain).metrics)
 

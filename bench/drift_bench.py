@@ -27,17 +27,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from generation_bench import copy_pack, loaded_rows  # type: ignore[import-not-found]
 from sqlalchemy import text
 
-from generation.pipeline import generate
-from generation_bench import copy_pack, loaded_rows  # type: ignore[import-not-found]
-from ingest.database import load_database
-from ingest.drift import DriftPlan, run_drift
-from ingest.pack import Pack, load_pack, resolve_pack_path
-from ingest.pipeline import ingest_pack
-from service.config import REPO_ROOT, get_settings
-from service.graph import Graph, apply_schema, delete_domain
-from service.warehouse import Warehouse
+from dibench.core.config import REPO_ROOT, get_settings
+from dibench.core.pack import Pack, load_pack, resolve_pack_path
+from dibench.generation.pipeline import generate
+from dibench.ingest.database import load_database
+from dibench.ingest.pipeline import ingest_pack
+from dibench.service.drift import DriftPlan, run_drift
+from dibench.stores.graph import Graph, apply_schema, delete_domain
+from dibench.stores.warehouse import Warehouse
 
 RESULTS = REPO_ROOT / "bench" / "results" / "drift.json"
 T = TypeVar("T")

@@ -29,7 +29,7 @@ Reported per configuration:
 - write retries: graph transactions the Neo4j driver ran again after a transient error, by
   error code, in the driver and all workers; deadlocks are the DeadlockDetected ones;
 - tasks/s and the speed-up over the 1-worker run on the same path (2w over 1w, 2w-serial over
-  1w-serial, 2w-legacy over 1w-legacy; issue 15: 2 workers >= 1.6x), blank without that run.
+  1w-serial, 2w-legacy over 1w-legacy; target: 2 workers >= 1.6x), blank without that run.
 Results: a table on stdout and `bench/results/generation.json`.
 """
 from __future__ import annotations
@@ -53,15 +53,15 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlglot import exp
 
-from generation.pipeline import generate
-from ingest.database import load_database
-from ingest.pack import Pack, load_pack, resolve_pack_path, split_front_matter
-from ingest.pipeline import ingest_pack
-from service.config import REPO_ROOT, get_settings
-from service.graph import Graph, apply_schema, delete_domain
-from service.errors import WarehouseError
-from service.warehouse import Warehouse
-from sqlops.dialect import DIALECT, parse, parse_expression, render
+from dibench.core.config import REPO_ROOT, get_settings
+from dibench.core.errors import WarehouseError
+from dibench.core.pack import Pack, load_pack, resolve_pack_path, split_front_matter
+from dibench.generation.pipeline import generate
+from dibench.ingest.database import load_database
+from dibench.ingest.pipeline import ingest_pack
+from dibench.sqlops.dialect import DIALECT, parse, parse_expression, render
+from dibench.stores.graph import Graph, apply_schema, delete_domain
+from dibench.stores.warehouse import Warehouse
 
 RESULTS = REPO_ROOT / "bench" / "results" / "generation.json"
 TARGET_RATIO = 1.25

@@ -27,12 +27,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ingest.pipeline import modifies_by_rule, write_batched as write_batched_step
-from ingest.keys import dimension_key, metric_key, row, rule_key, rule_version_key, table_key
-from service import local
-from service.config import get_settings
-from service.graph import Graph, Tx, add_counters, apply_schema, batched, delete_domain, get_graph
-from service.queries import graph_stats, rules_for
+from dibench.core.config import get_settings
+from dibench.core.keys import dimension_key, metric_key, row, rule_key, rule_version_key, table_key
+from dibench.ingest.pipeline import modifies_by_rule, write_batched as write_batched_step
+from dibench.service.queries import graph_stats, rules_for
+from dibench.stores import local
+from dibench.stores.graph import Graph, Tx, add_counters, apply_schema, batched, delete_domain, get_graph
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ingest.json"
 DOMAIN, ROW_DOMAIN, TX_DOMAIN, WARM_DOMAIN = "bench_synth", "bench_synth_row", "bench_synth_tx", "bench_synth_warm"

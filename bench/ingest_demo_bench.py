@@ -1,5 +1,5 @@
 """Ingest benchmark: `dibench ingest` of the demo pack at scale, counterfactual edge verification
-included (issue 15 target: <= 60 s at 1M tickets), and with `--compare-legacy` the verification
+included (target: <= 60 s at 1M tickets), and with `--compare-legacy` the verification
 alone on the grouped plan against one statement per slice (DIBENCH_GROUPED_PLAN=0), checking that
 both verify the same edges on the same slices.
 
@@ -29,13 +29,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.generation_bench import copy_pack, legacy_plan, loaded_rows, sql_clock  # noqa: E402
-from ingest.database import load_database  # noqa: E402
-from ingest.pack import Pack, load_pack, resolve_pack_path  # noqa: E402
-from ingest.pipeline import ingest_pack  # noqa: E402
-from ingest.rules import plan_rules  # noqa: E402
-from service.config import REPO_ROOT  # noqa: E402
-from service.graph import Graph, apply_schema, delete_domain  # noqa: E402
-from service.warehouse import Warehouse  # noqa: E402
+from dibench.ingest.database import load_database
+from dibench.core.pack import Pack, load_pack, resolve_pack_path
+from dibench.ingest.pipeline import ingest_pack
+from dibench.ingest.rules import plan_rules
+from dibench.core.config import REPO_ROOT
+from dibench.stores.graph import Graph, apply_schema, delete_domain
+from dibench.stores.warehouse import Warehouse
 
 RESULTS = REPO_ROOT / "bench" / "results" / "ingest_demo.json"
 TARGET_S = 60.0

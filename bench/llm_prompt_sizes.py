@@ -1,6 +1,6 @@
 """Prompt sizes of the LLM stages on an ingested, generated domain: before (commit 50b24a9, whole
 catalog with SQL in every extraction prompt, no shape example) and now. Tokens are estimated as
-characters / 4 (service.llm.estimate_tokens), the same estimate the bounded prompts use.
+characters / 4 (stores.llm.estimate_tokens), the same estimate the bounded prompts use.
 
 Extraction is measured on every rule document as if it had no effects: its prompt is built with
 the candidate metrics the graph gives (ingest/extract.py), and `targeted` counts the document's
@@ -16,17 +16,17 @@ import statistics
 import sys
 from typing import Any
 
-from evaluation.tasks import load_tasks
-from generation.questions import PHRASE_SYSTEM, PhrasedQuestion, fitting_documents
-from generation.validation import JUDGE_SYSTEM, JudgeVerdict
-from ingest.database import schema_columns
-from ingest.extract import EXAMPLE, bounded_prompt
-from ingest.pack import Pack, load_pack
-from service.config import get_settings
-from service.graph import get_graph
-from service.llm import estimate_tokens, shape_text
-from service.models import LLMEffects
-from service.warehouse import get_warehouse
+from dibench.core.config import get_settings
+from dibench.core.models import LLMEffects
+from dibench.core.pack import Pack, load_pack
+from dibench.evaluation.tasks import load_tasks
+from dibench.generation.questions import PHRASE_SYSTEM, PhrasedQuestion, fitting_documents
+from dibench.generation.validation import JUDGE_SYSTEM, JudgeVerdict
+from dibench.ingest.extract import EXAMPLE, bounded_prompt
+from dibench.stores.graph import get_graph
+from dibench.stores.llm import estimate_tokens, shape_text
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.warehouse import get_warehouse
 
 # The extraction prompt as it was: the whole catalog, indented JSON, in every document's prompt.
 OLD_EXTRACT_SYSTEM_CHARS = 717  # len() of the old SYSTEM string (see git show 50b24a9:ingest/extract.py)

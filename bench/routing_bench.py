@@ -1,4 +1,4 @@
-"""Routing benchmark on a Spider-style release: the figures of issue 14's closing note, in one run.
+"""Routing benchmark on a Spider-style release: the routing figures, in one run.
 
     .venv/bin/python bench/routing_bench.py                        # ../shared/data/spider, 815 contracts
     .venv/bin/python bench/routing_bench.py --path /data/spider --n 200 --keep
@@ -20,18 +20,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from routing.catalog_store import delete_catalog
-from routing.evaluate import EvalResult, evaluate
-from routing.ingest import ingest_sqlite_folder
-from routing.models import Contract, SourceUnit
-from routing.pipeline import load_eval, run_generate
-from routing.routers.layout import LayoutRouter
-from routing.routers.lexical import LexicalRouter
-from routing.routers.oracle import OracleRouter
-from routing.routers.random_router import RandomRouter
-from routing.task_store import base_unit_id
-from service.config import get_settings
-from service.graph import apply_schema, get_graph
+from dibench.core.config import get_settings
+from dibench.routing.catalog_store import delete_catalog
+from dibench.routing.evaluate import EvalResult, evaluate
+from dibench.routing.ingest import ingest_sqlite_folder
+from dibench.routing.models import Contract, SourceUnit
+from dibench.routing.pipeline import load_eval, run_generate
+from dibench.routing.routers.layout import LayoutRouter
+from dibench.routing.routers.lexical import LexicalRouter
+from dibench.routing.routers.oracle import OracleRouter
+from dibench.routing.routers.random_router import RandomRouter
+from dibench.routing.task_store import base_unit_id
+from dibench.stores.graph import apply_schema, get_graph
 
 
 def question_share(contracts: list[Contract], units: list[SourceUnit]) -> dict[str, Any]:

@@ -37,17 +37,18 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # the pack's loader lives in tests/fixtures/minipack
 
-from generation.pipeline import create_run, plan_rows  # noqa: E402
-from generation.skeletons import enumerate_skeletons  # noqa: E402
-from generation.workers import work  # noqa: E402
-from ingest.database import load_database, schema_columns  # noqa: E402
-from ingest.pack import load_pack  # noqa: E402
-from ingest.pipeline import ingest_pack  # noqa: E402
-from ingest.update import load_document, plan_update  # noqa: E402
-from ingest.update_write import run_update  # noqa: E402
-from service.graph import apply_schema, delete_domain, get_graph  # noqa: E402
-from service.queries import graph_stats  # noqa: E402
-from service.warehouse import get_warehouse  # noqa: E402
+from dibench.generation.pipeline import create_run, plan_rows
+from dibench.generation.skeletons import enumerate_skeletons
+from dibench.generation.workers import work
+from dibench.ingest.database import load_database
+from dibench.stores.pack_data import schema_columns
+from dibench.core.pack import load_pack
+from dibench.ingest.pipeline import ingest_pack
+from dibench.service.update import load_document, plan_update
+from dibench.service.update_write import run_update
+from dibench.stores.graph import apply_schema, delete_domain, get_graph
+from dibench.service.queries import graph_stats
+from dibench.stores.warehouse import get_warehouse
 
 DOMAIN = "bench_upd"
 RESULTS = REPO / "bench" / "results" / "update.json"

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from service.errors import DibenchError, PackErrors
+from dibench.core.errors import DibenchError, PackErrors
 
 F = TypeVar("F", bound=Callable[..., Any])
 console = Console()
@@ -49,21 +49,6 @@ def handle_errors(func: F) -> F:
 
 def print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
-
-
-def click_errors(func: F) -> F:
-    """A DibenchError becomes one click error line (with its hint); `--debug` keeps the traceback."""
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except DibenchError as exc:
-            if click.get_current_context().find_root().params.get("debug"):
-                raise
-            hint = f" (hint: {exc.hint})" if exc.hint else ""
-            raise click.ClickException(f"{exc}{hint}") from exc
-
-    return wrapper  # type: ignore[return-value]
 
 
 def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:

@@ -1,5 +1,5 @@
 """`dibench score`, `eval`, `ablation` and `report`: thin click layers over evaluation.scoring,
-evaluation.harness, evaluation.ablation and evaluation.report.
+evaluation.harness, evaluation.ablation and service.report.
 
 Registered on `cli.main.main` by cli/main.py; imports only cli.common and the evaluation stages
 (never another command module).
@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cli.common import console, err_console, handle_errors, print_json, print_table
-from evaluation.reporting_tables import bucket_rows
-from evaluation.scoring import Report, load_answers, load_tasks, score_run
+from dibench.cli.common import console, err_console, handle_errors, print_json, print_table
+from dibench.evaluation.reporting_tables import bucket_rows
+from dibench.evaluation.scoring import Report
+from dibench.service import library
 
 if TYPE_CHECKING:
-    from evaluation.agents.llm import Budget
+    from dibench.evaluation.agents.llm import Budget
 
 
 @click.command("score")
@@ -37,7 +38,7 @@ def score(tasks: Path, answers: Path, as_json: bool, output: Path | None) -> Non
 
 
 def _score(tasks: Path, answers: Path, as_json: bool, output: Path | None) -> None:
-    report = score_run(load_tasks(tasks), load_answers(answers))
+    report = library.score(tasks, answers)
     data = report.model_dump(mode="json")
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -93,7 +94,7 @@ def eval_cmd(agent_name: str, domain: str, run_key: str | None, variants: tuple[
     Writes tasks.jsonl, answers.jsonl ({task_id, answer} per line), trace.jsonl (turns, tool calls,
     tokens, messages), score.json and summary.json, then prints accuracy tables.
     """
-    from evaluation.agents.llm import Budget
+    from dibench.evaluation.agents.llm import Budget
 
     handle_errors(_eval)(agent_name, domain, run_key, variants, limit, max_turns, out_dir, as_json,
                          Budget(max_turns, max_tokens, max_seconds))
@@ -101,9 +102,9 @@ def eval_cmd(agent_name: str, domain: str, run_key: str | None, variants: tuple[
 
 def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
           max_turns: int, out_dir: Path | None, as_json: bool, budget: Budget | None = None) -> None:
-    from evaluation.harness import evaluate
-    from service.graph import get_graph
-    from service.warehouse import get_warehouse
+    from dibench.evaluation.harness import evaluate
+    from dibench.stores.graph import get_graph
+    from dibench.stores.warehouse import get_warehouse
 
     out = out_dir or Path("out") / "eval" / domain / agent_name
     with err_console.status(f"{agent_name} on {domain}") as status:
@@ -124,7 +125,7 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
 
 def print_eval_tables(report: Report) -> None:
     """Aggregates only (the per-task verdicts are in score.json): overall, tiers, variants, types, failures."""
-    from evaluation.ablation import variant_rows
+    from dibench.evaluation.ablation import variant_rows
 
     columns = ["tasks", "passed", "accuracy %"]
     print_table("overall", ["", *columns], bucket_rows({"all": report.overall}))
@@ -158,9 +159,9 @@ def ablation_pairing(domain: str, run_key: str | None, seed: int, include_reject
 
 def _ablation_pairing(domain: str, run_key: str | None, seed: int, include_rejected: bool, output: Path | None,
                       as_json: bool) -> None:
-    from evaluation.ablation import pairing_ablation
-    from service.graph import get_graph
-    from service.warehouse import get_warehouse
+    from dibench.evaluation.ablation import pairing_ablation
+    from dibench.stores.graph import get_graph
+    from dibench.stores.warehouse import get_warehouse
 
     with console.status(f"pairing ablation on {domain}"):
         rep = pairing_ablation(get_graph(), get_warehouse(), domain, seed=seed, run=run_key,
@@ -191,8 +192,8 @@ def ablation_variants(results: tuple[Path, ...]) -> None:
 
 
 def _ablation_variants(results: tuple[Path, ...]) -> None:
-    from evaluation.ablation import variant_rows
-    from evaluation.report import find_runs
+    from dibench.evaluation.ablation import variant_rows
+    from dibench.service.report import find_runs
 
     for run in find_runs(list(results)):
         print_table(f"{run.label}: rule tasks by variant", ["variant", "tasks", "passed", "accuracy %"],
@@ -216,8 +217,8 @@ def report_cmd(domains: tuple[str, ...], results: tuple[Path, ...], ablations: t
 
 
 def _report(domains: tuple[str, ...], results: tuple[Path, ...], ablations: tuple[Path, ...], output: Path) -> None:
-    from evaluation.report import write_report
-    from service.graph import get_graph
+    from dibench.service.report import write_report
+    from dibench.stores.graph import get_graph
 
     data = write_report(get_graph(), output, domains=domains, results=results, ablations=ablations)
     click.echo(f"wrote {output}: {len(data.domains)} domain(s), {len(data.runs)} evaluation run(s), "

@@ -12,12 +12,14 @@ from typing import Any
 
 import click
 
-from cli.common import console, err_console, handle_errors, print_json, print_table
-from service.config import get_settings
-from service.errors import PackErrors
+from dibench import __version__
+from dibench.cli.common import console, err_console, handle_errors, print_json, print_table
+from dibench.core.config import get_settings
+from dibench.core.errors import PackErrors
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="dibench")
 @click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
 def main(debug: bool) -> None:
     """dibench: verifiable benchmarks for enterprise data agents, built from an artifact linkage graph."""
@@ -39,7 +41,7 @@ def _print_status(statuses: Any) -> None:
 @handle_errors
 def services_up() -> None:
     """Start both servers (idempotent) and wait until each answers a real query."""
-    from service import local
+    from dibench.stores import local
 
     _print_status(local.up(get_settings()))
 
@@ -48,7 +50,7 @@ def services_up() -> None:
 @handle_errors
 def services_down() -> None:
     """Stop both servers cleanly."""
-    from service import local
+    from dibench.stores import local
 
     local.down(get_settings())
     click.echo("services stopped")
@@ -58,7 +60,7 @@ def services_down() -> None:
 @handle_errors
 def services_status() -> None:
     """Report whether each server is running and answering."""
-    from service import local
+    from dibench.stores import local
 
     _print_status(local.status(get_settings()))
 
@@ -73,7 +75,7 @@ def domain() -> None:
 @handle_errors
 def domain_list() -> None:
     """List the built-in domain packs."""
-    from ingest.pack import DOMAINS_DIR, load_pack
+    from dibench.core.pack import DOMAINS_DIR, load_pack
 
     rows = []
     for p in sorted(DOMAINS_DIR.glob("*/pack.yaml")):
@@ -94,9 +96,9 @@ def domain_list() -> None:
 @handle_errors
 def domain_load(pack: str, size: int | None, seed: int | None, source_path: str | None) -> None:
     """Build or load PACK's database into PostgreSQL (replaces the pack's schema)."""
-    from ingest.database import load_database
-    from ingest.pack import load_pack
-    from service.warehouse import get_warehouse
+    from dibench.ingest.database import load_database
+    from dibench.core.pack import load_pack
+    from dibench.stores.warehouse import get_warehouse
 
     pk = load_pack(pack)
     report = load_database(pk, get_warehouse(), size=size, seed=seed, path=source_path)
@@ -109,8 +111,8 @@ def domain_load(pack: str, size: int | None, seed: int | None, source_path: str 
 @handle_errors
 def domain_validate(path: str, offline: bool) -> None:
     """Check a pack: file schemas, SQL templates, references. One line per problem."""
-    from ingest.validate import validate_pack
-    from service.warehouse import get_warehouse
+    from dibench.ingest.validate import validate_pack
+    from dibench.stores.warehouse import get_warehouse
 
     pack, problems = validate_pack(path, None if offline else get_warehouse())
     for p in problems:
@@ -129,9 +131,9 @@ def domain_validate(path: str, offline: bool) -> None:
 @handle_errors
 def domain_check_rules(pack: str, as_json: bool) -> None:
     """Execute base vs rule-modified SQL for every effect of PACK and show which change an answer."""
-    from ingest.pack import load_pack
-    from ingest.verify import verify_effect
-    from service.warehouse import get_warehouse
+    from dibench.core.pack import load_pack
+    from dibench.ingest.verify import verify_effect
+    from dibench.stores.warehouse import get_warehouse
 
     pk = load_pack(pack)
     wh = get_warehouse()
@@ -161,8 +163,9 @@ def domain_check(pack: str, as_json: bool) -> None:
     Also lists, one line each with the CREATE INDEX to run, the time and dimension columns the
     metrics filter on that no index leads with, on tables of 10,000 rows or more (advice only:
     the exit status does not depend on it, and dibench never creates them itself)."""
-    from ingest.domain_check import check_domain
-    from ingest.pack import load_pack, warehouse_for
+    from dibench.ingest.domain_check import check_domain
+    from dibench.core.pack import load_pack
+    from dibench.stores.pack_data import warehouse_for
 
     pk = load_pack(pack)
     report = check_domain(pk, warehouse_for(pk))
@@ -196,8 +199,8 @@ def domain_unlock(name: str, force: bool) -> None:
     live lease is refused: --force releases it anyway, which is safe only when its holder is
     not writing (e.g. it ran on a machine that is gone), since two writers of one domain can
     write the same edge twice."""
-    from ingest.lease import unlock
-    from service.graph import get_graph
+    from dibench.stores.lease import unlock
+    from dibench.stores.graph import get_graph
 
     state = unlock(get_graph(), name, force=force)
     if state is None:
@@ -217,9 +220,9 @@ def domain_remove(name: str, data: bool, yes: bool) -> None:
     and task versions, runs, skeletons, update records and write lease. With --data, also drop
     its PostgreSQL schema (refused when another domain reads the same schema). Other domains
     are not touched."""
-    from ingest.remove import plan_removal, remove_domain
-    from service.graph import get_graph
-    from service.warehouse import get_warehouse
+    from dibench.service.remove import plan_removal, remove_domain
+    from dibench.stores.graph import get_graph
+    from dibench.stores.warehouse import get_warehouse
 
     graph, wh = get_graph(), get_warehouse()
     plan = plan_removal(graph, wh, name, data)
@@ -244,18 +247,13 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | N
     is written in one transaction, all or nothing. A larger one goes in concurrent batch
     transactions (DIBENCH_WRITE_BATCH rows each, DIBENCH_WRITE_WORKERS at a time), each all or
     nothing; after a failure, running the ingest again completes it."""
-    from ingest.pack import load_pack, warehouse_for
-    from ingest.pipeline import ingest_pack
-    from service.graph import apply_schema, get_graph
-    from service.llm import configured_model, session
-    from service.warehouse import get_warehouse
+    from dibench.service import library
+    from dibench.stores.llm import session
 
     llm_options(max_llm_calls)
-    pk = load_pack(pack)
-    graph = get_graph()
-    apply_schema(graph)
+    pk = library.load_pack(pack)
     with console.status(f"ingesting {pk.name}: schema, catalog, rules, counterfactual verification"):
-        report = ingest_pack(pk, graph, warehouse_for(pk), configured_model(), verify=not no_verify)
+        report = library.ingest_pack(pk, verify=not no_verify)
     if as_json:
         print_json({**report.as_dict(), "llm": session().as_dict()})
     else:
@@ -291,8 +289,8 @@ def graph() -> None:
 @handle_errors
 def graph_stats_cmd(domain: str | None, as_json: bool) -> None:
     """Node and edge counts by type."""
-    from service.graph import get_graph
-    from service.queries import graph_stats
+    from dibench.stores.graph import get_graph
+    from dibench.service.queries import graph_stats
 
     stats = graph_stats(get_graph(), domain)
     if as_json:
@@ -313,12 +311,12 @@ def graph_stats_cmd(domain: str | None, as_json: bool) -> None:
 def rules_for_cmd(metric_id: str, domain: str | None, with_tasks: bool, as_json: bool) -> None:
     """Which rules affect METRIC_ID: direct edges, composite paths, applicability, verification, version,
     and each rule's place in the metric's policy (the rules its gold answers apply)."""
-    from service.graph import get_graph
-    from service.queries import rules_for
+    from dibench.stores.graph import get_graph
+    from dibench.service.queries import rules_for
 
     rows = rules_for(get_graph(), metric_id, domain)
     if with_tasks:
-        from service.queries import tasks_for_rules
+        from dibench.service.queries import tasks_for_rules
 
         tasks = tasks_for_rules(get_graph(), metric_id, domain, [r["rule_id"] for r in rows])
         for r in rows:
@@ -332,7 +330,7 @@ def rules_for_cmd(metric_id: str, domain: str | None, with_tasks: bool, as_json:
                   ", ".join(f"{a['dimension']}={a['value']}" for a in r["applies_when"]) or "-",
                   (r["operation"] or {}).get("op", "multi") if isinstance(r["operation"], dict) else "multi"]
                  + ([len(r.get("tasks", []))] if with_tasks else []) for r in rows])
-    from service.queries import policy_summary
+    from dibench.service.queries import policy_summary
 
     pol = policy_summary(get_graph(), metric_id, domain)
     click.echo(f"policy of {metric_id} (what gold answers apply): {', '.join(pol['rules']) or 'no rule'}"
@@ -396,22 +394,19 @@ JUDGE_OPTION = click.option(
 
 def _generate(pack_name: str, target: int, seed: int, workers: int, min_per_type: int, as_json: bool,
               resume: str | None = None, new: bool = False) -> None:
-    from generation.pipeline import generate
-    from ingest.pack import load_pack
-    from service.graph import apply_schema, get_graph
-
-    pk = load_pack(pack_name)
-    graph = get_graph()
-    apply_schema(graph)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from dibench.service import library
+
+    pk = library.load_pack(pack_name)
 
     # With --json, stdout carries the JSON alone: progress goes to stderr.
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console if as_json else console) as bar:
         job = bar.add_task(f"{pk.name}: skeletons", total=None)
-        summary = generate(pk, graph, target=target, seed=seed, workers=workers, min_per_type=min_per_type,
-                           progress=bar.console.log, resume=resume, new=new,
-                           counter=lambda done, total: bar.update(job, completed=done, total=total))
+        summary = library.generate(pk, target=target, seed=seed, workers=workers, min_per_type=min_per_type,
+                                   progress=bar.console.log, resume=resume, new=new,
+                                   counter=lambda done, total: bar.update(job, completed=done, total=total))
     if as_json:
         print_json(summary.as_dict())
     else:
@@ -464,7 +459,7 @@ def worker_cmd(run: str, pack_path: str | None, worker_id: str | None, max_skele
     Start it on any machine that reaches the same Neo4j and PostgreSQL: skeletons are claimed
     under a lease in the graph, so every worker takes different ones, and a worker that dies
     leaves its claims to the others once the lease expires. Prints what it did as JSON."""
-    from generation.workers import join
+    from dibench.generation.workers import join
 
     stats = join(run, pack_path, worker_id, max_skeletons=max_skeletons)
     print_json({k: stats[k] for k in ("worker", "skeletons", "admitted_rows", "statements", "write_retries")}
@@ -482,29 +477,25 @@ def worker_cmd(run: str, pack_path: str | None, worker_id: str | None, max_skele
 def demo_cmd(domain_name: str, size: int | None, target: int | None, min_per_type: int | None, seed: int,
              workers: int) -> None:
     """End to end: services up, load the domain, ingest it, generate tasks, print a summary."""
-    from ingest.database import load_database
-    from ingest.pack import load_pack
-    from ingest.pipeline import ingest_pack
-    from service import local
-    from service.graph import apply_schema, get_graph
-    from service.llm import configured_model
-    from service.warehouse import get_warehouse
+    from dibench.ingest.database import load_database
+    from dibench.service import library
+    from dibench.service.queries import graph_stats
+    from dibench.stores import local
+    from dibench.stores.graph import get_graph
+    from dibench.stores.warehouse import get_warehouse
 
     console.rule("1/4 services")
     _print_status(local.up(get_settings()))
-    pk = load_pack(domain_name)
+    pk = library.load_pack(domain_name)
     console.rule(f"2/4 load {pk.name}")
     with console.status(f"loading {pk.name} into PostgreSQL"):
         report = load_database(pk, get_warehouse(), size=size, seed=seed if domain_name == "demo" else None)
     click.echo(json.dumps(report, default=str))
     console.rule("3/4 ingest")
     graph = get_graph()
-    apply_schema(graph)
     with console.status("building the artifact linkage graph"):
-        ing = ingest_pack(pk, graph, get_warehouse(), configured_model())
+        ing = library.ingest_pack(pk, graph=graph, warehouse=get_warehouse())
     click.echo(f"rule -> metric edges verified {ing.verified}, unverified {ing.unverified}")
-    from service.queries import graph_stats
-
     stats = graph_stats(graph, pk.name)
     click.echo(f"graph: {sum(stats['nodes'].values())} nodes, {sum(stats['edges'].values())} edges")
     console.rule("4/4 generate")
@@ -560,11 +551,11 @@ def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run:
     budget, judge switch, reply cache and fidelity check); a failed model call retires that task
     with the reason, and running the update again re-derives it."""
     llm_options(max_llm_calls, judge)
-    from ingest.update import load_document, plan_update
-    from ingest.update_write import run_update
-    from service.graph import apply_schema, get_graph
-    from service.llm import configured_model
-    from service.warehouse import get_warehouse
+    from dibench.service.update import load_document, plan_update
+    from dibench.service.update_write import run_update
+    from dibench.stores.graph import apply_schema, get_graph
+    from dibench.stores.llm import configured_model
+    from dibench.stores.warehouse import get_warehouse
 
     graph = get_graph()
     apply_schema(graph)
@@ -596,12 +587,12 @@ def remove_rule_cmd(rule_id: str, domain: str | None, pack_path: str | None, as_
     """Handle a deleted rule document: remove its edges, keep its versions, re-derive every task on
     a metric it modified under the policy without it (tasks featuring it are retired)."""
     llm_options(max_llm_calls, judge)
-    from ingest.pack import DOMAINS_DIR, load_pack
-    from ingest.update import plan_remove, resolve_rule
-    from ingest.update_write import run_update
-    from service.graph import get_graph
-    from service.llm import configured_model
-    from service.warehouse import get_warehouse
+    from dibench.core.pack import DOMAINS_DIR, load_pack
+    from dibench.service.update import plan_remove, resolve_rule
+    from dibench.service.update_write import run_update
+    from dibench.stores.graph import get_graph
+    from dibench.stores.llm import configured_model
+    from dibench.stores.warehouse import get_warehouse
 
     graph = get_graph()
     dom = resolve_rule(graph, rule_id, domain)
@@ -626,8 +617,8 @@ def remove_rule_cmd(rule_id: str, domain: str | None, pack_path: str | None, as_
 @handle_errors
 def impact_cmd(rule_id: str, domain: str | None, as_json: bool) -> None:
     """The metrics, dimensions and tasks RULE_ID affects."""
-    from service.graph import get_graph
-    from service.impact import impact
+    from dibench.stores.graph import get_graph
+    from dibench.service.impact import impact
 
     data = impact(get_graph(), rule_id, domain)
     if as_json:
@@ -672,8 +663,8 @@ def drift_cmd(domain_name: str, apply_: bool, pack_path: str | None, as_json: bo
     Tasks whose tables have the data fingerprint they recorded are skipped; the others are
     re-executed and compared with their stored answers under their answer contracts. The
     changelog is written to the graph as a DriftCheck node."""
-    from ingest.drift import run_drift
-    from service.graph import apply_schema, get_graph
+    from dibench.service.drift import run_drift
+    from dibench.stores.graph import apply_schema, get_graph
 
     graph = get_graph()
     apply_schema(graph)
@@ -688,8 +679,9 @@ def drift_cmd(domain_name: str, apply_: bool, pack_path: str | None, as_json: bo
 
 def _domain_warehouse(domain_name: str, pack_path: str | None) -> Any:
     """The warehouse of a domain: its pack's own database if the pack names one."""
-    from ingest.pack import DOMAINS_DIR, load_pack, warehouse_for
-    from service.warehouse import get_warehouse
+    from dibench.core.pack import DOMAINS_DIR, load_pack
+    from dibench.stores.pack_data import warehouse_for
+    from dibench.stores.warehouse import get_warehouse
 
     if pack_path is not None:
         return warehouse_for(load_pack(pack_path))
@@ -717,17 +709,13 @@ def export_cmd(cypher_text: str | None, preset: str | None, params: tuple[str, .
                audience: str, fmt: str, out_dir: str, dialects: str | None) -> None:
     """Export the tasks a graph query selects from one domain: the audience's views and a manifest
     (--dialect adds the gold SQL in other engines' dialects to the private view)."""
-    from pathlib import Path
+    from dibench.service import library
+    from dibench.service.export import parse_param
+    from dibench.sqlops.transpile import parse_dialects
 
-    from service.export import export, export_query, parse_param
-    from service.graph import get_graph
-    from service.warehouse import get_warehouse
-
-    q = export_query(cypher_text, preset, dict(parse_param(p) for p in params))
-    from sqlops.transpile import parse_dialects
-
-    manifest = export(get_graph(), get_warehouse(), q, fmt, Path(out_dir), domain=domain or q.domain_hint(),
-                      audience=audience, dialects=parse_dialects(dialects) if dialects else ())
+    manifest = library.export(out_dir, cypher=cypher_text, preset=preset, params=dict(parse_param(p) for p in params),
+                              domain=domain, audience=audience, fmt=fmt,
+                              dialects=parse_dialects(dialects) if dialects else ())
     c = manifest["counts"]
     click.echo(f"exported {c['tasks']} tasks of {manifest['domain']} ({audience}) to {out_dir} ({fmt}): "
                + ", ".join(f"{k} {v}" for k, v in c["by_analysis_type"].items()))
@@ -746,17 +734,19 @@ def serve_cmd(host: str, port: int, insecure_local: bool) -> None:
     DIBENCH_API_READ_TOKEN every route but /health is refused, unless --insecure-local."""
     import uvicorn
 
-    from service.api import create_app
+    from dibench.service.api import create_app
 
     if insecure_local and host != "127.0.0.1":
         raise click.ClickException("--insecure-local binds 127.0.0.1 only; drop --host")
     uvicorn.run(create_app(insecure_local=insecure_local), host=host, port=port)
 
 
-from cli.evaluation import score as _score; main.add_command(_score)
-from cli.evaluation import eval_cmd as _eval, report_cmd as _report, ablation_cmd as _abl; main.add_command(_eval); main.add_command(_report); main.add_command(_abl)
+# The command modules register here, last: they import cli.common, never this module.
+from dibench.cli import evaluation as _evaluation, routing as _routing  # noqa: E402
 
-from cli.routing import catalog as _catalog, routing as _routing; main.add_command(_catalog); main.add_command(_routing)  # noqa: E402,E501
+for _command in (_evaluation.score, _evaluation.eval_cmd, _evaluation.report_cmd, _evaluation.ablation_cmd,
+                 _routing.catalog, _routing.routing):
+    main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -12,12 +12,8 @@ from typing import Any
 
 import click
 
-from cli.common import bars as _bars
-from cli.common import click_errors as _errors
-from cli.common import console
-from cli.common import print_table as _table
-from cli.common import progress as _progress
-from service.config import get_settings
+from dibench.cli.common import bars as _bars, console, handle_errors, print_table as _table, progress as _progress
+from dibench.core.config import get_settings
 
 DEFAULT_CATALOG = "spider"
 ROUTERS = ("oracle", "lexical", "random", "layout", "llm")
@@ -35,13 +31,13 @@ def catalog() -> None:
 @click.option("--postgres-schema", "postgres_schemas", multiple=True,
               help="Ingest this schema of the configured PostgreSQL warehouse instead of a SQLite folder "
                    "(repeat for several).")
-@_errors
+@handle_errors
 def catalog_ingest(path: Path | None, name: str, postgres_schemas: tuple[str, ...]) -> None:
     """Profile every database of PATH (default: DATA_DIR/spider) into Neo4j; idempotent. Sources ingested
     into the same catalog later are related to the ones already there."""
-    from routing.ingest import discover, ingest_postgres_schemas, ingest_sqlite_folder
-    from service.graph import apply_schema, get_graph
-    from service.warehouse import get_warehouse
+    from dibench.routing.ingest import discover, ingest_postgres_schemas, ingest_sqlite_folder
+    from dibench.stores.graph import apply_schema, get_graph
+    from dibench.stores.warehouse import get_warehouse
 
     graph = get_graph()
     apply_schema(graph)
@@ -61,12 +57,12 @@ def catalog_ingest(path: Path | None, name: str, postgres_schemas: tuple[str, ..
 
 @catalog.command("status")
 @click.option("--catalog", "name", default=DEFAULT_CATALOG, show_default=True, help="Catalog name in the graph.")
-@_errors
+@handle_errors
 def catalog_status(name: str) -> None:
     """Count the catalog's databases, tables, columns, relations and routing tasks."""
-    from routing.catalog_store import counts
-    from routing.task_store import task_counts
-    from service.graph import get_graph
+    from dibench.routing.catalog_store import counts
+    from dibench.routing.task_store import task_counts
+    from dibench.stores.graph import get_graph
 
     graph = get_graph()
     c = counts(graph, name)
@@ -78,11 +74,11 @@ def catalog_status(name: str) -> None:
 
 @catalog.command("delete")
 @click.argument("name")
-@_errors
+@handle_errors
 def catalog_delete(name: str) -> None:
     """Remove catalog NAME: its databases, tables, columns, locations, units and routing tasks."""
-    from routing.catalog_store import counts, delete_catalog
-    from service.graph import get_graph
+    from dibench.routing.catalog_store import counts, delete_catalog
+    from dibench.stores.graph import get_graph
 
     graph = get_graph()
     if not counts(graph, name)["databases"]:
@@ -108,15 +104,15 @@ def routing() -> None:
 @click.option("--public-dir", type=click.Path(path_type=Path), default=Path("out/routing/public"),
               show_default=True, help="Public export: tasks.jsonl (requests) and catalog.json (what routers see).")
 @click.option("--llm", "use_llm", is_flag=True, help="Word requests with the configured LLM (template otherwise).")
-@_errors
+@handle_errors
 def routing_generate(name: str, root: Path | None, n: int | None, seed: int | None, output: Path, public_dir: Path,
                      use_llm: bool) -> None:
     """Build source units from gold SQL, then validated contracts of the five behaviours, published under
     fresh random ids (a new benchmark each run; the id mapping stays in the graph, private)."""
-    from routing.generate import DEFAULT_N, targets
-    from routing.pipeline import release_size, run_generate
-    from service.graph import apply_schema, get_graph
-    from service.llm import configured_model
+    from dibench.routing.generate import DEFAULT_N, targets
+    from dibench.routing.pipeline import release_size, run_generate
+    from dibench.stores.graph import apply_schema, get_graph
+    from dibench.stores.llm import configured_model
 
     settings = get_settings()
     root = root or settings.data_dir / "spider"
@@ -159,17 +155,17 @@ def routing_generate(name: str, root: Path | None, n: int | None, seed: int | No
               help="Who writes SQL for contributions without any: the gold unit SQL on a right route (oracle), "
                    "or text-to-SQL by the configured LLM.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write results as JSON.")
-@_errors
+@handle_errors
 def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, seed: int | None, decimals: int,
                  executor: str, output: Path | None) -> None:
     """Route every contract, execute the routes, print RA-Set, RA-Graph, EA-Micro, Route+Exec-Graph."""
-    from routing.evaluate import evaluate, retrieval_audit
-    from routing.pipeline import load_eval
-    from routing.report import METRICS, pct, result_to_dict, save_result
-    from routing.scoring import ScoreConfig
-    from service.graph import get_graph
+    from dibench.routing.evaluate import evaluate, retrieval_audit
+    from dibench.routing.pipeline import load_eval
+    from dibench.routing.report import METRICS, pct, result_to_dict, save_result
+    from dibench.routing.scoring import ScoreConfig
+    from dibench.stores.graph import get_graph
 
-    from service.llm import configured_model
+    from dibench.stores.llm import configured_model
 
     llm = configured_model() if executor == "llm" else None
     if executor == "llm" and llm is None:
@@ -202,12 +198,12 @@ def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, 
 
 
 def _router(kind: str, contracts: list[Any], ask: str, seed: int) -> Any:
-    from routing.routers.layout import LayoutRouter
-    from routing.routers.lexical import LexicalRouter
-    from routing.routers.llm import LLMRouter
-    from routing.routers.oracle import OracleRouter
-    from routing.routers.random_router import RandomRouter
-    from service.llm import configured_model
+    from dibench.routing.routers.layout import LayoutRouter
+    from dibench.routing.routers.lexical import LexicalRouter
+    from dibench.routing.routers.llm import LLMRouter
+    from dibench.routing.routers.oracle import OracleRouter
+    from dibench.routing.routers.random_router import RandomRouter
+    from dibench.stores.llm import configured_model
 
     if kind == "oracle":
         return OracleRouter(contracts, seed)
@@ -226,10 +222,10 @@ def _router(kind: str, contracts: list[Any], ask: str, seed: int) -> Any:
 @routing.command("report")
 @click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="HTML file to write.")
-@_errors
+@handle_errors
 def routing_report(results: tuple[Path, ...], output: Path) -> None:
     """Render eval result files (from `routing eval -o`) as an HTML routing section."""
-    from routing.report import render_section
+    from dibench.routing.report import render_section
 
     html = render_section([json.loads(p.read_text()) for p in results])
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -1,3 +1,3 @@
 // A trivial read: its only use is the bookmark the server returns with it, Neo4j's position in
-// its transaction log, which moves with every committed write (service.graph.Graph.clock).
+// its transaction log, which moves with every committed write (stores.graph.Graph.clock).
 RETURN 1 AS one

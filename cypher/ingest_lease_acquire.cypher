@@ -1,5 +1,5 @@
 // Take (or renew) the write lease of a domain: one ingest or rule update writes a domain at a
-// time (ingest/lease.py). A lease is its own node, deleted on release. Setting `probe` first
+// time (stores/lease.py). A lease is its own node, deleted on release. Setting `probe` first
 // takes the node's write lock, so the check below reads any lease committed meanwhile.
 // Returns the holder after the attempt.
 MERGE (l:DomainLease {key: $key})

@@ -1,4 +1,4 @@
-// Graphs written before a task had one current run (issue 16) may link a task to several Runs:
+// Graphs written before a task had one current run may link a task to several Runs:
 // keep the edge to the latest run (by start time, then key), list the others in
 // t.previous_runs, as a rewrite by a later run does (tasks_write.cypher).
 MATCH (t:Task {domain: $domain})

@@ -1,4 +1,4 @@
-// Test set-up: link a task to a second Run, as a rerun before issue 16's recovery fix did.
+// Test set-up: link a task to a second Run, as a rerun before runs could be resumed did.
 MATCH (t:Task {key: $task})
 MERGE (r:Run {key: $run})
 SET r.domain = $domain

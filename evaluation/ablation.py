@@ -1,26 +1,10 @@
 """Ablations: what the graph's rule -> metric edges are worth, and the matched task variants.
 
-Pairing ablation, under the policy definition of gold. For each rule task, the rest of the
-metric's policy stays in force (the task's SQL without its featured rule, `lifted_sql`) and the
-featured slot is re-paired with
-(a) `graph`: the featured rule the graph selected for the skeleton,
-(b) `similar`: the other rule whose document is most similar to the metric's catalog text
-    (BM25 over rule titles and bodies, query = metric name, description and formula),
-(c) `random`: another rule drawn with a seeded generator,
-and each rule's operation(s) are applied to the task's base SQL on the syntax tree
-(`sqlops.ops`): the rule's own effect on this metric if it has one, else its effects re-targeted
-to this metric, applied on top of the lifted SQL. The SQL runs read-only, the answer is re-derived
-with generation's analysis code, and the pairing "changes the answer" when the scorer could tell it
-from the answer without the featured rule. An
-operation that does not fit the metric (unknown alias or parameter, SQL error) is "not
-applicable": it counts as no change and is reported separately. Published: 82% / 29% / 22%.
-
-Standard rule tasks already passed generation's counterfactual filter, so (a) is 100% on them by
-construction; `include_rejected` adds the candidates that filter rejected (and nothing else
-rejected), which measures the graph pairing before filtering, as the published figure did.
-
-Matched variants: `variant_rows` reads a scored run's rule tasks by variant (standard: retrieve
-and apply the rule; oracle: rule text given; no_rule: plain metric).
+`pairing` re-pairs each rule task's featured slot with (a) the rule the graph selected, (b) the
+most similar other rule (BM25 over rule documents), (c) a seeded random other rule, runs each
+pairing read-only and counts how often it changes the answer (published: 82% / 29% / 22%); an
+operation that does not fit the metric is "not applicable". `variant_rows` reads a scored run's
+rule tasks by variant. The method: docs/architecture.md, "Evaluation".
 """
 from __future__ import annotations
 
@@ -32,19 +16,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evaluation.contracts import AnswerContract, check_answer
-from evaluation.harness import domain_schema
-from evaluation.kb import Bm25Index
-from evaluation.rederive import DerivationError, derive_answer, needs_base_rows
-from evaluation.reporting_tables import Bucket, bucket
-from evaluation.scoring import Report
-from evaluation.tasks import TaskLoadError, TaskRecord, load_tasks, task_record
-from service.errors import DibenchError, NotFound, RewriteError, WarehouseError
-from service.graph import Graph
-from service.models import LLMEffects, MetricSpec
-from service.warehouse import Warehouse
-from sqlops.dialect import parse, placeholders, render
-from sqlops.ops import AnyEffect, Bound, apply_effects
+from dibench.core.contracts import AnswerContract, check_answer
+from dibench.core.errors import DibenchError, NotFound, RewriteError, WarehouseError
+from dibench.core.models import LLMEffects, MetricSpec
+from dibench.evaluation.harness import domain_schema
+from dibench.evaluation.kb import Bm25Index
+from dibench.evaluation.rederive import DerivationError, derive_answer, needs_base_rows
+from dibench.evaluation.reporting_tables import Bucket, bucket
+from dibench.evaluation.scoring import Report
+from dibench.evaluation.tasks import TaskLoadError, TaskRecord, load_tasks, task_record
+from dibench.sqlops.dialect import parse, placeholders, render
+from dibench.sqlops.ops import AnyEffect, Bound, apply_effects
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
 
 Pairing = Literal["graph", "similar", "random"]
 PAIRINGS: tuple[Pairing, ...] = ("graph", "similar", "random")

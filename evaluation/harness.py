@@ -1,14 +1,8 @@
 """The agent harness: give each task to an agent with its tools, record everything, score the run.
 
-`evaluate` is the pipeline: load tasks (graph) -> build the knowledge base and schema prompt ->
-for each task, a fresh Toolbox and one agent run -> write the files -> score with the
-stored contracts. Files in the output folder:
-
-- `tasks.jsonl`    the private task records (what `dibench score` reads),
-- `answers.jsonl`  exactly `{"task_id", "answer"}` per task (`null` = no answer),
-- `trace.jsonl`    per task: stop reason, turns, tool calls with results, tokens, messages,
-- `score.json`     the scorer's report, `summary.json` the run's settings and headline figures.
-
+`evaluate` loads tasks from the graph, builds the knowledge base and schema prompt, runs one
+agent per task with a fresh Toolbox, and writes `tasks.jsonl` (private records), `answers.jsonl`
+(`{"task_id", "answer"}`, null = no answer), `trace.jsonl`, `score.json` and `summary.json`;
 `dibench score out/tasks.jsonl out/answers.jsonl` reproduces `score.json`.
 """
 from __future__ import annotations
@@ -25,17 +19,17 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict
 
-from evaluation.agents.base import Agent, AgentRun
-from evaluation.agents.llm import MAX_TURNS, Budget, LlmAgent
-from evaluation.agents.reference import REFERENCE_AGENTS
-from evaluation.agents.tools import Toolbox, jsonable, schema_description
-from evaluation.kb import KnowledgeBase, load_knowledge_base
-from evaluation.scoring import Report, score_run
-from evaluation.tasks import TaskRecord, load_tasks, task_dicts, write_tasks_jsonl
-from service.errors import ConfigError, DibenchError, NotFound
-from service.graph import Graph
-from service.llm import configured_model, session
-from service.warehouse import Warehouse
+from dibench.core.errors import ConfigError, DibenchError, NotFound
+from dibench.evaluation.agents.base import Agent, AgentRun
+from dibench.evaluation.agents.llm import MAX_TURNS, Budget, LlmAgent
+from dibench.evaluation.agents.reference import REFERENCE_AGENTS
+from dibench.evaluation.agents.tools import Toolbox, jsonable, schema_description
+from dibench.evaluation.kb import KnowledgeBase, load_knowledge_base
+from dibench.evaluation.scoring import Report, score_run
+from dibench.evaluation.tasks import TaskRecord, load_tasks, task_dicts, write_tasks_jsonl
+from dibench.stores.graph import Graph
+from dibench.stores.llm import configured_model, session
+from dibench.stores.warehouse import Warehouse
 
 AGENT_NAMES: tuple[str, ...] = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "llm")
 

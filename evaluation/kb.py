@@ -15,7 +15,7 @@ from typing import Any, Literal
 import bm25s
 import numpy as np
 
-from service.graph import Graph
+from dibench.stores.graph import Graph
 
 Kind = Literal["metric", "rule"]
 KINDS: tuple[str, ...] = ("metric", "rule")

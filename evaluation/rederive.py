@@ -2,18 +2,17 @@
 
 The reference agents and the pairing ablation execute a task's SQL (gold, base or re-paired)
 and must turn the rows into an answer exactly as generation did; otherwise a 100% oracle would
-prove nothing about the scorer. Every branch calls the pure helper of the analysis module in
-`generation/analyses/` that `build()` itself uses, with what the question fixed (`facts`).
+prove nothing about the scorer. Every branch calls the function of `core/answers.py` that the
+analysis's `build()` itself uses, with what the question fixed (`facts`).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from evaluation.tasks import TaskRecord
-from generation.analyses import comparison, counterfactual, decomposition, point_query, ranking, significance, \
-    threshold, trend
-from service.errors import DibenchError
+from dibench.core import answers
+from dibench.core.errors import DibenchError
+from dibench.evaluation.tasks import TaskRecord
 
 Rows = list[tuple[Any, ...]]
 
@@ -29,36 +28,36 @@ def _fact(task: TaskRecord, name: str) -> Any:
 
 
 def _point(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
-    return point_query.answer(rows, task.rounding)
+    return answers.point_value(rows, task.rounding)
 
 
 def _threshold(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
-    value = point_query.answer(rows, task.rounding)["value"]
-    return threshold.answer(value, float(_fact(task, "threshold")), bool(_fact(task, "higher_is_better")))
+    value = answers.point_value(rows, task.rounding)["value"]
+    return answers.threshold_crossing(value, float(_fact(task, "threshold")), bool(_fact(task, "higher_is_better")))
 
 
 def _trend(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
-    return trend.summarise(rows, task.rounding)
+    return answers.trend_summary(rows, task.rounding)
 
 
 def _comparison(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
-    return comparison.answer(rows, str(_fact(task, "group_a")), str(_fact(task, "group_b")), task.rounding)
+    return answers.comparison(rows, str(_fact(task, "group_a")), str(_fact(task, "group_b")), task.rounding)
 
 
 def _ranking(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
-    return ranking.answer(rows, int(_fact(task, "k")), bool(_fact(task, "higher_is_better")), task.rounding)
+    return answers.ranking(rows, int(_fact(task, "k")), bool(_fact(task, "higher_is_better")), task.rounding)
 
 
 def _significance(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
-    return significance.welch(rows, str(_fact(task, "group_a")), str(_fact(task, "group_b")))
+    return answers.welch(rows, str(_fact(task, "group_a")), str(_fact(task, "group_b")))
 
 
 def _counterfactual(task: TaskRecord, rows: Rows, base: Rows) -> dict[str, Any] | None:
-    return counterfactual.answer(rows, base, task.rounding)
+    return answers.counterfactual(rows, base, task.rounding)
 
 
 def _decomposition(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
-    return decomposition.answer(rows, task.rounding)
+    return answers.decomposition(rows, task.rounding)
 
 
 DERIVERS: dict[str, Callable[[TaskRecord, Rows, Rows], dict[str, Any] | None]] = {

@@ -14,17 +14,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evaluation.contracts import (
-    ANALYSIS_TYPES,
-    AnalysisType,
-    AnswerContract,
-    ContractError,
-    check_answer,
-    shape_problems,
-    validate_expected,
+from dibench.core.contracts import (
+    ANALYSIS_TYPES, AnalysisType, AnswerContract, ContractError, check_answer, shape_problems, validate_expected,
 )
-from evaluation.reporting_tables import TIER_ORDER, Bucket, accuracy_by, bucket, failure_counts
-from service.errors import DibenchError
+from dibench.core.errors import DibenchError
+from dibench.evaluation.reporting_tables import TIER_ORDER, Bucket, accuracy_by, bucket, failure_counts
 
 Tier = Literal["K", "K+A", "K+A+R"]
 FailureClass = Literal["no_answer", "malformed", "rule_ignored", "computation_wrong", "wrong_answer"]

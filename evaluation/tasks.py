@@ -6,7 +6,7 @@ the scorer, the reference agents and the ablations read (docs/contracts.md, "Fil
 command"). An agent that stands for a model only ever sees `public_view`.
 
 The answer contract is taken from the node when generation stored one (`contract`), else made
-here as generation's counterfactual filter makes it (`generation.validation.task_contract`: the
+here as generation's counterfactual filter makes it (`core.contracts.task_contract`: the
 metric's rounding, trend percentages their own), and the gold answer is checked against it.
 """
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaluation.contracts import AnalysisType, validate_expected
-from generation.validation import task_contract
-from service.errors import DibenchError, NotFound
-from service.graph import Graph
+from dibench.core.contracts import AnalysisType, task_contract, validate_expected
+from dibench.core.errors import DibenchError, NotFound
+from dibench.evaluation.scoring import read_jsonl
+from dibench.stores.graph import Graph
 
 Variant = Literal["standard", "oracle", "no_rule"]
 VARIANTS: tuple[str, ...] = ("standard", "oracle", "no_rule")
@@ -153,6 +153,4 @@ def write_tasks_jsonl(tasks: Sequence[TaskRecord], path: Path) -> None:
 
 
 def read_tasks_jsonl(path: Path) -> list[TaskRecord]:
-    from evaluation.scoring import read_jsonl
-
     return [TaskRecord.model_validate(obj) for _n, obj in read_jsonl(path)]

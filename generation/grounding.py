@@ -11,89 +11,25 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
-import json
 import random
-import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from sqlglot import exp
 
-from generation import grouped as grouped_plan
-from generation.skeletons import Skeleton
-from ingest.verify import as_date, metric_window
-from service.config import get_settings
-from service.errors import RewriteError
-from service.models import LLMEffects, MetricSpec
-from service.warehouse import QueryResult, Warehouse
-from sqlops import grouped as grouped_sql
-from sqlops.dialect import parse, parse_expression, render
-from sqlops.ops import AnyEffect, Bound, apply_effects
-from sqlops.shape import combine, distinct_values, rename_placeholders
-from sqlops.tree import aliased_column, column
-
-Shape = Callable[[exp.Expression], exp.Expression]
-
-
-CACHE_ENTRIES = 4096
-T = TypeVar("T")
-
-
-@dataclass
-class Executor:
-    """Runs SQL on the read-only path and accounts the time Postgres spent. Results are cached
-    by (SQL, parameters): the policy variants of one analysis re-run the same base and
-    top-value statements, and the warehouse does not change under a generation run."""
-
-    wh: Warehouse
-    schema: str | None = None  # the domain's: its read-only role runs every statement
-    sql_seconds: float = 0.0
-    statements: int = 0
-    cache: dict[Hashable, Any] = field(default_factory=dict)
-    pinned: dict[Hashable, Any] = field(default_factory=dict)
-    # Answer analysis statements from one partials scan per rule set (generation/grouped.py);
-    # off: one statement per answer, as before issue 15 (DIBENCH_GROUPED_PLAN=0, generate --legacy-plan).
-    grouped: bool = field(default_factory=lambda: get_settings().grouped_plan)
-    plan_log: list[str] = field(default_factory=list)  # per answered statement: "grouped" or "legacy: why"
-
-    def run(self, sql: str, params: dict[str, Any], *, cache: bool = True, exact: bool = False) -> QueryResult:
-        """`exact`: NUMERIC values stay Decimal (Warehouse.execute_readonly), for partials."""
-        if not cache:
-            return self._execute(sql, params, exact)
-        key = (sql, json.dumps(params, sort_keys=True, default=str), exact)
-        return self.remember(key, lambda: self._execute(sql, params, exact))
-
-    def remember(self, key: Hashable, compute: Callable[[], T], *, pin: bool = False) -> T:
-        """`compute()` once per key, for the rest of the run: the CACHE_ENTRIES most recently used
-        keys, and every `pin`ned one (what a metric's later skeletons read again: its statement
-        trees, cube and partials, a few per metric; thousands of answers would otherwise push a
-        cube out between two skeletons of its metric, and it would be scanned again)."""
-        if key in self.pinned:
-            return cast(T, self.pinned[key])
-        if key in self.cache:
-            value = self.cache.pop(key)
-            self.cache[key] = value  # most recently used last
-            return cast(T, value)
-        value = compute()
-        if pin:
-            self.pinned[key] = value
-            return value
-        if len(self.cache) >= CACHE_ENTRIES:
-            self.cache.pop(next(iter(self.cache)))
-        self.cache[key] = value
-        return value
-
-    def known(self, key: Hashable) -> bool:
-        return key in self.pinned or key in self.cache
-
-    def _execute(self, sql: str, params: dict[str, Any], exact: bool = False) -> QueryResult:
-        started = time.perf_counter()
-        try:
-            return self.wh.execute_readonly(sql, params, schema=self.schema, exact=exact)
-        finally:
-            self.sql_seconds += time.perf_counter() - started
-            self.statements += 1
+from dibench.core.errors import RewriteError
+from dibench.core.models import LLMEffects, MetricSpec
+from dibench.generation import grouped as grouped_plan
+from dibench.generation.executor import Executor, Part, Shape, Statement
+from dibench.generation.skeletons import Skeleton
+from dibench.sqlops import grouped as grouped_sql
+from dibench.sqlops.dialect import parse, parse_expression, render
+from dibench.sqlops.ops import AnyEffect, Bound, apply_effects
+from dibench.sqlops.shape import combine, distinct_values, rename_placeholders
+from dibench.sqlops.tree import aliased_column, column
+from dibench.stores.pack_data import as_date, metric_window
+from dibench.stores.warehouse import QueryResult, Warehouse
 
 
 @dataclass(frozen=True)
@@ -107,27 +43,8 @@ class Pair:
     lifted_rows: list[tuple[Any, ...]] | None = None  # the policy without the featured rule
 
 
-@dataclass(frozen=True)
-class Statement:
-    sql: str
-    params: dict[str, Any]
-
-
+T = TypeVar("T")
 WINDOW = frozenset({"start_date", "end_date"})
-
-
-@dataclass(frozen=True)
-class Part:
-    """One SELECT of a metric under some of its rules: the metric itself, or one input of a derived
-    metric (its placeholders, but the window's, renamed `<input>__name`)."""
-
-    name: str
-    metric: MetricSpec
-    bound: Bound
-
-    @property
-    def prefix(self) -> str:
-        return f"{self.name}__" if self.name else ""
 
 
 @dataclass
@@ -156,11 +73,11 @@ class Context:
 
     @property
     def in_force(self) -> frozenset[str]:
-        return frozenset(r.id for r in self.skeleton.policy) - self.excluded
+        return frozenset(r.rule_id for r in self.skeleton.policy) - self.excluded
 
     @property
     def featured(self) -> str | None:
-        return self.skeleton.featured.id if self.skeleton.featured else None
+        return self.skeleton.featured.rule_id if self.skeleton.featured else None
 
     def inputs(self) -> list[tuple[str, MetricSpec]]:
         if self.metric.derived is None:
@@ -173,8 +90,8 @@ class Context:
     def effects(self, rule_ids: frozenset[str], metric: MetricSpec) -> list[tuple[str, AnyEffect]]:
         out = []
         for ref in self.skeleton.policy:
-            if ref.id in rule_ids:
-                out += [(ref.id, LLMEffects.model_validate({"effects": [e]}).effects[0])
+            if ref.rule_id in rule_ids:
+                out += [(ref.rule_id, LLMEffects.model_validate({"effects": [e]}).effects[0])
                         for e in ref.effects_json() if e.get("metric") == metric.id]
         return out
 
@@ -196,15 +113,20 @@ class Context:
         if key not in self._parts:
             # The same rules on the same metric give the same parts in every Context of the run
             # (attempts, variants, other skeletons): built once. Parts are never changed in place.
-            refs = tuple(sorted((r.id, r.content_hash, r.op, r.supersedes or "") for r in self.skeleton.policy
-                                if r.id in key))
-            self._parts[key] = self.ex.remember(("parts", self.metric.id, self.metric.sql, refs),
-                                                lambda: self._build_parts(key), pin=True)
+            self._parts[key] = self.ex.remember(("parts", *self.policy_key(key)), lambda: self._build_parts(key),
+                                                pin=True)
         return self._parts[key]
 
+    def policy_key(self, rule_ids: frozenset[str] | None = None) -> tuple[Any, ...]:
+        """What the metric's statement under `rule_ids` (default: its whole policy) is built from,
+        as a cache key: the metric's SQL and each rule's id, content, operation and supersedes."""
+        refs = tuple(sorted((r.rule_id, r.content_hash, r.op, r.supersedes or "") for r in self.skeleton.policy
+                            if rule_ids is None or r.rule_id in rule_ids))
+        return self.metric.id, self.metric.sql, refs
+
     def _build_parts(self, key: frozenset[str]) -> tuple[Part, ...]:
-        ids = {r.id for r in self.skeleton.policy if r.id in key}
-        winners = frozenset(r.id for r in self.skeleton.policy if r.id in ids and r.supersedes in ids)
+        ids = {r.rule_id for r in self.skeleton.policy if r.rule_id in key}
+        winners = frozenset(r.rule_id for r in self.skeleton.policy if r.rule_id in ids and r.supersedes in ids)
         parts = []
         for name, m in self.inputs():
             tree = parse(m.template, where=f"metric {m.id}: sql")

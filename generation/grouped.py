@@ -1,50 +1,56 @@
-"""The grouped plan of a skeleton's analyses (issue 15): every analysis statement of a metric under
-one rule set reads one partials statement (per group and month, the whole data window, run once
-and cached by the Executor), and is answered by its own shape over those partials in
-PostgreSQL (sqlops/grouped.py says why that is exact). The stored gold SQL stays the original
-statement; only how its rows are obtained changes. When a statement cannot be planned so, the
-reason is returned and the caller answers the shape under every rule set from one statement
-(`batched`), or else runs the original statement (`Executor.plan_log` keeps the path of every
-statement, so each task records the path its analysis took).
-
-Better still, the partials of every rule set a skeleton's analyses ask for (no rule, the whole
-policy, the policy without each of its rules) and of every dimension of the metric come from
-one *cube* statement per metric (sqlops.grouped.cube_query), cached by the Executor for the
-run: the skeletons of one metric then share one scan. The policy without the featured rule and
-one other (a rule task's counterfactual with one more rule excluded) comes from a second cube,
-of the policy without any two of its rules by every dimension, when first asked for. A rule
-set that is not the base plus row filters, a value and a HAVING (sqlops/sides.py) is left to its
-own partials statement.
-
-A value that does not decompose (a distinct count, a percentile, a HAVING on a distinct count)
-still answers a shape whose groups are (group, month) *cells*, such as a significance test's
-monthly series of two groups: from the metric's statement grouped by (group, month) over the
-data window (`cells`), one per metric and dimension for a rule task's every window try. A
-combined statement whose distinct counts are of a column with many rows per value (agents of
-tickets) is computed in two steps, grouped by that column first (`pre_aggregate`,
-sqlops/distinct.py): one hash aggregate instead of one sort per distinct count."""
+"""The grouped plan of a skeleton's analyses: each analysis statement of a metric under one rule
+set is answered by its own shape over partial aggregates from one scan (a partials statement, a
+cube of every rule set and dimension, or (group, month) cells), cached by the Executor; or the
+reason it cannot be, and then the caller runs one statement for every rule set (`batched`) or
+the original statement. The stored gold SQL is always the original statement. How and why it is
+exact: docs/architecture.md, "Grounding".
+"""
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from itertools import combinations
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from sqlglot import exp
 
-from service.errors import DibenchError
-from service.warehouse import QueryResult
-from sqlops import distinct, grouped, sides
-from sqlops.dialect import render
-from sqlops.shape import N_ALIAS, group_by, month_bucket, rename_placeholders
-from sqlops.tree import column, outer_select
+from dibench.core.errors import DibenchError
+from dibench.core.models import MetricSpec
+from dibench.generation.executor import Executor, Part, Shape
+from dibench.generation.skeletons import Skeleton
+from dibench.sqlops import distinct, grouped, sides
+from dibench.sqlops.dialect import render
+from dibench.sqlops.shape import N_ALIAS, group_by, month_bucket, rename_placeholders
+from dibench.sqlops.tree import column, outer_select
+from dibench.stores.warehouse import QueryResult
 
-if TYPE_CHECKING:  # grounding imports this module
-    from generation.grounding import Context
+T = TypeVar("T")
 
-Shape = Any  # Callable[[exp.Expression], exp.Expression]; grounding.Shape, without the import cycle
+
+class Context(Protocol):
+    """What the grouped plan reads of one analysis of one skeleton (`generation.grounding.Context`)."""
+
+    metric: MetricSpec
+    skeleton: Skeleton
+    ex: Executor
+    data_window: tuple[dt.date, dt.date]
+
+    @property
+    def featured(self) -> str | None: ...
+
+    def under(self, rule_ids: frozenset[str]) -> tuple[Part, ...]: ...
+
+    def policy_key(self, rule_ids: frozenset[str] | None = None) -> tuple[Any, ...]: ...
+
+    def shaped(self, shape: Shape, what: str, build: Callable[[], T]) -> T: ...
+
+    def time(self, tree: exp.Expression) -> exp.Expression: ...
+
+    def dim(self, tree: exp.Expression) -> exp.Expression: ...
+
+    def window_params(self, window: tuple[dt.date, dt.date]) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -146,7 +152,7 @@ def group_label(ctx: Context) -> str | None:
 def rule_sets(ctx: Context) -> list[frozenset[str]]:
     """What the analyses of any skeleton of the metric ask for: no rule, the whole policy, and
     the policy without each of its rules (decisive rules, the answer without the featured rule)."""
-    policy = frozenset(r.id for r in ctx.skeleton.policy)
+    policy = frozenset(r.rule_id for r in ctx.skeleton.policy)
     return list(dict.fromkeys([frozenset(), policy, *[policy - {r} for r in sorted(policy)]]))
 
 
@@ -154,7 +160,7 @@ def pair_sets(ctx: Context) -> list[frozenset[str]]:
     """What a rule task's variants ask for beyond `rule_sets`: the policy without its featured
     rule and one other (the answer with the featured rule lifted, one more rule excluded); none
     with fewer than three rules (the policy without two of two is the no-rule set)."""
-    if ctx.featured is None or all(r.id != ctx.featured for r in ctx.skeleton.policy):
+    if ctx.featured is None or all(r.rule_id != ctx.featured for r in ctx.skeleton.policy):
         return []
     return [s for s in every_pair(ctx) if ctx.featured not in s]
 
@@ -162,13 +168,13 @@ def pair_sets(ctx: Context) -> list[frozenset[str]]:
 def cube(ctx: Context) -> dict[CubeKey, Partials | str]:
     """The partials of the skeleton's metric for every rule set of `rule_sets` and every dimension,
     from one statement, computed once per run (empty: no cube for this metric)."""
-    key = ("cube", *_policy_key(ctx), tuple(ctx.metric.dimensions), ctx.data_window)
+    key = ("cube", *ctx.policy_key(), tuple(ctx.metric.dimensions), ctx.data_window)
     return ctx.ex.remember(key, lambda: _cube(ctx, key, rule_sets(ctx), ctx.metric.dimensions), pin=True)
 
 
 def every_pair(ctx: Context) -> list[frozenset[str]]:
     """The policy without any two of its rules: `pair_sets` of every featured rule of the policy."""
-    policy = sorted(r.id for r in ctx.skeleton.policy)
+    policy = sorted(r.rule_id for r in ctx.skeleton.policy)
     if len(policy) < 3:
         return []
     return [frozenset(policy) - {a, b} for a, b in combinations(policy, 2)]
@@ -180,7 +186,7 @@ def pairs_cube(ctx: Context) -> dict[CubeKey, Partials | str]:
     for the rule tasks of every featured rule and dimension of the metric (at 1M tickets, 3.4 s
     for the SLA attainment's three rules, against 1.3-1.7 s for each of the six pairs of a
     featured rule and a dimension that asked for one)."""
-    key = ("pairs", *_policy_key(ctx), tuple(ctx.metric.dimensions), ctx.data_window)
+    key = ("pairs", *ctx.policy_key(), tuple(ctx.metric.dimensions), ctx.data_window)
     return ctx.ex.remember(key, lambda: _cube(ctx, key, every_pair(ctx), ctx.metric.dimensions), pin=True)
 
 
@@ -315,7 +321,7 @@ def cells(ctx: Context, rule_ids: frozenset[str]) -> Partials | None:
     1M tickets): a skeleton without a featured rule, which asks once, reads cells only when
     they are there already; a rule task tries several windows until its rule is decisive."""
     label = group_label(ctx)
-    key = ("cells", *_policy_key(ctx), label, ctx.data_window)
+    key = ("cells", *ctx.policy_key(), label, ctx.data_window)
     if ctx.featured is None and not ctx.ex.known((key, rule_ids)):
         return None
 
@@ -361,7 +367,7 @@ def batched(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[
     set reaches, or one its HAVING rejects, is left out)."""
     if ctx.metric.derived is not None:
         return None
-    combined = ctx.ex.remember(("combined", *_policy_key(ctx)), lambda: _combined(ctx), pin=True)
+    combined = ctx.ex.remember(("combined", *ctx.policy_key()), lambda: _combined(ctx), pin=True)
     if combined is None or rule_ids not in combined[0]:
         return None
     members, tree, own = combined
@@ -471,11 +477,6 @@ def bounded_by_window(tree: exp.Expression, time_col: exp.Expression) -> bool:
     bounds there, and the window's placeholders used for nothing else)."""
     names = {p.name for p in tree.find_all(exp.Placeholder)}
     return set(grouped.WINDOW) <= names and grouped.window_only_bounds_time(tree, time_col) is None
-
-
-def _policy_key(ctx: Context) -> tuple[Any, ...]:
-    refs = tuple(sorted((r.id, r.content_hash, r.op, r.supersedes or "") for r in ctx.skeleton.policy))
-    return ctx.metric.id, ctx.metric.sql, refs
 
 
 def _combined(ctx: Context) -> tuple[list[frozenset[str]], exp.Expression, list[dict[str, Any]]] | None:

@@ -19,20 +19,21 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from generation import questions, validation
-from generation.analyses import registry
-from generation.selection import quality, select
-from generation.runs import Heartbeat, OpenedRun, finish, open_run
-from generation.skeletons import Skeleton, enumerate_all
-from generation.workers import die_with_parent, work, work_entry
-from generation.writeback import GOLD_VERSION
-from ingest.keys import dimension_key, metric_key, rule_key
-from ingest import fingerprint
-from ingest.pack import Pack, warehouse_for
-from service.graph import DEADLOCK, Graph, retries_between, retry_counts
-from service.config import get_settings
-from service.llm import configured_model, describe, merge_counts
-from service.models import AdjustEffect, OverrideEffect
+from dibench.core.config import get_settings
+from dibench.core.keys import dimension_key, metric_key, rule_key
+from dibench.core.models import AdjustEffect, OverrideEffect
+from dibench.core.pack import Pack
+from dibench.generation import questions, validation
+from dibench.generation.analyses import registry
+from dibench.generation.runs import Heartbeat, OpenedRun, finish, open_run
+from dibench.generation.selection import quality, select
+from dibench.generation.skeletons import Skeleton, enumerate_all
+from dibench.generation.workers import die_with_parent, work, work_entry
+from dibench.generation.writeback import GOLD_VERSION
+from dibench.stores import fingerprint
+from dibench.stores.graph import DEADLOCK, Graph, retries_between, retry_counts
+from dibench.stores.llm import configured_model, describe, merge_counts
+from dibench.stores.pack_data import warehouse_for
 
 CODE_VERSION = "0.1.0"
 
@@ -101,7 +102,7 @@ def plan_rows(skeletons: list[Skeleton], selected_by: str, start: int,
                      "quality": 0.0, "cost": (costs or {}).get(s.metric, 1),
                      "metric_key": metric_key(s.domain, s.metric),
                      "dimension_key": dimension_key(s.domain, s.dimension),
-                     "rule_keys": [rule_key(s.domain, r.id) for r in s.rules]})
+                     "rule_keys": [rule_key(s.domain, r.rule_id) for r in s.rules]})
     return rows
 
 

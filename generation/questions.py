@@ -15,8 +15,8 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.config import get_settings
-from service.llm import ask_structured, estimate_tokens, shape_text
+from dibench.core.config import get_settings
+from dibench.stores.llm import ask_structured, estimate_tokens, shape_text
 
 PROMPT_VERSION = "phrase/2"
 
@@ -156,7 +156,7 @@ def fitting_documents(payload: dict[str, Any], texts: list[str], context: int) -
     one cut short: a task with several decisive rules would otherwise need more than a 4k model
     has (the demo's largest: ~4,200 tokens). The documents only help the wording; the facts stay."""
     fixed = estimate_tokens(f"{PHRASE_SYSTEM}\n\n{shape_text(PhrasedQuestion)}") + estimate_tokens(
-        json.dumps(payload, default=str)) + 2 * 4  # two messages' overhead (service.llm.messages_tokens)
+        json.dumps(payload, default=str)) + 2 * 4  # two messages' overhead (stores.llm.messages_tokens)
     room = (context - PHRASE_REPLY_TOKENS - fixed) * 4  # characters
     out = []
     for text in texts:

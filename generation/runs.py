@@ -17,11 +17,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from generation.workers import lease_seconds, now_ms
-from ingest.lease import holder_is_gone, process_id
-from ingest.pack import Pack
-from service.errors import DibenchError, GraphError, NotFound
-from service.graph import Graph
+from dibench.core.errors import DibenchError, GraphError, NotFound
+from dibench.core.pack import Pack
+from dibench.generation.workers import lease_seconds, now_ms
+from dibench.stores.graph import Graph
+from dibench.stores.lease import holder_is_gone, process_id
 
 HEARTBEAT_EVERY_S = 5.0  # at most; a third of the lease when that is shorter (tests shorten it)
 

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from generation.skeletons import Skeleton
+from dibench.generation.skeletons import Skeleton
 
 WEIGHTS = {"semantic": 0.25, "rule_diversity": 0.20, "metric_rarity": 0.20, "dimension_cardinality": 0.20,
            "join_complexity": 0.15}
@@ -48,7 +48,7 @@ def join_score(s: Skeleton) -> float:
 def rule_diversity(s: Skeleton, rule_counts: Counter[str]) -> float:
     if not s.rules:
         return 0.0
-    return sum(1.0 / (1 + rule_counts[r.id]) for r in s.rules) / len(s.rules)
+    return sum(1.0 / (1 + rule_counts[r.rule_id]) for r in s.rules) / len(s.rules)
 
 
 def quality(s: Skeleton, rule_counts: Counter[str], metric_counts: Counter[str]) -> float:
@@ -98,15 +98,15 @@ def select(candidates: Sequence[Skeleton], target: int, *, seed: int = 42, lam: 
         picked.append(chosen)
         metric_counts[chosen.metric] += 1
         for r in chosen.rules:
-            rule_counts[r.id] += 1
+            rule_counts[r.rule_id] += 1
     added: list[Skeleton] = []
     covered_m = {s.metric for s in picked}
-    covered_r = {r.id for s in picked for r in s.rules}
+    covered_r = {r.rule_id for s in picked for r in s.rules}
     for c in sorted(remaining, key=lambda s: -quality(s, rule_counts, metric_counts)):
         new_m = c.metric not in covered_m
-        new_r = any(r.id not in covered_r for r in c.rules)
+        new_r = any(r.rule_id not in covered_r for r in c.rules)
         if new_m or new_r:
             added.append(c)
             covered_m.add(c.metric)
-            covered_r.update(r.id for r in c.rules)
+            covered_r.update(r.rule_id for r in c.rules)
     return Selection(tuple(picked), tuple(added))

@@ -1,7 +1,7 @@
 """Skeleton enumeration: connected subgraphs (metric, dimension, tables, rules) from Cypher.
 
 A skeleton fixes the metric, data sources, one dimension, the metric's whole policy (every rule
-in force on it: service/policy.py) and zero or one *featured* rule from that policy, but no
+in force on it: stores/policies.py) and zero or one *featured* rule from that policy, but no
 concrete values. The gold answer applies the whole policy; the featured rule is the one a rule
 task is about (it must be decisive). A conditional featured rule draws its applicability value
 into the slice. Metrics whose policy is incomplete (a conflict, a rule without effects) yield no
@@ -11,36 +11,11 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from service.graph import Graph
-from service.policy import Policy, RuleEdge, domain_policies
-
-
-@dataclass(frozen=True)
-class RuleRef:
-    id: str
-    op: str
-    rule_type: str
-    version: str
-    content_hash: str
-    applies_dimension: str | None = None
-    applies_value: str | None = None
-    supersedes: str | None = None
-
-    def effects_json(self) -> list[dict[str, Any]]:
-        data = json.loads(self.op)
-        return data if isinstance(data, list) else [data]
-
-    @property
-    def tag(self) -> str:
-        return f"{self.id}@{self.version}"
-
-    @staticmethod
-    def of(edge: RuleEdge) -> "RuleRef":
-        return RuleRef(edge.rule_id, edge.op, edge.rule_type, edge.version, edge.content_hash,
-                       edge.applies_dimension, edge.applies_value, edge.supersedes)
+from dibench.stores.graph import Graph
+from dibench.stores.policies import Policy, RuleEdge, domain_policies
 
 
 @dataclass(frozen=True)
@@ -52,35 +27,36 @@ class Skeleton:
     dimension_label: str
     cardinality: int
     tables: tuple[str, ...]
-    rules: tuple[RuleRef, ...] = field(default_factory=tuple)  # the featured rule (zero or one)
-    policy: tuple[RuleRef, ...] = field(default_factory=tuple)  # every rule in force on the metric
+    rules: tuple[RuleEdge, ...] = field(default_factory=tuple)  # the featured rule (zero or one)
+    policy: tuple[RuleEdge, ...] = field(default_factory=tuple)  # every rule in force on the metric
 
     @property
-    def featured(self) -> RuleRef | None:
+    def featured(self) -> RuleEdge | None:
         return self.rules[0] if self.rules else None
 
     @property
     def key(self) -> str:
-        rules = "+".join(r.id for r in self.rules) or "-"
+        rules = "+".join(r.rule_id for r in self.rules) or "-"
         return f"skel:{self.domain}/{self.metric}|{self.dimension}|{rules}"
 
     def node_set(self) -> frozenset[str]:
         return frozenset({f"m:{self.metric}", f"d:{self.dimension}", *(f"t:{t}" for t in self.tables),
-                          *(f"r:{r.id}" for r in self.rules)})
+                          *(f"r:{r.rule_id}" for r in self.rules)})
 
     def to_row(self) -> dict[str, Any]:
         return {"key": self.key, "domain": self.domain, "metric": self.metric, "dimension": self.dimension,
                 "dimension_type": self.dimension_type, "dimension_label": self.dimension_label,
                 "cardinality": self.cardinality, "tables": list(self.tables),
-                "rules_json": json.dumps([r.__dict__ for r in self.rules], sort_keys=True),
-                "policy_json": json.dumps([r.__dict__ for r in self.policy], sort_keys=True)}
+                "rules_json": json.dumps([asdict(r) for r in self.rules], sort_keys=True),
+                "policy_json": json.dumps([asdict(r) for r in self.policy], sort_keys=True)}
 
     @staticmethod
     def from_row(row: dict[str, Any]) -> "Skeleton":
         # A skeleton planned before policies existed has no policy_json: read it as featured-only.
-        rules = tuple(RuleRef(**r) for r in json.loads(row["rules_json"]))
+        metric = row["metric"]
+        rules = tuple(RuleEdge.from_json(r, metric) for r in json.loads(row["rules_json"]))
         stored = json.loads(row.get("policy_json") or "null")
-        policy = tuple(RuleRef(**r) for r in stored) if stored is not None else rules
+        policy = tuple(RuleEdge.from_json(r, metric) for r in stored) if stored is not None else rules
         return Skeleton(row["domain"], row["metric"], row["dimension"], row["dimension_type"],
                         row["dimension_label"], int(row["cardinality"]), tuple(row["tables"]), rules, policy)
 
@@ -102,11 +78,11 @@ def enumerate_all(graph: Graph, domain: str, *, limit: int = 5000, seed: int = 4
         if pol is not None and not pol.complete:
             skipped[r["metric"]] = pol.problem() or "policy incomplete"
             continue
-        in_force = tuple(RuleRef.of(e) for e in pol.edges) if pol is not None else ()
+        in_force = pol.edges if pol is not None else ()
         rule = r["rule"]
-        rules: tuple[RuleRef, ...] = ()
+        rules: tuple[RuleEdge, ...] = ()
         if rule is not None:
-            featured = next((ref for ref in in_force if ref.id == rule["id"]), None)
+            featured = next((ref for ref in in_force if ref.rule_id == rule["id"]), None)
             if featured is None:
                 continue  # superseded on this metric: not part of its policy, so not featured
             rules = (featured,)
@@ -115,7 +91,7 @@ def enumerate_all(graph: Graph, domain: str, *, limit: int = 5000, seed: int = 4
         out.append(sk)
         if rule is None and pol is not None and pol.inputs:
             # A derived metric has no rule edge of its own: each rule of its inputs' policies can be featured.
-            firsts = {ref.id: ref for ref in reversed(in_force)}
+            firsts = {ref.rule_id: ref for ref in reversed(in_force)}
             out += [replace(sk, rules=(ref,)) for _, ref in sorted(firsts.items())]
     if len(out) > limit:
         rng = random.Random(seed)

@@ -10,16 +10,18 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from generation.analyses import Analysis, Outcome, registry
-from generation.grounding import Context, Executor, Statement, data_window
-from generation.questions import answer_format, llm_question, template_question
-from generation.skeletons import Skeleton
-from generation.validation import (NOT_DISCRIMINATIVE, PHRASING_DIMENSIONS, Candidate, Vocabulary, judge,
-                                   rule_changes_answer, stage1)
-from ingest.pack import Pack
-from service.errors import DibenchError
-from service.llm import LLM_FAILURES, BudgetExhausted
-from service.models import MetricSpec
+from dibench.core.errors import DibenchError
+from dibench.core.models import MetricSpec
+from dibench.core.pack import Pack
+from dibench.generation.analyses import Analysis, Outcome, registry
+from dibench.generation.executor import Executor, Statement
+from dibench.generation.grounding import Context, data_window
+from dibench.generation.questions import answer_format, llm_question, template_question
+from dibench.generation.skeletons import Skeleton
+from dibench.generation.validation import (
+    NOT_DISCRIMINATIVE, PHRASING_DIMENSIONS, Candidate, Vocabulary, judge, rule_changes_answer, stage1,
+)
+from dibench.stores.llm import LLM_FAILURES, BudgetExhausted
 
 MAX_WINDOW_TRIES = 3
 
@@ -73,7 +75,7 @@ def ground(analysis: Analysis, sk: Skeleton, metric: MetricSpec, ex: Executor, r
     the first attempt that `accept`s (default: a rule skeleton's featured rule is decisive) is kept.
     Each variant re-runs the kept attempt's draws with rules excluded, so it answers the same
     question; that is how the decisive rules and the answer without the featured rule are found."""
-    featured = sk.featured.id if sk.featured else None
+    featured = sk.featured.rule_id if sk.featured else None
     tries = tries or int(getattr(analysis, "WINDOW_TRIES", MAX_WINDOW_TRIES))
     result: Outcome | None = None
     for attempt in range(tries):
@@ -166,8 +168,8 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
     featured = sk.featured
     tier = tier_of(analysis, g.policy_changes)
     # USES_RULE goes to the decisive rules; a knowledge task is about its featured document.
-    used = [featured.id] if analysis == KNOWLEDGE and featured else g.decisive
-    refs = {r.id: r for r in sk.policy}
+    used = [featured.rule_id] if analysis == KNOWLEDGE and featured else g.decisive
+    refs = {r.rule_id: r for r in sk.policy}
     rule_texts = [docs[r].body for r in used if r in docs]
     llm_failure: str | None = None
     failed = "error" in result.gold_answer  # rejected below (missing_gold), with its error
@@ -196,14 +198,14 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
         base_answer=result.base_answer if tier == "K+A+R" else None,
         gold_sql=result.gold_sql, base_sql=result.base_sql, gold_params=result.gold_params,
         base_params=result.base_params, tables=list(sk.tables), facts=result.facts, rounding=metric.rounding,
-        featured_rule=featured.id if featured else None, decisive_rules=list(g.decisive),
+        featured_rule=featured.rule_id if featured else None, decisive_rules=list(g.decisive),
         policy=list(dict.fromkeys(r.tag for r in sk.policy)), lifted_answer=g.lifted_answer,
         lifted_sql=g.lifted.sql if g.lifted else None, lifted_params=g.lifted.params if g.lifted else {},
         featured_sql=g.featured_only.sql if g.featured_only else None,
         featured_params=g.featured_only.params if g.featured_only else {},
     )
-    if featured is not None and analysis != KNOWLEDGE and not failed and featured.id not in g.decisive:
-        c.rejections.append(f"{NOT_DISCRIMINATIVE}: the featured rule {featured.id} does not change the answer "
+    if featured is not None and analysis != KNOWLEDGE and not failed and featured.rule_id not in g.decisive:
+        c.rejections.append(f"{NOT_DISCRIMINATIVE}: the featured rule {featured.rule_id} does not change the answer "
                             f"under the metric's policy (counterfactual filter)")
     c.rejections += [llm_failure] if llm_failure else stage1(c, vocab)
     if phrased and llm is not None and not llm_failure \

@@ -12,10 +12,9 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict
 
-from evaluation.contracts import AnswerContract, build_contract, check_answer, shape_problems
-from generation.analyses.trend import PCT_DIGITS
-from generation.fidelity import fidelity_problems
-from service.llm import ask_structured
+from dibench.core.contracts import check_answer, shape_problems, task_contract
+from dibench.generation.fidelity import fidelity_problems
+from dibench.stores.llm import ask_structured
 
 
 @dataclass
@@ -52,12 +51,6 @@ class Candidate:
     featured_sql: str | None = None  # the featured rule alone (what a one-rule analyst computes)
     featured_params: dict[str, Any] = field(default_factory=dict)
     sql_plan: str = ""  # how its statements were answered (generation.tasks.sql_plan)
-
-
-def task_contract(analysis_type: str, rounding: int) -> AnswerContract:
-    """The answer contract of a task (trend percentages carry their own rounding)."""
-    pct = PCT_DIGITS if analysis_type == "trend_analysis" else None
-    return build_contract(analysis_type, rounding, pct_rounding=pct)
 
 
 def rule_changes_answer(analysis_type: str, gold: dict[str, Any], base: dict[str, Any], rounding: int) -> bool:

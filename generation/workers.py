@@ -22,18 +22,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from generation.grounding import Executor
-from generation.skeletons import Skeleton
-from generation.tasks import build_candidates, vocabulary
-from generation.writeback import task_rows
-from ingest.database import schema_columns
-from ingest.lease import process_id
-from ingest.pack import Pack, load_pack, warehouse_for
-from service.graph import Graph, Tx, retries_between, retry_counts
-from service.config import get_settings
-from service.errors import DibenchError, NotFound
-from service.llm import configured_model, new_session, session
-from service.warehouse import Warehouse
+from dibench.core.config import get_settings
+from dibench.core.errors import DibenchError, NotFound
+from dibench.core.pack import Pack, load_pack
+from dibench.generation.executor import Executor
+from dibench.generation.skeletons import Skeleton
+from dibench.generation.tasks import build_candidates, vocabulary
+from dibench.generation.writeback import task_rows
+from dibench.stores.graph import Graph, Tx, retries_between, retry_counts
+from dibench.stores.lease import process_id
+from dibench.stores.llm import configured_model, new_session, session
+from dibench.stores.pack_data import schema_columns, warehouse_for
+from dibench.stores.warehouse import Warehouse
 
 LEASE_S = 120.0
 # Skeletons per claim. One: a worker claims its next skeleton when it is free, so at the end of

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from generation.validation import Candidate
-from ingest.keys import dimension_key, metric_key, rule_key, rule_version_key, table_key
-from ingest.pack import Pack
+from dibench.core.keys import dimension_key, metric_key, rule_key, rule_version_key, table_key
+from dibench.core.pack import Pack
+from dibench.generation.validation import Candidate
 
 # What a task's gold means: 2 = the metric's whole policy (1 = the skeleton's one rule). A domain
 # generated with an older meaning is retired, with a changelog entry, when it is generated again.

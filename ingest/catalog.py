@@ -10,11 +10,11 @@ from typing import Any
 
 from sqlglot import exp
 
-from ingest.keys import dimension_key, metric_key, row, table_key
-from ingest.pack import Pack
-from service.models import MetricSpec
-from sqlops.dialect import parse
-from sqlops.tree import columns_read, tables_read
+from dibench.core.keys import dimension_key, metric_key, row, table_key
+from dibench.core.models import MetricSpec
+from dibench.core.pack import Pack
+from dibench.sqlops.dialect import parse
+from dibench.sqlops.tree import columns_read, tables_read
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 
-from ingest.pack import Pack, _rel
-from sqlops.policy import Conflict, Entry, metric_policy
+from dibench.core.pack import Pack, _rel
+from dibench.sqlops.policy import Conflict, Entry, metric_policy
 
 
 def pack_conflicts(pack: Pack, keep: Callable[[str, str], bool] | None = None) -> list[Conflict]:

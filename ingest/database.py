@@ -4,40 +4,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-import psycopg
-from psycopg import sql
-from sqlalchemy import Engine, inspect
-
-from ingest.pack import Pack
-from service.config import get_settings
-from service.errors import DibenchError
-from service.pgroles import ensure_readonly_role
-from service.warehouse import Warehouse, admin_cursor
-
-__all__ = ["admin_cursor", "load_database", "replacing_schema", "schema_columns"]
-
-
-@contextmanager
-def replacing_schema(engine: Engine, schema: str, ddl: Path) -> Iterator[psycopg.Cursor[Any]]:
-    """One transaction that drops and recreates `schema`, runs the DDL file in it and yields the
-    cursor for the loader's COPYs; the old schema survives any failure before the commit. The
-    domain's read-only role is granted the new tables in the same transaction, so readers never
-    see the schema without its grants."""
-    settings = get_settings()
-    with admin_cursor(engine) as cur:
-        cur.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-        cur.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-        # Transaction-local, so the pooled connection goes back with its usual search_path.
-        cur.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
-        cur.execute(ddl.read_text())
-        yield cur
-        ensure_readonly_role(cur, schema, timeout_ms=int(1000 * settings.statement_timeout_s),
-                             password=settings.readonly_password)
+from dibench.core.errors import DibenchError
+from dibench.core.pack import Pack
+from dibench.stores.warehouse import Warehouse
 
 
 def _loader(pack: Pack) -> Any:
@@ -75,11 +46,3 @@ def load_database(pack: Pack, wh: Warehouse, **overrides: Any) -> dict[str, Any]
     report["seconds"] = round(time.perf_counter() - started, 2)
     return report
 
-
-def schema_columns(wh: Warehouse, schema: str) -> dict[str, dict[str, str]]:
-    """{table: {column: type}} of a loaded schema (empty when the schema is not loaded)."""
-    insp = inspect(wh.admin())
-    if schema not in insp.get_schema_names():
-        return {}
-    return {t: {c["name"]: str(c["type"]) for c in insp.get_columns(t, schema=schema)}
-            for t in insp.get_table_names(schema=schema)}

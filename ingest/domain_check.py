@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingest.database import schema_columns
-from ingest.fingerprint import Fingerprinter, pack_columns
-from ingest.indexes import missing_indexes
-from ingest.pack import Pack
-from service.warehouse import Warehouse
+from dibench.core.pack import Pack
+from dibench.ingest.indexes import missing_indexes
+from dibench.stores.fingerprint import Fingerprinter, pack_columns
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.warehouse import Warehouse
 
 
 def needed_columns(pack: Pack) -> dict[str, set[str]]:

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import ValidationError
 
-from ingest.catalog import metric_tables
-from ingest.pack import Pack, RuleDoc, _rel
-from ingest.validate import effect_problems
-from service.config import get_settings
-from service.errors import ExtractionError
-from service.graph import Graph
-from service.llm import ask_structured, estimate_tokens, shape_text
-from service.models import LLMEffects, MetricSpec, RuleFrontMatter
+from dibench.core.config import get_settings
+from dibench.core.errors import ExtractionError
+from dibench.core.models import LLMEffects, MetricSpec, RuleFrontMatter
+from dibench.core.pack import Pack, RuleDoc, _rel
+from dibench.ingest.catalog import metric_tables
+from dibench.ingest.validate import effect_problems
+from dibench.stores.graph import Graph
+from dibench.stores.llm import ask_structured, estimate_tokens, shape_text
 
 PROMPT_VERSION = "extract-effects/2"
 REPLY_TOKENS = 600  # kept free for the reply: a few effects of JSON

@@ -1,17 +1,7 @@
 """Index advice: the time and dimension columns a pack's metrics filter on that no index of the
-warehouse leads with.
-
-Every generated statement windows a metric on its `time_column` and many filter or group on a
-dimension column; on a large table without an index on that column each of them is a full
-scan. `dibench domain check` lists each such column with the CREATE INDEX a user could run,
-and `dibench ingest` warns about them; dibench never creates an index in a warehouse it does
-not load (a team's own warehouse is read, never changed).
-
-A column counts as indexed when a valid index of its table has it as its first key column (the
-only column a B-tree can search by alone). Tables below MIN_ROWS rows (PostgreSQL's estimate,
-`pg_class.reltuples`, or the live rows counted since the last analysis) are left out: PostgreSQL scans a table that small faster than it would
-use an index. A dimension column on the table a metric windows on is advised together with
-that time column (`(channel, created_at)`), which serves "this value in this window" at once.
+warehouse leads with, on tables of at least MIN_ROWS rows, each with the CREATE INDEX a user could
+run (a dimension column on the table a metric windows on, together with that time column).
+dibench never creates an index in a warehouse it does not load.
 """
 from __future__ import annotations
 
@@ -20,10 +10,10 @@ from typing import Literal
 
 from sqlglot import exp
 
-from ingest.pack import Pack
-from service.warehouse import Warehouse
-from sqlops.dialect import parse, render
-from sqlops.tree import alias_tables
+from dibench.core.pack import Pack
+from dibench.sqlops.dialect import parse, render
+from dibench.sqlops.tree import alias_tables
+from dibench.stores.warehouse import Warehouse
 
 MIN_ROWS = 10_000
 

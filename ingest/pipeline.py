@@ -1,22 +1,10 @@
 """`dibench ingest`: the ordered steps schema -> catalog -> rules (+ verification) -> write.
 
-Plans are built first without touching the graph (except one step: LLM extraction selects its
-candidate metrics through the graph, so with extraction the schema and catalog plans are written
-before the rule plan is built, see `ingest_pack`). A plan of at most `DIBENCH_INGEST_TX_ROWS`
-rows (every real domain pack: a few hundred) is written in one Neo4j transaction, all or
-nothing. A larger one is written statement by statement, each in batches of
-`DIBENCH_WRITE_BATCH` rows run as concurrent transactions (`DIBENCH_WRITE_WORKERS`): each
-batch is all or nothing, and since every statement is idempotent, running the ingest again
-after a failure completes it. Either way the domain's write lease (ingest/lease.py) keeps a
-second ingest or rule update of the same domain out meanwhile.
-
-Concurrent batches: `MERGE (a)-[:R]->(b)` locks both end nodes as it goes, so two
-transactions whose batches share nodes (every metric batch shares the tables it reads)
-deadlock and retry. `CREATE` takes its relationship locks at commit, in a fixed order, so the
-edge statements create an edge only where it is missing: `WHERE NOT EXISTS {...} CREATE`.
-That is idempotent but not safe against a concurrent writer of the same edge; the planners
-emit each edge once and the lease excludes other writers. Nodes are still MERGEd: their keys
-are unique, and a batch's nodes are its own.
+Plans are built before anything is written. A plan of at most `DIBENCH_INGEST_TX_ROWS` rows is
+one transaction, all or nothing; a larger one goes in concurrent batch transactions, each all or
+nothing, and running the ingest again completes it. The domain's write lease keeps other writers
+out. With LLM extraction the schema and catalog are written first (candidate metrics are chosen
+through them). Why edges are created, not merged: docs/architecture.md, "Ingest".
 """
 from __future__ import annotations
 
@@ -25,18 +13,18 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from ingest.catalog import CatalogPlan, plan_catalog
-from ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION
-from ingest.indexes import missing_indexes
-from ingest.keys import props_hash
-from ingest.lease import domain_lease
-from ingest.pack import Pack
-from ingest.rules import RulePlan, needs_extraction, plan_rules
-from ingest.schema import SchemaPlan, plan_schema
-from service.config import get_settings
-from service.graph import Graph, Tx, add_counters, batched
-from service.llm import describe
-from service.warehouse import Warehouse
+from dibench.core.config import get_settings
+from dibench.core.keys import props_hash
+from dibench.core.pack import Pack
+from dibench.ingest.catalog import CatalogPlan, plan_catalog
+from dibench.ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION
+from dibench.ingest.indexes import missing_indexes
+from dibench.ingest.rules import RulePlan, needs_extraction, plan_rules
+from dibench.ingest.schema import SchemaPlan, plan_schema
+from dibench.stores.graph import Graph, Tx, add_counters, batched
+from dibench.stores.lease import domain_lease
+from dibench.stores.llm import describe
+from dibench.stores.warehouse import Warehouse
 
 
 @dataclass

@@ -16,18 +16,19 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from ingest.conflicts import conflict_lines, pack_conflicts
-from ingest.database import schema_columns
-from ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION, extract_effects
-from ingest.keys import dimension_key, metric_key, row, rule_key, rule_version_key
-from ingest.pack import Pack, RuleDoc, _rel
-from ingest.verify import EdgeCheck, SideCache, edge_window, prefetch, verify_effect
-from service.config import get_settings
-from service.errors import DibenchError
-from service.graph import Graph
-from service.llm import describe
-from service.warehouse import Warehouse
-from sqlops.ops import AnyEffect
+from dibench.core.config import get_settings
+from dibench.core.errors import DibenchError
+from dibench.core.keys import dimension_key, metric_key, row, rule_key, rule_version_key
+from dibench.core.pack import Pack, RuleDoc, _rel
+from dibench.ingest.conflicts import conflict_lines, pack_conflicts
+from dibench.ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION, extract_effects
+from dibench.ingest.validate import reference_problems
+from dibench.ingest.verify import EdgeCheck, SideCache, edge_window, prefetch, verify_effect
+from dibench.sqlops.ops import AnyEffect
+from dibench.stores.graph import Graph
+from dibench.stores.llm import describe
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.warehouse import Warehouse
 
 
 @dataclass
@@ -76,24 +77,6 @@ def mentioned_metrics(doc: RuleDoc, pack: Pack) -> list[str]:
             if re.search(rf"(?<![\w-]){re.escape(needle)}(?![\w-])", text):
                 out.append(m.id)
                 break
-    return out
-
-
-def effect_problems(doc: RuleDoc, effects: list[AnyEffect], pack: Pack) -> list[str]:
-    """References an effect makes that the graph cannot hold: an unknown metric, or an
-    applies_when dimension the pack does not declare (its APPLIES_WHEN edge would silently
-    find no Dimension node)."""
-    dims = {x.column for x in pack.spec.dimensions}
-    out = []
-    for j, eff in enumerate(effects):
-        if eff.metric not in pack.metric_by_id:
-            out.append(f"{_rel(doc.path)}: effects.{j}.metric: unknown metric {eff.metric!r}")
-        elif pack.metric_by_id[eff.metric].derived is not None:
-            out.append(f"{_rel(doc.path)}: effects.{j}.metric: {eff.metric} is derived; a rule changes it "
-                       f"through its inputs")
-        if eff.applies_when is not None and eff.applies_when.dimension not in dims:
-            out.append(f"{_rel(doc.path)}: effects.{j}.applies_when.dimension: "
-                       f"{eff.applies_when.dimension!r} is not a dimension declared in pack.yaml")
     return out
 
 
@@ -150,7 +133,8 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, g
             continue
         # Checked before anything of the document enters the plan: a document with one bad
         # effect is left out whole (graph unchanged for it), never written with the rest.
-        problems = effect_problems(doc, effects, pack)
+        problems = [f"{_rel(doc.path)}: effects.{j}.{field}: {problem}"
+                    for j, eff in enumerate(effects) for field, problem in reference_problems(pack, eff)]
         if problems:
             plan.failures.extend(problems)
             continue
@@ -213,7 +197,7 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, g
     plan.modifies = list(merged.values())
     if only is None:
         # Conflicts among the edges in force. Their metrics' policies stay incomplete in the graph
-        # (service/policy.py) and generation skips them until a `supersedes` resolves it.
+        # (stores/policies.py) and generation skips them until a `supersedes` resolves it.
         verified = {(c.rule_id, c.metric_id) for c in plan.checks if c.verified}
         plan.conflicts = conflict_lines(pack, pack_conflicts(pack, lambda r, m: (r, m) in verified))
     plan.applies = [dict(t) for t in {tuple(sorted(a.items())) for a in plan.applies}]

@@ -11,11 +11,11 @@ from typing import Any
 from sqlalchemy import inspect
 from sqlglot import exp
 
-from ingest.keys import dimension_key, row, table_key
-from ingest.pack import Pack
-from service.errors import DibenchError
-from service.warehouse import Warehouse
-from sqlops.dialect import render
+from dibench.core.errors import DibenchError
+from dibench.core.keys import dimension_key, row, table_key
+from dibench.core.pack import Pack
+from dibench.sqlops.dialect import render
+from dibench.stores.warehouse import Warehouse
 
 
 @dataclass(frozen=True)

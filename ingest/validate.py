@@ -5,16 +5,16 @@ from pathlib import Path
 
 from sqlglot import exp
 
-from ingest.conflicts import conflict_lines, pack_conflicts
-from ingest.database import schema_columns
-from ingest.pack import Pack, _rel, load_pack
-from service.models import MetricSpec
-from service.errors import DibenchError, PackError, PackErrors
-from service.warehouse import Warehouse, check_readonly
-from sqlops.dialect import STATEMENT_LIMITS, check_size, parse, parse_expression, placeholders
-from sqlops.ops import AnyEffect, Bound, apply_effect
-from sqlops.scope import foreign_schemas
-from sqlops.tree import columns_read, outer_select, table_alias, tables_read, value_projection
+from dibench.core.errors import DibenchError, PackError, PackErrors
+from dibench.core.models import MetricSpec
+from dibench.core.pack import Pack, _rel, load_pack
+from dibench.ingest.conflicts import conflict_lines, pack_conflicts
+from dibench.sqlops.dialect import STATEMENT_LIMITS, check_size, parse, parse_expression, placeholders
+from dibench.sqlops.ops import AnyEffect, Bound, apply_effect
+from dibench.sqlops.scope import foreign_schemas
+from dibench.sqlops.tree import columns_read, outer_select, table_alias, tables_read, value_projection
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.warehouse import Warehouse, check_readonly
 
 # The pipeline appends these clauses itself (GROUP BY a dimension, HAVING for suppression),
 # so a template that already has one would be rewritten into something else.
@@ -174,23 +174,32 @@ def _expression_refs(expr: exp.Expression, tree: exp.Expression, columns: dict[s
     return out
 
 
-def effect_problems(pack: Pack, eff: AnyEffect, columns: dict[str, dict[str, str]], rule_id: str,
-                    at: str = "") -> list[tuple[str, str]]:
-    """(field, problem) of one effect: its metric (not a derived one: rules change those through
-    their inputs), dimension, expressions (parsed, naming no other schema, and their alias.column
-    references checked against the metric's SQL and the loaded schema), parameter, and the rewrite
-    itself. Front-matter effects (`domain validate`) and LLM-extracted effects (ingest) go through
-    the same checks."""
+def reference_problems(pack: Pack, eff: AnyEffect) -> list[tuple[str, str]]:
+    """(field, problem) of what one effect names that the graph must hold: a metric of the pack that
+    is not derived (rules change those through their inputs), and a declared dimension (an
+    APPLIES_WHEN edge to an undeclared one would silently find no Dimension node)."""
+    out: list[tuple[str, str]] = []
     metric = pack.metric_by_id.get(eff.metric)
     if metric is None:
-        return [("metric", f"unknown metric {eff.metric!r}")]
-    if metric.derived is not None:
-        return [("metric", f"{metric.id} is derived: a rule changes it through its inputs "
-                           f"({', '.join(metric.derived.inputs.values())})")]
-    out: list[tuple[str, str]] = []
-    dims = {d.column for d in pack.spec.dimensions}
-    if eff.applies_when and eff.applies_when.dimension not in dims:
+        out.append(("metric", f"unknown metric {eff.metric!r}"))
+    elif metric.derived is not None:
+        out.append(("metric", f"{metric.id} is derived: a rule changes it through its inputs "
+                              f"({', '.join(metric.derived.inputs.values())})"))
+    if eff.applies_when and eff.applies_when.dimension not in {d.column for d in pack.spec.dimensions}:
         out.append(("applies_when.dimension", f"{eff.applies_when.dimension!r} is not a declared dimension"))
+    return out
+
+
+def effect_problems(pack: Pack, eff: AnyEffect, columns: dict[str, dict[str, str]], rule_id: str,
+                    at: str = "") -> list[tuple[str, str]]:
+    """(field, problem) of one effect: its references (`reference_problems`), expressions (parsed,
+    naming no other schema, and their alias.column references checked against the metric's SQL and
+    the loaded schema), parameter, and the rewrite itself. Front-matter effects (`domain validate`) and LLM-extracted effects (ingest) go through
+    the same checks."""
+    out = reference_problems(pack, eff)
+    metric = pack.metric_by_id.get(eff.metric)
+    if metric is None or metric.derived is not None:
+        return out
     try:
         tree: exp.Expression | None = outer_select(parse(metric.template))
     except DibenchError:

@@ -1,17 +1,10 @@
-"""Counterfactual verification of rule -> metric edges.
+"""Counterfactual verification of rule -> metric edges, on the read-only path.
 
-An edge is verified when applying the rule's operation to the metric's SQL changes the
-computed answer on at least one realistic slice of the data: the whole time range, every
-value of each dimension the metric may be sliced by, and every month. All slices of one side
-(the metric without and with the rule) come from one statement, GROUP BY GROUPING SETS of the
-slice keys (issue 15): each grouping set aggregates the same rows with the same expression as a
-GROUP BY of its key alone would, HAVING included, so the answers are those of one statement per
-slice. Better still, `prefetch` computes the side without rules and the side of every effect on
-a metric in one statement (sqlops/sides.py), so an ingest scans each metric's data once. A
-statement that already groups falls back to one statement per slice, and so does every
-statement with DIBENCH_GROUPED_PLAN=0 (the path before issue 15). The side without
-the rule is shared by every edge of the metric (`BaseCache`). All statements run on the
-read-only path.
+An edge is verified when applying the rule's operation to the metric's SQL changes the answer on
+at least one slice: the whole time range, every value of each dimension of the metric, every
+month. The slices of a side come from one GROUPING SETS statement, and `prefetch` computes the
+side without rules and every effect's side of a metric in one scan (docs/architecture.md,
+"Ingest"); a statement that already groups, or DIBENCH_GROUPED_PLAN=0, runs one per slice.
 """
 from __future__ import annotations
 
@@ -22,18 +15,17 @@ from typing import Any
 
 from sqlglot import exp
 
-from service.config import get_settings
-from service.errors import DibenchError
-from service.models import MetricSpec
-from service.warehouse import Warehouse, bounded_message
-from sqlops import sides
-from sqlops.grouped import window_only_bounds_time
-from sqlops.dialect import parse, render
-from sqlops.ops import AnyEffect, Bound, apply_effect
-from sqlops.shape import group_by, hoist_row_subqueries, month_bucket, time_bounds
-from sqlops.tree import aliased_column, column, outer_select, value_projection
-
-WIDE = (dt.date(1900, 1, 1), dt.date(2200, 1, 1))
+from dibench.core.config import get_settings
+from dibench.core.errors import DibenchError
+from dibench.core.models import MetricSpec
+from dibench.sqlops import sides
+from dibench.sqlops.dialect import parse, render
+from dibench.sqlops.grouped import window_only_bounds_time
+from dibench.sqlops.ops import AnyEffect, Bound, apply_effect
+from dibench.sqlops.shape import group_by, hoist_row_subqueries, month_bucket
+from dibench.sqlops.tree import aliased_column, column, outer_select
+from dibench.stores.pack_data import WIDE, metric_window
+from dibench.stores.warehouse import Warehouse, bounded_message
 
 
 @dataclass(frozen=True)
@@ -44,22 +36,6 @@ class EdgeCheck:
     changed_slices: tuple[str, ...]
     slices_checked: int
     error: str | None = None
-
-
-def as_date(v: Any) -> dt.date:
-    return v.date() if isinstance(v, dt.datetime) else v
-
-
-def metric_window(wh: Warehouse, metric: MetricSpec, *, schema: str | None = None) -> tuple[dt.date, dt.date]:
-    """[first day, day after last) of the metric's data, from its own FROM clause."""
-    tree = time_bounds(parse(metric.template, where=f"metric {metric.id}: sql"), aliased_column(metric.time_ref))
-    params = {"start_date": WIDE[0], "end_date": WIDE[1], **metric.params}
-    res = wh.execute_readonly(render(tree), params, schema=schema)
-    lo, hi = res.rows[0]
-    if lo is None:
-        raise DibenchError(f"metric {metric.id}: no rows in its tables; load the domain data first",
-                           hint="dibench domain load <pack>")
-    return as_date(lo), as_date(hi) + dt.timedelta(days=1)
 
 
 def window_free(metric: MetricSpec, effects: list[tuple[str, AnyEffect]]) -> bool:
@@ -78,7 +54,7 @@ def edge_window(wh: Warehouse, metric: MetricSpec, effects: list[tuple[str, AnyE
                 windows: dict[str, tuple[dt.date, dt.date]], *, schema: str | None = None) -> tuple[dt.date, dt.date]:
     """The window edges are verified on: all of the metric's data. When the window does nothing
     but bound the time column (`window_free`), WIDE keeps exactly the rows [first day, day after
-    last) keeps and spares a scan for them (grouped plan only; the path before issue 15 asks
+    last) keeps and spares a scan for them (grouped plan only; one statement per slice asks
     `metric_window`, once per metric in `windows`)."""
     if get_settings().grouped_plan and window_free(metric, effects):
         return WIDE

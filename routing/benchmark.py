@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from routing.environment import CatalogIndexes, RoutingEnvironment
-from routing.errors import RoutingError
-from routing.models import Contract
-from routing.naming import mint_public_id
-from service.graph import Graph
+from dibench.routing.environment import CatalogIndexes, RoutingEnvironment
+from dibench.routing.errors import RoutingError
+from dibench.routing.models import Contract
+from dibench.routing.naming import mint_public_id
+from dibench.stores.graph import Graph
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,12 @@ import hashlib
 import random
 from dataclasses import dataclass
 
-from routing.models import (AnswerCondition, Behaviour, Branch, Contract, ContractUnit,
-                                       DependencyEdge, SourceUnit)
-from routing.pool import UnitPool
-from routing.sqlite_exec import SqliteExecutor
-from routing.view import Locations
+from dibench.routing.models import (
+    AnswerCondition, Behaviour, Branch, Contract, ContractUnit, DependencyEdge, SourceUnit,
+)
+from dibench.routing.pool import UnitPool
+from dibench.routing.sqlite_exec import SqliteExecutor
+from dibench.routing.view import Locations
 
 
 @dataclass

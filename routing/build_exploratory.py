@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from routing.build_common import BuildContext, contract_unit, one_branch_contract
-from routing.models import AnswerCondition, Contract, ContractUnit
-from routing.pool import UnitInfo, prefer_questions
+from dibench.routing.build_common import BuildContext, contract_unit, one_branch_contract
+from dibench.routing.models import AnswerCondition, Contract, ContractUnit
+from dibench.routing.pool import UnitInfo, prefer_questions
 
 COVER_SIZES = (2, 3, 4)
 COVER_WEIGHTS = (50, 35, 15)

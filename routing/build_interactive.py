@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from routing.build_common import BuildContext, contract_unit, task_id
-from routing.compare import CompareConfig, fingerprint
-from routing.errors import UnitSQLError
-from routing.models import AnswerCondition, Branch, Contract, ContractUnit
-from routing.pool import UnitInfo
+from dibench.routing.build_common import BuildContext, contract_unit, task_id
+from dibench.routing.compare import CompareConfig, fingerprint
+from dibench.routing.errors import UnitSQLError
+from dibench.routing.models import AnswerCondition, Branch, Contract, ContractUnit
+from dibench.routing.pool import UnitInfo
 
 ANSWERABLE_SIZES = (2, 3)  # databases able to answer: exact two-way ambiguity first
 

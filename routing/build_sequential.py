@@ -13,14 +13,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from routing.build_common import BuildContext, contract_unit, one_branch_contract
-from routing.compare import CompareConfig, fingerprint
-from routing.errors import UnitSQLError
-from routing.intents import BOUND_PHRASE, render_intent
-from routing.models import AnswerCondition, Binding, Contract, ContractUnit, DependencyEdge
-from routing.naming import natural, tokens
-from routing.pool import UnitInfo
-from routing.sqltree import FilterLiteral, filter_literals, parameterise, render
+from dibench.routing.build_common import BuildContext, contract_unit, one_branch_contract
+from dibench.routing.compare import CompareConfig, fingerprint
+from dibench.routing.errors import UnitSQLError
+from dibench.routing.intents import BOUND_PHRASE, render_intent
+from dibench.routing.models import AnswerCondition, Binding, Contract, ContractUnit, DependencyEdge
+from dibench.routing.naming import natural, tokens
+from dibench.routing.pool import UnitInfo
+from dibench.routing.sqltree import FilterLiteral, filter_literals, parameterise, render
 
 PARAMETER = "bound_value"
 MAX_PER_VALUE = 3  # keep a few very common values ("USA") from dominating

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from routing.build_common import BuildContext, contract_unit, one_branch_contract
-from routing.models import AnswerCondition, Contract
-from routing.pool import prefer_questions
+from dibench.routing.build_common import BuildContext, contract_unit, one_branch_contract
+from dibench.routing.models import AnswerCondition, Contract
+from dibench.routing.pool import prefer_questions
 
 # How many units a parallel contract takes: small fan-outs are more common, up to 8.
 PARALLEL_SIZES = (2, 3, 4, 5, 6, 7, 8)

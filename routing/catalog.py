@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import Engine, column, create_engine, event, func, inspect, select, table
 from sqlalchemy.exc import SAWarning, SQLAlchemyError
 
-from routing.errors import CatalogSourceError
-from routing.naming import entity_label, natural, words
+from dibench.routing.errors import CatalogSourceError
+from dibench.routing.naming import entity_label, natural, words
 
 SAMPLE_DISPLAY = 5       # sample values shown to routers per column
 SAMPLE_OVERLAP = 200     # distinct values kept per text column for cross-database overlaps

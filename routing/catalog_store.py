@@ -9,9 +9,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from routing.catalog import ColumnProfile, DatabaseProfile, TableProfile, capabilities
-from routing.relations import Relation
-from service.graph import Graph, add_counters
+from dibench.routing.catalog import ColumnProfile, DatabaseProfile, TableProfile, capabilities
+from dibench.routing.relations import Relation
+from dibench.stores.graph import Graph, add_counters
 
 PROFILER = "sqlalchemy-inspect+samples/v1"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from routing.models import Contract
+from dibench.routing.models import Contract
 
 AS_STATED = "The request means exactly what it says; there is nothing to add."
 MEANT_PREFIX = "I mean this: "

@@ -14,11 +14,11 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import Field, ValidationError
 
-from routing.errors import RouteInvalid
-from routing.models import Behaviour, Route, RouteBranch, Strict
-from routing.naming import natural
-from routing.retrieval import Bm25Index
-from routing.view import CatalogView
+from dibench.routing.errors import RouteInvalid
+from dibench.routing.models import Behaviour, Route, RouteBranch, Strict
+from dibench.routing.naming import natural
+from dibench.routing.retrieval import Bm25Index
+from dibench.routing.view import CatalogView
 
 SearchKind = Literal["capabilities", "tables", "columns", "entities"]
 

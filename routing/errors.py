@@ -1,7 +1,7 @@
 """Errors of the routing line; all derive from the project's DibenchError."""
 from __future__ import annotations
 
-from service.errors import DibenchError
+from dibench.core.errors import DibenchError
 
 
 class RoutingError(DibenchError):

@@ -4,13 +4,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from routing.clarify import ClarificationSimulator
-from routing.environment import CatalogIndexes, RoutingEnvironment
-from routing.errors import RouteInvalid
-from routing.execution import Outcome, RouteExecutor, gold_branch_route
-from routing.models import Contract, Route
-from routing.routers import Router, RouterTask
-from routing.scoring import ScoreConfig, Summary, TaskScore, match_branches, score_task, summarise
+from dibench.routing.clarify import ClarificationSimulator
+from dibench.routing.environment import CatalogIndexes, RoutingEnvironment
+from dibench.routing.errors import RouteInvalid
+from dibench.routing.execution import Outcome, RouteExecutor, gold_branch_route
+from dibench.routing.models import Contract, Route
+from dibench.routing.routers import Router, RouterTask
+from dibench.routing.scoring import ScoreConfig, Summary, TaskScore, match_branches, score_task, summarise
 
 AUDIT_KS = (10, 50)
 

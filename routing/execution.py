@@ -19,13 +19,13 @@ from typing import Any, Protocol
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import Field
 
-from routing.errors import UnitSQLError
-from routing.models import Branch, RouteBranch, RouteContribution, RouteEdge, Strict
-from routing.sqlite_exec import SqliteExecutor, SqliteResult
-from routing.sqltree import parse_select, placeholders
-from routing.view import CatalogView, Locations
-from service.errors import ExtractionError
-from service.llm import ask_structured
+from dibench.core.errors import ExtractionError
+from dibench.routing.errors import UnitSQLError
+from dibench.routing.models import Branch, RouteBranch, RouteContribution, RouteEdge, Strict
+from dibench.routing.sqlite_exec import SqliteExecutor, SqliteResult
+from dibench.routing.sqltree import parse_select, placeholders
+from dibench.routing.view import CatalogView, Locations
+from dibench.stores.llm import ask_structured
 
 
 class SqlWriter(Protocol):

@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from routing.build_common import BuildContext
-from routing.build_exploratory import exploratory_candidates
-from routing.build_interactive import interactive_candidates
-from routing.build_sequential import sequential_candidates
-from routing.build_simple import parallel_candidates, single_candidates
-from routing.errors import ContractInvalid
-from routing.models import BEHAVIOURS, Behaviour, Contract
-from routing.render import render
-from routing.validate import Validator
+from dibench.routing.build_common import BuildContext
+from dibench.routing.build_exploratory import exploratory_candidates
+from dibench.routing.build_interactive import interactive_candidates
+from dibench.routing.build_sequential import sequential_candidates
+from dibench.routing.build_simple import parallel_candidates, single_candidates
+from dibench.routing.errors import ContractInvalid
+from dibench.routing.models import BEHAVIOURS, Behaviour, Contract
+from dibench.routing.render import render
+from dibench.routing.validate import Validator
 
 REFERENCE_MIX: dict[Behaviour, int] = {"single": 92, "parallel": 305, "sequential": 22, "exploratory": 291,
                                        "interactive": 105}

@@ -16,13 +16,14 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from routing.catalog import DatabaseProfile, profile_database, sqlite_engine
-from routing.catalog_store import (WriteReport, link_domain_tables, private_locations, stored_profiles,
-                                   write_catalog)
-from routing.errors import CatalogSourceError
-from routing.naming import mint_public_id
-from routing.relations import relations
-from service.graph import Graph, add_counters
+from dibench.routing.catalog import DatabaseProfile, profile_database, sqlite_engine
+from dibench.routing.catalog_store import (
+    WriteReport, link_domain_tables, private_locations, stored_profiles, write_catalog,
+)
+from dibench.routing.errors import CatalogSourceError
+from dibench.routing.naming import mint_public_id
+from dibench.routing.relations import relations
+from dibench.stores.graph import Graph, add_counters
 
 Progress = Callable[[str], None]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from routing.naming import entity_label, natural
+from dibench.routing.naming import entity_label, natural
 
 _AGG = {exp.Count: "number of", exp.Avg: "average", exp.Sum: "total", exp.Min: "minimum", exp.Max: "maximum"}
 _CMP = {exp.EQ: "is", exp.NEQ: "is not", exp.GT: "is greater than", exp.GTE: "is at least",

@@ -1,8 +1,8 @@
 """Public identifiers and natural-language names derived from schema identifiers."""
 from __future__ import annotations
 
-import secrets
 import re
+import secrets
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD = re.compile(r"[a-z0-9]+")

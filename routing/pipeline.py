@@ -15,19 +15,19 @@ from pathlib import Path
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from routing import benchmark
-from routing.build_common import BuildContext
-from routing.environment import CatalogIndexes
-from routing.execution import OracleSql, RouteExecutor, SqlWriter, TextToSql
-from routing.generate import DEFAULT_N, GenerationReport, generate
-from routing.models import Contract
-from routing.pool import UnitPool
-from routing.sqlite_exec import SqliteExecutor
-from routing.task_store import export_jsonl, import_jsonl, read_contracts, write_contracts, write_units
-from routing.units import UnitBuild, build_units, read_release
-from routing.validate import Validator
-from routing.view import CatalogView, Locations
-from service.graph import Graph
+from dibench.routing import benchmark
+from dibench.routing.build_common import BuildContext
+from dibench.routing.environment import CatalogIndexes
+from dibench.routing.execution import OracleSql, RouteExecutor, SqlWriter, TextToSql
+from dibench.routing.generate import DEFAULT_N, GenerationReport, generate
+from dibench.routing.models import Contract
+from dibench.routing.pool import UnitPool
+from dibench.routing.sqlite_exec import SqliteExecutor
+from dibench.routing.task_store import export_jsonl, import_jsonl, read_contracts, write_contracts, write_units
+from dibench.routing.units import UnitBuild, build_units, read_release
+from dibench.routing.validate import Validator
+from dibench.routing.view import CatalogView, Locations
+from dibench.stores.graph import Graph
 
 Progress = Callable[[int], None]
 

@@ -12,10 +12,10 @@ from functools import cached_property
 
 from sqlglot import exp
 
-from routing.models import SourceUnit
-from routing.naming import entity_label, words
-from routing.sqltree import identifiers, parse_select
-from routing.view import CatalogView
+from dibench.routing.models import SourceUnit
+from dibench.routing.naming import entity_label, words
+from dibench.routing.sqltree import identifiers, parse_select
+from dibench.routing.view import CatalogView
 
 
 def canonical_sql(tree: exp.Expression) -> str:

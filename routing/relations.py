@@ -10,8 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from itertools import combinations
 
-from routing.catalog import DatabaseProfile
-from routing.naming import natural
+from dibench.routing.catalog import DatabaseProfile
+from dibench.routing.naming import natural
 
 # Column names too generic to suggest that two databases describe the same things.
 GENERIC_COLUMNS = frozenset({

@@ -10,11 +10,11 @@ import random
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import Field
 
-from routing.errors import ContractInvalid
-from routing.models import Contract, Strict
-from routing.validate import Validator
-from service.errors import ExtractionError
-from service.llm import ask_structured
+from dibench.core.errors import ExtractionError
+from dibench.routing.errors import ContractInvalid
+from dibench.routing.models import Contract, Strict
+from dibench.routing.validate import Validator
+from dibench.stores.llm import ask_structured
 
 TEMPLATE_VERSION = "template/v2"
 

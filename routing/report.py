@@ -15,9 +15,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from routing.evaluate import AuditRow, EvalResult
-from routing.scoring import Summary
-from service.config import get_settings
+from dibench.core.config import get_settings
+from dibench.routing.evaluate import AuditRow, EvalResult
+from dibench.routing.scoring import Summary
 
 
 def results_dir() -> Path:

@@ -7,7 +7,7 @@ from typing import Generic, TypeVar
 import bm25s
 import numpy as np
 
-from routing.naming import tokens
+from dibench.routing.naming import tokens
 
 K = TypeVar("K")
 STOPWORDS = frozenset({

@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from routing.compare import CompareConfig, DEFAULT_DECIMALS, results_match
-from routing.execution import Outcome
-from routing.models import Branch, Contract, Route, RouteBranch
-
+from dibench.routing.compare import CompareConfig, DEFAULT_DECIMALS, results_match
+from dibench.routing.execution import Outcome
+from dibench.routing.models import Branch, Contract, Route, RouteBranch
 
 # An unnecessary clarification question (on a task that is not ambiguous) costs this share of the
 # task's routing and end-to-end scores: asking must pay for itself, as the user's time is not free.

@@ -17,8 +17,10 @@ from typing import Any
 import sqlglot
 import sqlglot.errors
 
-from routing.errors import UnitSQLError
-from routing.sqltree import parse_select
+from dibench.core.errors import DibenchError
+from dibench.routing.errors import UnitSQLError
+from dibench.routing.sqltree import parse_select
+from dibench.stores.warehouse import get_warehouse
 
 DEFAULT_TIMEOUT_S = 5.0
 _PROGRESS_STEPS = 10_000  # VM instructions between deadline checks
@@ -37,9 +39,6 @@ class PgSchema:
 
 
 def run_postgres(target: PgSchema, sql: str, params: dict[str, Any] | None, timeout_s: float) -> "SqliteResult":
-    from service.errors import DibenchError
-    from service.warehouse import get_warehouse
-
     try:
         pg_sql = sqlglot.transpile(sql, read="sqlite", write="postgres")[0]
         res = get_warehouse().execute_readonly(pg_sql, params, timeout_s=timeout_s, schema=target.schema)

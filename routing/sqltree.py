@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from routing.errors import UnitSQLError
+from dibench.routing.errors import UnitSQLError
 
 DIALECT = "sqlite"
 _WRITE_NODES = (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter,

@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from routing.errors import RoutingError
-from routing.models import Contract, SourceUnit, UnitFailure
-from service.graph import Graph, add_counters
+from dibench.routing.errors import RoutingError
+from dibench.routing.models import Contract, SourceUnit, UnitFailure
+from dibench.stores.graph import Graph, add_counters
 
 
 def unit_key(catalog: str, unit_id: str) -> str:

@@ -20,13 +20,15 @@ from pathlib import Path
 
 import sqlglot
 
-from routing.compare import CompareConfig, fingerprint
-from routing.errors import CatalogSourceError, UnitSQLError
-from routing.intents import hides_needed_value, render_intent
-from routing.models import SourceUnit, UnitFailure
-from routing.sqlite_exec import SqliteExecutor
-from routing.sqltree import DIALECT, has_order_by, normalise_quoted, parse_select, render, schema_problems, table_names
-from routing.view import CatalogView, Locations
+from dibench.routing.compare import CompareConfig, fingerprint
+from dibench.routing.errors import CatalogSourceError, UnitSQLError
+from dibench.routing.intents import hides_needed_value, render_intent
+from dibench.routing.models import SourceUnit, UnitFailure
+from dibench.routing.sqlite_exec import SqliteExecutor
+from dibench.routing.sqltree import (
+    DIALECT, has_order_by, normalise_quoted, parse_select, render, schema_problems, table_names,
+)
+from dibench.routing.view import CatalogView, Locations
 
 # Question files in the order their questions win; origins are "<file stem>:<index in the file>".
 QUESTION_FILES = ("dev.json", "train_spider.json", "train_others.json")

@@ -12,15 +12,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from routing.build_exploratory import minimum_covers
-from routing.build_sequential import value_type
-from routing.compare import CompareConfig, fingerprint
-from routing.errors import ContractInvalid, UnitSQLError
-from routing.models import Branch, Contract, ContractUnit, SourceUnit
-from routing.sqlite_exec import SqliteExecutor
-from routing.sqltree import parse_select, placeholders, schema_problems
-from routing.task_store import base_unit_id
-from routing.view import CatalogView, Locations
+from dibench.routing.build_exploratory import minimum_covers
+from dibench.routing.build_sequential import value_type
+from dibench.routing.compare import CompareConfig, fingerprint
+from dibench.routing.errors import ContractInvalid, UnitSQLError
+from dibench.routing.models import Branch, Contract, ContractUnit, SourceUnit
+from dibench.routing.sqlite_exec import SqliteExecutor
+from dibench.routing.sqltree import parse_select, placeholders, schema_problems
+from dibench.routing.task_store import base_unit_id
+from dibench.routing.view import CatalogView, Locations
 
 MIN_REQUEST_CHARS = 20
 

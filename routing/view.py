@@ -10,10 +10,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from routing.catalog_store import private_locations, read_public
-from routing.errors import RoutingError
-from routing.sqlite_exec import PgSchema
-from service.graph import Graph
+from dibench.routing.catalog_store import private_locations, read_public
+from dibench.routing.errors import RoutingError
+from dibench.routing.sqlite_exec import PgSchema
+from dibench.stores.graph import Graph
 
 
 @dataclass

@@ -9,5 +9,5 @@ if ! .venv/bin/dibench services status | grep -q "neo4j .*up" ; then started_her
 .venv/bin/dibench services up || exit 1
 cleanup() { if [ "$started_here" = 1 ] || [ "${CI:-}" = "true" ]; then .venv/bin/dibench services down; fi; }
 trap cleanup EXIT
-.venv/bin/mypy || { echo "mypy failed"; exit 1; }
+.venv/bin/python scripts/typecheck.py || { echo "mypy failed"; exit 1; }
 .venv/bin/pytest -q "$@"

@@ -1,1 +1,3 @@
-"""dibench service layer: configuration, errors, graph and warehouse access, CLI and HTTP API."""
+"""The knowledge service, above the stages: the use-cases people call (rules-for, impact,
+update-rule, remove-rule, drift, export, the report, removing a domain), the Python API and the
+HTTP API."""

@@ -29,13 +29,24 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
-from service.config import Settings, get_settings
-from service.cypher_guard import CypherRefused
-from service.errors import (
+from dibench.core.config import Settings, get_settings
+from dibench.core.errors import (
     ConfigError, DibenchError, ExtractionError, GraphError, NotFound, PackError, PackErrors, ReadOnlyViolation,
     ServiceError, WarehouseError,
 )
-from service.graph import Graph, get_graph
+from dibench.core.pack import DOMAINS_DIR
+from dibench.service.drift import latest_check, run_drift
+from dibench.service import library
+from dibench.service.export import ExportError, public_record
+from dibench.service.impact import impact
+from dibench.service.queries import graph_stats, rules_for, tasks_for_rules
+from dibench.service.update import UpdateConflict, load_document, plan_update
+from dibench.service.update_write import run_update
+from dibench.sqlops.transpile import parse_dialects
+from dibench.stores.cypher_guard import CypherRefused
+from dibench.stores.graph import Graph, get_graph
+from dibench.stores.llm import configured_model
+from dibench.stores.warehouse import get_warehouse
 
 STATUS: tuple[tuple[type[DibenchError], int], ...] = (
     (NotFound, 404), (CypherRefused, 400), (ReadOnlyViolation, 400), (PackErrors, 422), (PackError, 422),
@@ -68,8 +79,6 @@ class Forbidden(DibenchError):
 
 
 def status_of(exc: DibenchError) -> int:
-    from ingest.update import UpdateConflict
-    from service.export import ExportError
 
     if isinstance(exc, Forbidden):
         return 403 if "disabled" in str(exc) else 401
@@ -229,7 +238,6 @@ class PackOutsideRoots(DibenchError):
 def pack_under_roots(pack: str, roots: list[Path]) -> str:
     """`pack` when it is a built-in domain name or a folder under one of `roots` (symlinks
     resolved); otherwise a one-line PackError (400)."""
-    from ingest.pack import DOMAINS_DIR
 
     if "/" not in pack and "\\" not in pack and pack not in ("", ".", "..") and (DOMAINS_DIR / pack).is_dir():
         return pack
@@ -373,12 +381,10 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
 
     @app.get("/graph/stats", summary="Node and edge counts by type")
     def stats(domain: str | None = None) -> dict[str, Any]:
-        from service.queries import graph_stats
 
         return graph_stats(graph_of(), domain)
 
     def metric_rules(metric_id: str, domain: str | None, tasks: bool) -> list[dict[str, Any]]:
-        from service.queries import rules_for, tasks_for_rules
 
         rows = rules_for(graph_of(), metric_id, domain)
         if tasks:
@@ -401,7 +407,6 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
 
     @app.get("/rules/{rule_id}/impact", summary="What a rule affects")
     def rule_impact(rule_id: str, domain: str | None = None) -> dict[str, Any]:
-        from service.impact import impact
 
         return impact(graph_of(), rule_id, domain)
 
@@ -409,7 +414,6 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
     def tasks(domain: str | None = None, analysis_type: str | None = None, tier: str | None = None,
               status: str | None = None, rule: str | None = None, metric: str | None = None,
               offset: int = Query(0, ge=0, le=MAX_OFFSET), limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
-        from service.export import public_record
 
         g = graph_of()
         args = dict(domain=domain, analysis_type=analysis_type, tier=tier, status=status, rule=rule, metric=metric)
@@ -419,10 +423,6 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
 
     @app.post("/rules/update", summary="Update one rule document (write token)")
     def rules_update(req: RuleUpdateRequest) -> dict[str, Any]:
-        from ingest.update import load_document, plan_update
-        from ingest.update_write import run_update
-        from service.llm import configured_model
-        from service.warehouse import get_warehouse
 
         pack = pack_under_roots(req.pack, list(cfg.api_pack_roots))
         g = graph_of()
@@ -442,23 +442,19 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
     @app.post("/export", summary="Stream the tasks a read-only query selects from one domain",
               response_class=StreamingResponse)
     def export_stream(req: ExportRequest, request: Request) -> StreamingResponse:
-        from service.export import export_query, stream_records
 
         if req.view == "private" and getattr(request.state, "access", "anonymous") != "write":
             raise Forbidden("the private view (gold answers, SQL) needs the write token",
                             hint="send Authorization: Bearer <write token>")
-        q = export_query(req.cypher, req.preset, req.params)
-        domain = req.domain or q.domain_hint()
-        from sqlops.transpile import parse_dialects
-
         dialects = parse_dialects(",".join(req.dialects)) if req.dialects else []
-        lines: Iterator[str] = iter(list(stream_records(graph_of(), q, req.view, domain, dialects)))  # errors first
+        lines: Iterator[str] = iter(list(library.export_lines(  # materialised, so errors come first
+            cypher=req.cypher, preset=req.preset, params=req.params, domain=req.domain, audience=req.view,
+            dialects=dialects, graph=graph_of())))
         return StreamingResponse(lines, media_type="application/x-ndjson")
 
     @app.get("/domains/{domain}/drift",
              summary="The latest drift check of a domain (outcome counts and per-task outcomes, no answers)")
     def drift_latest(domain: str) -> dict[str, Any]:
-        from ingest.drift import latest_check
 
         check = latest_check(graph_of(), domain)
         check["tasks"] = [{k: v for k, v in t.items() if k not in ("old", "new")} for t in check["tasks"]]
@@ -469,8 +465,6 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
     def drift_run(domain: str, request: Request, apply: bool = False) -> dict[str, Any]:
         if getattr(request.state, "access", "anonymous") != "write":
             raise Forbidden("running a drift check needs the write token", hint="send Authorization: Bearer <write token>")
-        from ingest.drift import run_drift
-        from service.warehouse import get_warehouse
 
         return run_drift(graph_of(), get_warehouse(), domain, apply=apply).changelog()
 

@@ -1,20 +1,10 @@
 """`dibench export`: a task subset chosen by a graph query, as files.
 
-Query contract: the user's Cypher SELECTS tasks: it returns a column `key` holding `Task.key`
-strings (`MATCH (t:Task) ... RETURN t.key AS key`), nothing else reaches the caller. It runs only
-when Neo4j's plan shows a read (service.cypher_guard), in a READ transaction with a server-side
-timeout; for the public audience it may not mention private task properties, so a
-`WHERE t.gold_answer STARTS WITH ...` oracle is refused. The service then materialises the
-records itself, from one domain and a whitelist of properties per audience
-(cypher/export_tasks_public.cypher, cypher/export_tasks.cypher), each task once. Presets
-(cypher/export_preset_<name>.cypher) are named queries of the same shape.
-
-Audiences: `public` (what an agent may see: question, type, tier, answer format, metadata) and
-`private` (adds the task record of the answers brief: gold and base answers, SQL, params,
-contract if present). An export holds its audience's views and a manifest (query, parameters, counts, rule versions, a
-fingerprint of the data, Run information, sha256 per task and per file). Output is
-deterministic: sorted keys, tasks in key order, no export-time timestamps, so the same graph and
-query give byte-identical files.
+The user's Cypher selects tasks (`RETURN t.key AS key`) and runs only when Neo4j's plan shows a
+read (stores.cypher_guard); the service then materialises the records itself, from one domain
+and a whitelist of properties per audience (`public`: what an agent may see; `private`: adds
+gold and base answers, SQL, parameters). An export holds its audience's views and a manifest;
+the same graph and query give byte-identical files.
 """
 from __future__ import annotations
 
@@ -34,14 +24,14 @@ from typing import Any
 
 from sqlglot import exp
 
-from ingest.database import schema_columns
-from service.cypher_guard import check_text, run_user_query
-from service.errors import DibenchError
-from service.graph import Graph, load
-from service.policy import domain_policies
-from service.warehouse import Warehouse
-from sqlops.dialect import parse, render
-from sqlops.transpile import transpile_all
+from dibench.core.errors import DibenchError
+from dibench.sqlops.dialect import parse, render
+from dibench.sqlops.transpile import transpile_all
+from dibench.stores.cypher_guard import check_text, run_user_query
+from dibench.stores.graph import Graph, load
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.policies import domain_policies
+from dibench.stores.warehouse import Warehouse
 
 PRESETS = ("domain", "analysis_type", "tier", "rule", "metric", "status")
 FORMATS = ("jsonl", "csv", "hf")

@@ -5,9 +5,9 @@ import json
 from collections import Counter
 from typing import Any
 
-from ingest.keys import rule_key
-from ingest.update import resolve_rule
-from service.graph import Graph
+from dibench.core.keys import rule_key
+from dibench.service.update import resolve_rule
+from dibench.stores.graph import Graph
 
 
 def impact(graph: Graph, rule_id: str, domain: str | None = None) -> dict[str, Any]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from service.errors import NotFound
-from service.graph import Graph
-from service.policy import policy_of
+from dibench.core.errors import NotFound
+from dibench.stores.graph import Graph
+from dibench.stores.policies import policy_of
 
 
 def resolve_one(graph: Graph, statement: str, kind: str, ident: str, domain: str | None,
@@ -29,7 +29,7 @@ def resolve_metric(graph: Graph, metric_id: str, domain: str | None) -> str:
 
 def rules_for(graph: Graph, metric_id: str, domain: str | None = None) -> list[dict[str, Any]]:
     """Direct rule -> metric edges and rules reaching the metric through composite paths, each
-    with its place in the metric's policy (service/policy.py, the definition gold answers use):
+    with its place in the metric's policy (stores/policies.py, the definition gold answers use):
     `applied` (in force on this metric: its gold applies it), `applied (through its inputs)` (a
     derived metric's input's rule), `superseded` (another document takes precedence where both
     apply), `unverified` (never changes an answer on the data), or `informative` (a component's

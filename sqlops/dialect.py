@@ -15,7 +15,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 
-from service.errors import RewriteError
+from dibench.core.errors import RewriteError
 
 
 class BoundPostgres(Postgres):

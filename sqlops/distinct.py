@@ -1,32 +1,10 @@
 """A distinct count by pre-aggregation: one hash aggregate instead of one sort per DISTINCT.
 
-PostgreSQL computes each `COUNT(DISTINCT x)` of a statement by sorting that aggregate's rows
-within each group, once per aggregate (a rule task's combined statement has one per rule set),
-and cannot hash a GROUP BY that has one. A statement whose aggregates are counts, distinct
-counts of one expression x, MIN, MAX, BOOL_AND and BOOL_OR (each FILTERed or not) returns the
-same rows when it is computed in two steps: grouped by its keys and x first, in one hash
-aggregate, then by its keys over those groups (`pre_aggregated`):
-
-- `COUNT(*)`, `COUNT(e)` [FILTER (WHERE w)]: the sum of the first step's counts, as BIGINT, 0
-  over no group, as the count over no row;
-- `COUNT(DISTINCT x)` [FILTER (WHERE w)]: the first step's groups of a non-null x that hold a
-  row passing w. Within one group of keys the first step has one row per value of x (GROUP BY
-  and DISTINCT compare with the same equality), so counting those rows counts the values;
-- `MIN`, `MAX`, `BOOL_AND`, `BOOL_OR` [FILTER]: the same aggregate of the first step's values
-  (NULL in a group where no row passed, which the aggregate skips as it skips those rows).
-
-Every result keeps its type and value exactly: no sum of non-integers is involved. A SUM or
-an AVG is not rewritten (a float sum depends on the order of its terms, and the tree does not
-say whether its argument is a float), nor is anything else the outer query could not see
-through (a window function, a subquery, a column outside an aggregate that is not a key, a
-GROUP BY by position or by output name, ORDER BY, LIMIT, DISTINCT, grouping sets).
-
-It pays when x has many rows per value (agents of tickets, 210 each: a rule task's monthly
-cells of the agents metrics at 1M tickets take 1.0 s in two steps against 1.8 s in one, with
-`Months`); with one row per value it costs more (0.74 s against 0.43 s for a count of distinct
-tickets), so the caller decides when to use it.
-
-Pure functions on copies of the tree.
+`pre_aggregated` computes a statement whose aggregates are counts, distinct counts of one
+expression x, MIN, MAX, BOOL_AND and BOOL_OR (each FILTERed or not) in two steps, grouped by its
+keys and x first, then by its keys; every result keeps its type and value exactly. Anything else
+is left alone. It pays when x has many rows per value, so the caller decides when to use it. Why
+it is exact: docs/architecture.md, "Distinct counts in two steps". Pure functions on copies.
 """
 from __future__ import annotations
 
@@ -34,8 +12,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from sqlops.grouped import SELF, aggregate_call, distinct_arg, join_months, month_text
-from sqlops.shape import month_bucket
+from dibench.sqlops.grouped import SELF, aggregate_call, distinct_arg, join_months, month_text
+from dibench.sqlops.shape import month_bucket
 
 Q = "dibench_q"  # the first step's alias in the outer query
 X = "dx"  # its column holding x

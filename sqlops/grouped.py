@@ -1,26 +1,10 @@
 """Grouped query planning: one scan of a metric under some rules, many answers.
 
-A metric statement whose `value` is built from decomposable aggregates (COUNT, SUM, AVG, MIN,
-MAX, BOOL_AND, BOOL_OR, with or without FILTER) is planned as a *partials* statement: the
-aggregates' partial states per (group, month) over the whole data window, in one scan. Every
-analysis statement shaped from that metric (a slice filter, a GROUP BY of the dimension or of
-the month, top values) is then answered by the same shape applied to a *proxy* query over the
-partial rows (passed back as bound arrays), whose `value` recombines the partials in
-PostgreSQL: the metric's own expression, with each aggregate replaced by its exact
-recombination, so casts, divisions and rounding are PostgreSQL's as in the original statement.
-
-Exactness, not approximation: the recombination is exact only for integer and numeric partials
-(a float sum depends on the order of its terms), so the caller checks the partials' types
-(`column_type`) and falls back to the original statement otherwise; a statement with GROUP BY,
-DISTINCT, a window function, a distinct or ordered-set aggregate, or a column outside an
-aggregate is not decomposed at all (`decompose` says why). A HAVING is recombined like the
-value (a suppression's `COUNT(*) >= k`). A distinct count does not add up over months, but a
-suppression's `COUNT(DISTINCT x) >= k` is still decided exactly when every (group, month) cell
-alone reaches k: a group of cells then counts at least as many distinct values as its largest
-cell, so it passes exactly when it holds a cell (`DistinctAtom`, `decide_having`); else the
-statement is not decomposed.
-
-Pure functions on copies of the tree; values enter only as placeholders.
+A metric statement built from decomposable aggregates is planned as a *partials* statement
+(partial states per group and month over the data window); an analysis statement shaped from
+the metric is answered by the same shape over a proxy query whose `value` recombines the
+partials exactly in PostgreSQL. `decompose` says why a statement is not decomposed. Why it is
+exact: docs/architecture.md, "Grounding". Pure functions on copies; values only as placeholders.
 """
 from __future__ import annotations
 
@@ -32,9 +16,9 @@ from typing import Any
 
 from sqlglot import exp
 
-from sqlops.shape import hoist_row_subqueries, month_bucket
-from sqlops.sides import filtered
-from sqlops.tree import outer_select, value_projection
+from dibench.sqlops.shape import hoist_row_subqueries, month_bucket
+from dibench.sqlops.sides import filtered
+from dibench.sqlops.tree import outer_select, value_projection
 
 ALIAS = "gp"  # the proxy's row source: one row per (group, month) partial
 GROUP, PERIOD, ROWS = "g", "period", "n"

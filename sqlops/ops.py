@@ -1,19 +1,10 @@
 """Rule operations on a metric's SQL tree.
 
-Each effect of a rule document is one typed operation; `apply_effect` copies the tree and
-returns the changed copy plus the bind parameters it introduced. Values from documents
-never enter SQL text: literals in predicates are lifted into named parameters.
-
-Row-level operations (where, exclude, threshold, adjust, weight) honour two guards:
-`applies_when` (dimension = value) and `from_date` (metric time column >= date), row by row.
-The aggregate-level override is guarded with bool_and(...) so that it applies to a group only
-when the whole group lies in the slice.
-
-A metric's policy (every rule in force on it) is applied in one documented order, COMPOSITION:
-row filters (where, exclude), then thresholds, then row-level adjustments, then weights, then
-value overrides, then post-aggregation predicates (having, suppress); within one stage, by rule id.
-Effects of one stage that do not commute are a policy conflict (sqlops/policy.py), so that the
-order within a stage never changes an answer.
+Each effect of a rule document is one typed operation; `apply_effect` copies the tree and returns
+the changed copy with the bind parameters it introduced (literals in predicates are lifted into
+parameters). Row-level operations honour `applies_when` and `from_date` row by row; an override
+applies to a group only when the whole group lies in the slice. A policy is applied in the order
+COMPOSITION (docs/architecture.md, "Policies").
 """
 from __future__ import annotations
 
@@ -25,14 +16,14 @@ from typing import Any
 
 from sqlglot import exp
 
-from service.errors import RewriteError
-from service.models import (
+from dibench.core.errors import RewriteError
+from dibench.core.models import (
     AdjustEffect, ExcludeEffect, HavingEffect, MetricSpec, OverrideEffect, SuppressEffect, ThresholdEffect,
     WeightEffect, WhereEffect,
 )
-from sqlops.dialect import parse_expression
-from sqlops.scope import foreign_schemas, schemas_named
-from sqlops.tree import aliased_column, column, outer_select, value_projection
+from dibench.sqlops.dialect import parse_expression
+from dibench.sqlops.scope import foreign_schemas, schemas_named
+from dibench.sqlops.tree import aliased_column, column, outer_select, value_projection
 
 AnyEffect = (WhereEffect | ExcludeEffect | HavingEffect | ThresholdEffect | AdjustEffect | WeightEffect | OverrideEffect
              | SuppressEffect)

@@ -1,18 +1,10 @@
 """The policy of a metric: which rule effects are in force on it, and which pairs conflict.
 
-A policy is every verified, current rule effect on the metric, applied in the composition order
-of sqlops/ops.py (COMPOSITION). Two effects conflict when the order would change the answer:
-
-* two overrides of the value (unless their `applies_when` picks disjoint slices of one dimension),
-* two thresholds on one parameter (same proviso),
-* two adjustments of one column (same proviso),
-* an override with a weight or an adjustment (the override would discard them).
-
-Row filters, having/suppression predicates and weights commute with each other. A conflict is
-resolved by `supersedes`: when document B supersedes A, B takes precedence on every metric both
-modify. Two thresholds or two overrides are then composed so that B's holds wherever both apply
-(and A's where only A's applies); A's other effects on that metric leave the policy. Pure
-functions; the graph and pack readers call them (service/policy.py, ingest/conflicts.py).
+`metric_policy` composes a metric's effects in COMPOSITION order, applies `supersedes`, and
+reports the pairs whose order would change the answer (two overrides, two thresholds of one
+parameter, two adjustments of one column, an override with a weight or an adjustment, unless
+their `applies_when` slices are disjoint). Pure functions; the pack (ingest/conflicts.py) and the
+graph (stores/policies.py) readers call them. The rules: docs/architecture.md, "Policies".
 """
 from __future__ import annotations
 
@@ -20,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from sqlops.ops import AnyEffect
+from dibench.sqlops.ops import AnyEffect
 
 Entry = tuple[str, AnyEffect]  # (rule id, effect on one metric)
 

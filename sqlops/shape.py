@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from sqlops.tree import outer_select, value_projection
+from dibench.sqlops.tree import outer_select, value_projection
 
 GROUP_ALIAS = "grp"
 PERIOD_ALIAS = "period"

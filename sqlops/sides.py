@@ -1,16 +1,9 @@
-"""Several variants of one metric statement in one scan (edge verification, issue 15).
+"""Several variants of one metric statement in one scan, for edge verification.
 
-A rule's effect on a metric leaves the FROM alone and changes the statement in three places at
-most: a row filter ANDed to the WHERE (where, exclude), the `value` expression (threshold,
-adjust, weight, override) and a HAVING (having, suppress). Variants of one base statement that
-differ only so are computed side by side in one statement over the base's rows: variant i's
-row filter becomes a FILTER on each of its aggregates (the same rows as its WHERE would keep),
-and two more columns say whether the variant would return a group at all: how many of the
-group's rows pass its filter (a WHERE that keeps none yields no group) and its HAVING. A variant
-that changes anything else is not combined (`row_filter` says so) and runs alone.
-
-Pure functions on copies of the trees; every side's placeholders but the window's are renamed
-`s<i>_...` so that sides never share a parameter name.
+Variants that change only the WHERE (a row filter), the `value` and the HAVING of one base
+statement are computed side by side over the base's rows, each filter becoming a FILTER on its
+aggregates (`combined`); `row_filter` says why a variant cannot be combined. Each side's
+placeholders but the window's are renamed `s<i>_...`. Pure functions on copies of the trees.
 """
 from __future__ import annotations
 
@@ -19,8 +12,8 @@ from typing import Any
 
 from sqlglot import exp
 
-from sqlops.shape import rename_placeholders
-from sqlops.tree import outer_select, value_projection
+from dibench.sqlops.shape import rename_placeholders
+from dibench.sqlops.tree import outer_select, value_projection
 
 WINDOW = frozenset({"start_date", "end_date"})
 

@@ -18,8 +18,8 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, SqlglotError, UnsupportedError
 
-from service.errors import DibenchError
-from sqlops.dialect import parse
+from dibench.core.errors import DibenchError
+from dibench.sqlops.dialect import parse
 
 DIALECTS = ("duckdb", "snowflake", "bigquery", "trino", "spark")
 POSITIONAL = frozenset({"trino"})

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from service.errors import RewriteError
+from dibench.core.errors import RewriteError
 
 
 def outer_select(tree: exp.Expression) -> exp.Select:

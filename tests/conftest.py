@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from service import local
-from service.config import get_settings
-from service.graph import Graph, apply_schema, get_graph
-from service.warehouse import Warehouse, get_warehouse
+from dibench.core.config import get_settings
+from dibench.stores import local
+from dibench.stores.graph import Graph, apply_schema, get_graph
+from dibench.stores.warehouse import Warehouse, get_warehouse
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evaluation.ablation import (
+from dibench.cli.main import main
+from dibench.core.contracts import AnswerContract
+from dibench.evaluation.ablation import (
     PAIRINGS, PairingReport, PairingRun, RuleInfo, load_rules, metric_spec, pairing_ablation, random_rule, rule_tasks,
     similar_rule, variant_rows,
 )
-from evaluation.contracts import AnswerContract
-from evaluation.harness import evaluate
-from evaluation.kb import Bm25Index
-from cli.main import main
-from service.graph import Graph
-from service.warehouse import Warehouse
+from dibench.evaluation.harness import evaluate
+from dibench.evaluation.kb import Bm25Index
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.evaldomain import EvalDomain, eval_domain  # noqa: F401  (fixture)
 
 

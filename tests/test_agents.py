@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.agents.reference import NoRuleAgent, OracleAgent, RetrievalOnlyAgent
-from evaluation.agents.tools import Toolbox, schema_description
-from evaluation.harness import EvalResult, evaluate
-from evaluation.kb import KnowledgeBase
-from evaluation.rederive import DerivationError, derive_answer, hypothetical_statement, needs_base_rows
-from evaluation.reporting_tables import Bucket, bucket
-from evaluation.tasks import TaskRecord, public_view
-from service.graph import Graph
-from service.warehouse import Warehouse
+from dibench.evaluation.agents.reference import NoRuleAgent, OracleAgent, RetrievalOnlyAgent
+from dibench.evaluation.agents.tools import Toolbox, schema_description
+from dibench.evaluation.harness import EvalResult, evaluate
+from dibench.evaluation.kb import KnowledgeBase
+from dibench.evaluation.rederive import DerivationError, derive_answer, hypothetical_statement, needs_base_rows
+from dibench.evaluation.reporting_tables import Bucket, bucket
+from dibench.evaluation.tasks import TaskRecord, public_view
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.evaldomain import EvalDomain, eval_domain, kb, tasks  # noqa: F401  (fixtures)
 
 

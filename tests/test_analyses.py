@@ -13,15 +13,16 @@ from typing import Any
 import pytest
 from scipy import stats
 
-from evaluation.contracts import fact_found
-from generation.analyses import (
+from dibench.core.contracts import fact_found
+from dibench.core.pack import Pack, load_pack
+from dibench.generation.analyses import (
     Outcome, comparison, counterfactual, decomposition, knowledge, point_query, ranking, registry, significance,
     threshold, trend,
 )
-from generation.grounding import Context, Executor, data_window
-from generation.skeletons import Skeleton
-from ingest.pack import Pack, load_pack
-from service.warehouse import Warehouse
+from dibench.generation.executor import Executor
+from dibench.generation.grounding import Context, data_window
+from dibench.generation.skeletons import Skeleton
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import MINIPACK, ensure_mini_loaded
 from tests.fixtures.skeletons import policy_rules, skeleton
 
@@ -112,7 +113,7 @@ def dim_key(dimension: str) -> Callable[[Row], str]:
 
 
 def in_force(sk: Skeleton) -> set[str]:
-    return {r.id for r in sk.policy}
+    return {r.rule_id for r in sk.policy}
 
 
 def expect_both(out: Outcome, rules: set[str], expected: Callable[[set[str]], Any]) -> None:

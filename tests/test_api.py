@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from ingest.pack import Pack
-from service.api import create_app
-from service.config import Settings
-from service.graph import Graph
-from service.warehouse import Warehouse
+from dibench.core.config import Settings
+from dibench.core.pack import Pack
+from dibench.service.api import create_app
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import delete_domain, read_front, write_front
 from tests.test_update import generated_domain, tasks_of
 

@@ -1,4 +1,4 @@
-"""HTTP attacks of issue 16 against the real app: bodies refused before they are read, 422s that
+"""HTTP attacks against the real app: bodies refused before they are read, 422s that
 echo nothing, pack roots, bounded paging, and an API closed when no token is configured.
 
 Body attacks call the ASGI app directly with a `receive` that yields a 400 MB body lazily (64 KiB
@@ -17,11 +17,11 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from cli.main import main
-from service.api import MAX_BODY_BYTES, RulesCache, create_app
-from service.config import Settings
-from service.errors import GraphError
-from service.export import ExportError, resolve_domain
+from dibench.cli.main import main
+from dibench.core.config import Settings
+from dibench.core.errors import GraphError
+from dibench.service.api import MAX_BODY_BYTES, RulesCache, create_app
+from dibench.service.export import ExportError, resolve_domain
 
 WRITE, READ = "write-secret", "read-secret"
 CHUNK = 64 * 1024

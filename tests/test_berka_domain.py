@@ -16,16 +16,17 @@ import pytest
 from sqlalchemy import Engine, MetaData, Table, func, inspect, select
 from sqlalchemy.schema import DropSchema
 
-from domains.berka.asc import birth_number, yymmdd
-from domains.berka.load import load
-from ingest.database import load_database, schema_columns
-from ingest.indexes import missing_indexes
-from ingest.pack import load_pack
-from ingest.validate import validate_pack
-from ingest.verify import verify_effect
-from service.config import Settings
-from service.errors import DibenchError
-from service.warehouse import Warehouse
+from dibench.core.config import Settings
+from dibench.core.errors import DibenchError
+from dibench.core.pack import load_pack
+from dibench.domains.berka.asc import birth_number, yymmdd
+from dibench.domains.berka.load import load
+from dibench.ingest.database import load_database
+from dibench.ingest.indexes import missing_indexes
+from dibench.ingest.validate import validate_pack
+from dibench.ingest.verify import verify_effect
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.warehouse import Warehouse
 
 SCHEMA = "berka_loadtest"
 SOURCE = Settings().data_dir / "berka"

@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-import ingest.lease
-from ingest.keys import row, table_key
-from ingest.lease import DomainLease, domain_lease
-from ingest.pack import load_pack
-from ingest.pipeline import ingest_pack
-from service.config import get_settings
-from service.errors import GraphError
-from service.graph import Graph
-from service.warehouse import Warehouse
+from dibench.core.config import get_settings
+from dibench.core.errors import GraphError
+from dibench.core.keys import row, table_key
+from dibench.core.pack import load_pack
+from dibench.ingest.pipeline import ingest_pack
+from dibench.stores import lease
+from dibench.stores.graph import Graph
+from dibench.stores.lease import DomainLease, domain_lease
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, delete_domain, ensure_mini_loaded, snapshot
 
 ONE, BULK, FAIL, LEASED = "mini_tb_one", "mini_tb_bulk", "mini_tb_fail", "mini_tb_leased"
@@ -122,7 +122,7 @@ def test_lease_of_a_process_that_exited_is_taken_over(graph: Graph) -> None:
 
 def test_ingest_refuses_a_domain_another_writer_holds(tmp_path: Path, graph: Graph, warehouse: Warehouse,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ingest.lease, "WAIT_S", 0)
+    monkeypatch.setattr(lease, "WAIT_S", 0)
     pack = load_pack(copy_pack(tmp_path / "leased", LEASED))
     with domain_lease(graph, LEASED):
         with pytest.raises(GraphError, match="is being written by"):

@@ -12,13 +12,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from evaluation.contracts import (
-    ANALYSIS_TYPES,
-    AnswerContract,
-    ContractError,
-    check_answer,
-    fact_found,
-    make_contract,
+from dibench.core.contracts import (
+    ANALYSIS_TYPES, AnswerContract, ContractError, check_answer, fact_found, make_contract,
 )
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from service.config import REPO_ROOT
-from service.graph import Graph, all_statement_names, apply_schema, load
+from dibench.core.config import REPO_ROOT
+from dibench.stores.graph import Graph, all_statement_names, apply_schema, load
 
 CALL_METHODS = {"read", "write", "write_returning", "write_rows", "run", "run_rows"}
 CODE_DIRS = ["service", "ingest", "generation", "evaluation", "sqlops", "bench"]
@@ -56,7 +56,7 @@ def test_schema_is_idempotent(graph: Graph) -> None:
 
 
 def test_unknown_statement_and_bad_params_are_errors(graph: Graph) -> None:
-    from service.errors import GraphError
+    from dibench.core.errors import GraphError
 
     with pytest.raises(GraphError, match="no Cypher statement"):
         graph.read("does_not_exist")

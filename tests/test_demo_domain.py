@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from psycopg import sql
 
-from domains.demo.generate import COLUMNS, DemoSizeError, load
-from ingest.database import admin_cursor, load_database
-from ingest.pack import load_pack
-from ingest.validate import validate_pack
-from ingest.verify import verify_effect
-from service.warehouse import Warehouse
+from dibench.core.pack import load_pack
+from dibench.domains.demo.generate import COLUMNS, DemoSizeError, load
+from dibench.ingest.database import load_database
+from dibench.ingest.validate import validate_pack
+from dibench.ingest.verify import verify_effect
+from dibench.stores.warehouse import admin_cursor, Warehouse
 
 PACK = load_pack("demo")
 EDGES = [(doc.id, eff) for doc in PACK.rules for eff in doc.front.effects or []]

@@ -21,18 +21,17 @@ import duckdb
 import pytest
 from psycopg import sql
 
-from evaluation.contracts import AnswerContract, check_answer
-from evaluation.rederive import derive_answer, hypothetical_statement, needs_base_rows
-from evaluation.tasks import TaskRecord, load_tasks
-from generation.pipeline import generate
-from ingest.database import admin_cursor
-from ingest.pack import DOMAINS_DIR, load_pack
-from ingest.pipeline import ingest_pack
-from service.config import REPO_ROOT
-from service.graph import Graph
-from service.warehouse import Warehouse
-from sqlops.transpile import DIALECTS, transpile, typed_params
-from domains.demo.generate import load as load_demo
+from dibench.core.config import REPO_ROOT
+from dibench.core.contracts import AnswerContract, check_answer
+from dibench.core.pack import DOMAINS_DIR, load_pack
+from dibench.domains.demo.generate import load as load_demo
+from dibench.evaluation.rederive import derive_answer, hypothetical_statement, needs_base_rows
+from dibench.evaluation.tasks import TaskRecord, load_tasks
+from dibench.generation.pipeline import generate
+from dibench.ingest.pipeline import ingest_pack
+from dibench.sqlops.transpile import DIALECTS, transpile, typed_params
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import admin_cursor, Warehouse
 from tests.fixtures.packs import copy_pack, delete_domain
 
 DOMAIN = SCHEMA = "dialect_t"

@@ -19,19 +19,19 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
-from evaluation.rederive import derive_answer, needs_base_rows
-from evaluation.tasks import load_tasks
-from generation.pipeline import generate
-from ingest.drift import latest_check, plan_drift, run_drift
-from ingest.pack import Pack, load_pack
-from evaluation.report import domain_data, render_drift
-from ingest.pipeline import ingest_pack
-from service.api import create_app
-from cli.main import main
-from service.config import Settings
-from service.export import export, preset_query
-from service.graph import Graph
-from service.warehouse import Warehouse
+from dibench.cli.main import main
+from dibench.core.config import Settings
+from dibench.core.pack import Pack, load_pack
+from dibench.evaluation.rederive import derive_answer, needs_base_rows
+from dibench.evaluation.tasks import load_tasks
+from dibench.generation.pipeline import generate
+from dibench.ingest.pipeline import ingest_pack
+from dibench.service.api import create_app
+from dibench.service.drift import latest_check, plan_drift, run_drift
+from dibench.service.export import export, preset_query
+from dibench.service.report import domain_data, render_drift
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import delete_domain, snapshot
 from tests.fixtures.shop import create_shop, shop_pack
 

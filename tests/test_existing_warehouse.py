@@ -15,16 +15,17 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import create_engine, make_url, text
 
-from generation.pipeline import generate
-from ingest.database import load_database
-from ingest.drift import run_drift
-from ingest.pack import Pack, load_pack, warehouse_for
-from ingest.pipeline import ingest_pack
-from cli.main import main
-from service.config import get_settings
-from service.errors import ConfigError, DibenchError
-from service.graph import Graph
-from service.warehouse import Warehouse
+from dibench.cli.main import main
+from dibench.core.config import get_settings
+from dibench.core.errors import ConfigError, DibenchError
+from dibench.core.pack import Pack, load_pack
+from dibench.generation.pipeline import generate
+from dibench.ingest.database import load_database
+from dibench.ingest.pipeline import ingest_pack
+from dibench.service.drift import run_drift
+from dibench.stores.graph import Graph
+from dibench.stores.pack_data import warehouse_for
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import delete_domain, snapshot
 from tests.fixtures.shop import create_shop, shop_pack
 

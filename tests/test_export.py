@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ingest.pack import Pack
-from ingest.update import load_document, plan_update
-from ingest.update_write import run_update
-from cli.main import main
-from service.cypher_guard import CypherWriteRefused, check_read_only
-from service.errors import GraphError
-from service.export import ExportError, ExportQuery, export, preset_query, read_snapshot, task_keys
-from service.graph import Graph
-from service.warehouse import Warehouse
+from dibench.cli.main import main
+from dibench.core.errors import GraphError
+from dibench.core.pack import Pack
+from dibench.service.export import ExportError, ExportQuery, export, preset_query, read_snapshot, task_keys
+from dibench.service.update import load_document, plan_update
+from dibench.service.update_write import run_update
+from dibench.stores.cypher_guard import CypherWriteRefused, check_read_only
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import delete_domain, edit_front
 from tests.test_update import generated_domain, tasks_of
 
@@ -260,9 +260,9 @@ def test_each_task_is_exported_once(pack: Pack, graph: Graph, warehouse: Warehou
 
 
 def test_generate_gives_each_task_of_an_older_graph_one_run(pack: Pack, graph: Graph) -> None:
-    """Graphs from before issue 16's fix link tasks to several runs; the next generate's
+    """Graphs from before a task had one current run link tasks to several runs; the next generate's
     migration keeps the latest and lists the others in previous_runs."""
-    from generation.pipeline import migrate
+    from dibench.generation.pipeline import migrate
 
     old = f"run:{DOMAIN}/old"
     task = sorted(k for k, t in tasks_of(graph, DOMAIN).items() if t["status"] == "admitted")[0]

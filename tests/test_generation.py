@@ -18,18 +18,18 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from generation.analyses import (
+from dibench.cli.main import main
+from dibench.core.keys import dimension_key, metric_key, rule_key, table_key
+from dibench.core.pack import Pack, load_pack
+from dibench.generation.analyses import (
     comparison, counterfactual, decomposition, point_query, ranking, registry, significance, threshold, trend,
 )
-from generation.fidelity import fidelity_problems
-from generation.pipeline import RunSummary, generate
-from generation.validation import NOT_DISCRIMINATIVE, STAGE1, rule_changes_answer
-from ingest.keys import dimension_key, metric_key, rule_key, table_key
-from ingest.pack import Pack, load_pack
-from ingest.pipeline import ingest_pack
-from cli.main import main
-from service.graph import Graph
-from service.warehouse import Warehouse
+from dibench.generation.fidelity import fidelity_problems
+from dibench.generation.pipeline import RunSummary, generate
+from dibench.generation.validation import NOT_DISCRIMINATIVE, STAGE1, rule_changes_answer
+from dibench.ingest.pipeline import ingest_pack
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, delete_domain, ensure_mini_loaded, snapshot
 
 DOMAIN = "mini_gen1"
@@ -243,7 +243,7 @@ def test_stage2_is_recorded_as_skipped_without_an_llm(gen: Generated, graph: Gra
 
 def test_the_run_records_how_its_sql_was_planned(gen: Generated, graph: Graph) -> None:
     """Per analysis type, candidates answered from the grouped plan or by one statement per answer
-    (with the reason), on the Run node and on every task (issue 15)."""
+    (with the reason), on the Run node and on every task."""
     run = graph.read("test_run_node", run=gen.first.run_key)[0]["run"]
     assert json.loads(run["sql_plan"]) == gen.first.sql_plan
     assert run["sql_statements"] == gen.first.sql_statements > 0
@@ -273,10 +273,10 @@ def test_a_failed_grounding_is_a_rejected_candidate_whatever_its_type() -> None:
     """A statement that failed (a timeout on a loaded server) leaves no facts to phrase a question
     with: the candidate is kept, rejected with the error, and the run goes on."""
     import random
-    from generation.analyses import Outcome, registry
-    from generation.skeletons import Skeleton
-    from generation.tasks import Grounded, candidate, vocabulary
-    from service.config import REPO_ROOT
+    from dibench.generation.analyses import Outcome, registry
+    from dibench.generation.skeletons import Skeleton
+    from dibench.generation.tasks import Grounded, candidate, vocabulary
+    from dibench.core.config import REPO_ROOT
     pack = load_pack(str(REPO_ROOT / "tests" / "fixtures" / "minipack"))
     metric = next(iter(pack.metric_by_id.values()))
     sk = Skeleton(pack.name, metric.id, "d", "categorical", "region", 3, ())

@@ -1,4 +1,4 @@
-"""The driver's retries of transient errors are counted by error code (service.graph.retry_counts),
+"""The driver's retries of transient errors are counted by error code (stores.graph.retry_counts),
 so that generation can report its deadlocks: two transactions that lock two nodes in opposite
 orders deadlock for real on the real Neo4j, one is retried, and the count says so."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from service.graph import DEADLOCK, Graph, Tx, retries_between, retry_counts
+from dibench.stores.graph import DEADLOCK, Graph, Tx, retries_between, retry_counts
 
 KEYS = ["lock-a", "lock-b"]
 

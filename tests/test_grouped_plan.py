@@ -1,13 +1,12 @@
-"""Grouped query planning (issue 15): the partial-aggregate decomposition on the tree, and the
+"""Grouped query planning: the partial-aggregate decomposition on the tree, and the
 grouped plan answering exactly as the one-statement-per-answer path, for every skeleton of a
 copy of the mini pack (domain `minipack_grouped`, schema `mini`) and for a sample of those of a copy
 of the demo pack (domain `demo_grouped`, schema `demo` at its default size), on the real Postgres
 and Neo4j; and edge verification, one GROUPING SETS statement per side against one per slice."""
 from __future__ import annotations
 
-import datetime as dt
-
 import dataclasses
+import datetime as dt
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,22 +14,21 @@ from typing import Any
 
 import pytest
 
-from generation.grounding import Executor
-from generation.skeletons import Skeleton, enumerate_all
-from generation.tasks import build_candidates, sql_plan, vocabulary
-from ingest.database import load_database, schema_columns
-from ingest.pack import Pack, load_pack, resolve_pack_path
-from ingest.pipeline import ingest_pack
-from ingest.rules import plan_rules
-from ingest.verify import EdgeCheck
-from service.config import get_settings
-from service.graph import Graph
-from service.warehouse import Warehouse
-from sqlops import grouped
-from sqlops.dialect import parse, render
+from dibench.core.config import get_settings
+from dibench.core.pack import Pack, load_pack, resolve_pack_path
+from dibench.generation.executor import Executor
+from dibench.generation.skeletons import Skeleton, enumerate_all
+from dibench.generation.tasks import build_candidates, sql_plan, vocabulary
+from dibench.ingest.database import load_database
+from dibench.ingest.pipeline import ingest_pack
+from dibench.ingest.rules import plan_rules
+from dibench.ingest.verify import EdgeCheck
+from dibench.sqlops import grouped
+from dibench.sqlops.dialect import parse, render
+from dibench.stores.graph import Graph
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import MINIPACK, copy_pack, delete_domain, edit_front, ensure_mini_loaded
-
-
 
 # ------------------------------------------------------------------------------ on the tree
 @pytest.mark.parametrize("sql,reason", [
@@ -97,7 +95,7 @@ def test_time_bounds_are_min_and_max_over_the_metric_rows(where: str, warehouse:
     """The first and last time in order, over the rows the joins and the WHERE keep, NULL times
     left out: MIN and MAX of the time column, as the same server computes them."""
     from sqlglot import exp
-    from sqlops.shape import time_bounds
+    from dibench.sqlops.shape import time_bounds
     sql = ("SELECT COUNT(*) AS value FROM (VALUES (CAST(NULL AS DATE), 2), (DATE '2024-01-05', 1), "
            "(DATE '2024-02-01', 2), (DATE '2024-03-09', 3), (DATE '2024-04-30', 1), (NULL, 3)) AS o(t, k) "
            f"JOIN (VALUES (2), (3)) AS j(k) ON j.k = o.k {where} GROUP BY o.k HAVING COUNT(*) > 5")
@@ -264,7 +262,7 @@ def test_edge_verification_is_the_same_on_both_paths(name: str, warehouse: Wareh
 
 
 def test_a_variant_is_combined_only_when_it_adds_a_row_filter() -> None:
-    from sqlops import sides
+    from dibench.sqlops import sides
     base = parse("SELECT COUNT(*) AS value FROM s.o o WHERE o.t >= :start_date AND o.t < :end_date", where="t")
     filtered = base.copy().where("o.k = :k")
     assert render(sides.row_filter(base, filtered)) == "o.k = :k"  # type: ignore[arg-type]
@@ -282,7 +280,7 @@ def test_a_variant_is_combined_only_when_it_adds_a_row_filter() -> None:
 
 
 def test_row_filters_added_one_after_another_are_one_condition() -> None:
-    from sqlops import sides
+    from dibench.sqlops import sides
     base = parse("SELECT COUNT(*) AS value FROM s.o o WHERE o.t >= :start_date AND o.t < :end_date", where="t")
     two = base.copy().where("o.k = :k").where("o.j = :j")
     assert render(sides.row_filter(base, two)) == "o.k = :k AND o.j = :j"  # type: ignore[arg-type]
@@ -363,7 +361,7 @@ def test_only_a_shape_whose_groups_are_cells_reads_cell_values() -> None:
     """A value that does not decompose is exact over the (group, month) cells only for a shape that
     groups by both (whatever it wraps around them); a window or a two-group filter keeps whole cells."""
     from sqlglot import exp
-    from sqlops.shape import filter_in, group_by, month_bucket
+    from dibench.sqlops.shape import filter_in, group_by, month_bucket
     proxy = grouped.proxy_query(grouped.cell_value(), {grouped.GROUP: "TEXT", grouped.CELL: "NUMERIC"})
     month = month_bucket(grouped.month_column())
     series = group_by(group_by(filter_in(proxy, grouped.group_column(), ["a", "b"]), grouped.group_column()), month)
@@ -382,7 +380,7 @@ def test_a_series_row_by_row_is_computed_once_for_every_window() -> None:
     months, the rows over all months that fall in them (the grouped-vs-legacy test checks the
     answers); anything that reads across rows (an order with a limit, a wrapper) does not."""
     from sqlglot import exp
-    from sqlops.shape import filter_in, group_by, month_bucket
+    from dibench.sqlops.shape import filter_in, group_by, month_bucket
     proxy = grouped.proxy_query(grouped.cell_value(), {grouped.GROUP: "TEXT", grouped.CELL: "NUMERIC"})
     month = month_bucket(grouped.month_column())
     series = group_by(group_by(filter_in(proxy, grouped.group_column(), ["a", "b"]), grouped.group_column()),
@@ -397,7 +395,7 @@ def test_a_series_row_by_row_is_computed_once_for_every_window() -> None:
 def test_partial_rows_without_a_row_still_have_text_groups_and_months() -> None:
     """No row (a rule set that keeps none; every cell rejected by a HAVING at 2,000 tickets): the
     proxy's group is still compared with text values, and its months with text."""
-    from generation.grouped import Partials, typed_columns
+    from dibench.generation.grouped import Partials, typed_columns
     d = grouped.decompose(parse("SELECT COUNT(*) AS value FROM s.o o", where="t"))
     assert isinstance(d, grouped.Decomposed)
     p = typed_columns({grouped.GROUP: [], grouped.PERIOD: [], grouped.ROWS: [], "c0": []}, d, {}, False)
@@ -406,7 +404,7 @@ def test_partial_rows_without_a_row_still_have_text_groups_and_months() -> None:
 
 
 def test_a_per_row_subquery_inside_an_aggregate_is_joined_once() -> None:
-    from sqlops.shape import hoist_row_subqueries
+    from dibench.sqlops.shape import hoist_row_subqueries
     tree = parse("SELECT AVG(x.a - (SELECT SUM(h.d) FROM s.h h WHERE h.id = x.id)) AS v, "
                  "SUM((SELECT SUM(h.d) FROM s.h h WHERE h.id = x.id)) FILTER (WHERE x.k = 1) AS w, "
                  "(SELECT 5) AS z FROM s.x x WHERE x.t >= :start_date GROUP BY x.g", where="t")
@@ -428,7 +426,7 @@ def test_a_cube_or_batch_that_fails_leaves_each_rule_set_to_its_own_statement(
         graph: Graph, warehouse: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A cube or combined statement that fails (a statement timeout on a loaded server) is a lost
     shortcut, never a lost task: the same candidates come from the smaller statements."""
-    from service.errors import WarehouseError
+    from dibench.core.errors import WarehouseError
     pk = ingested("minipack", tmp_path, graph, warehouse)
     try:
         sks = skeletons(pk, graph)[:8]
@@ -448,7 +446,7 @@ def test_a_cube_or_batch_that_fails_leaves_each_rule_set_to_its_own_statement(
 
 
 def test_a_row_filter_goes_after_within_group_and_never_into_a_subquery() -> None:
-    from sqlops import sides
+    from dibench.sqlops import sides
     value = parse("SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY o.x) + SUM(o.y) FILTER (WHERE o.q) "
                   "+ (SELECT COUNT(*) FROM s.z z) AS value FROM s.o o", where="t").expressions[0].this
     rows = parse("SELECT 1 WHERE o.k = 1", where="t").args["where"].this
@@ -477,7 +475,7 @@ DISTINCT_ROWS = ("(VALUES ('a', 1, TRUE, 5), ('a', 1, FALSE, 7), ('a', 2, TRUE, 
 def test_distinct_counts_computed_in_two_steps_are_the_same_rows(select: str, warehouse: Warehouse) -> None:
     """The pre-aggregated statement returns the original's columns, groups, types and values, on
     the real server (NULL agents and filters, empty inputs, HAVING, several keys)."""
-    from sqlops.distinct import pre_aggregated
+    from dibench.sqlops.distinct import pre_aggregated
     tree = parse("SELECT " + select.format(**{"from": "FROM " + DISTINCT_ROWS}), where="test")
     two_steps = pre_aggregated(tree)
     assert two_steps is not None and "o.agent AS dx" in render(two_steps)
@@ -492,11 +490,11 @@ def test_a_monthly_distinct_count_in_two_steps_groups_by_the_joined_month(wareho
     """A key that is the month of the time column is grouped by the month joined from the list of
     the window's months in the first step: the same rows, a group per listed month."""
     from sqlglot import exp
-    from sqlops.distinct import Months, pre_aggregated
+    from dibench.sqlops.distinct import Months, pre_aggregated
     rows = ("(VALUES (TIMESTAMP '2024-01-03 10:00', 'a', 1), (TIMESTAMP '2024-01-31 23:59:59', 'a', 2), "
             "(TIMESTAMP '2024-02-01 00:00', 'a', 1), (TIMESTAMP '2024-02-11 08:00', 'b', NULL), "
             "(TIMESTAMP '2024-03-30 12:00', 'b', 2), (TIMESTAMP '2023-12-31 23:00', 'a', 3)) AS o(t, g, agent)")
-    from sqlops.shape import group_by, month_bucket
+    from dibench.sqlops.shape import group_by, month_bucket
     t = exp.column("t", table="o")
     metric = parse(f"SELECT COUNT(*) * 1.0 / NULLIF(COUNT(DISTINCT o.agent), 0) AS value FROM {rows} "
                    "WHERE o.t >= :start_date AND o.t < :end_date", where="test")
@@ -526,6 +524,6 @@ def test_a_monthly_distinct_count_in_two_steps_groups_by_the_joined_month(wareho
     "SELECT COUNT(DISTINCT o.agent) FROM s.o o",  # an unnamed column
 ])
 def test_what_is_not_computed_in_two_steps(sql: str) -> None:
-    from sqlops.distinct import distinct_key, pre_aggregated
+    from dibench.sqlops.distinct import distinct_key, pre_aggregated
     tree = parse(sql, where="test")
     assert distinct_key(tree) is None and pre_aggregated(tree) is None

@@ -14,14 +14,14 @@ from click.testing import CliRunner
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from evaluation.agents.llm import MAX_TURNS, LlmAgent
-from evaluation.agents.tools import Toolbox, schema_description
-from evaluation.harness import EvalResult, run_tasks
-from evaluation.kb import KnowledgeBase
-from evaluation.tasks import TaskRecord
-from cli.main import main
-from service.config import get_settings
-from service.warehouse import Warehouse
+from dibench.cli.main import main
+from dibench.core.config import get_settings
+from dibench.evaluation.agents.llm import MAX_TURNS, LlmAgent
+from dibench.evaluation.agents.tools import Toolbox, schema_description
+from dibench.evaluation.harness import EvalResult, run_tasks
+from dibench.evaluation.kb import KnowledgeBase
+from dibench.evaluation.tasks import TaskRecord
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.evaldomain import EvalDomain, eval_domain, kb, tasks  # noqa: F401  (fixtures)
 
 USAGE = {"input_tokens": 120, "output_tokens": 30, "total_tokens": 150}

@@ -1,4 +1,4 @@
-"""The hostile Cypher corpus of issue 16, replayed against a real Neo4j holding a generated domain.
+"""The hostile Cypher corpus, replayed against a real Neo4j holding a generated domain.
 
 Every entry of REFUSED must raise CypherRefused with one bounded line that echoes no private
 value, and leave the graph as it was (node and edge counts of the whole graph, every node and
@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
-from ingest.pack import Pack
-from service import cypher_guard
-from service.cypher_guard import CypherRefused, run_user_query
-from service.export import ExportError, ExportQuery, stream_records, task_keys
-from service.graph import Graph
-from service.queries import graph_stats
-from service.warehouse import Warehouse
+from dibench.core.pack import Pack
+from dibench.service.export import ExportError, ExportQuery, stream_records, task_keys
+from dibench.service.queries import graph_stats
+from dibench.stores import cypher_guard
+from dibench.stores.cypher_guard import CypherRefused, run_user_query
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import delete_domain, snapshot
 from tests.test_update import generated_domain
 

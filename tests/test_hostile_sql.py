@@ -1,6 +1,6 @@
 """A corpus of hostile SQL and hostile rule/metric expressions, replayed against the real warehouse.
 
-Every attack of issue 16 on the SQL side (and more) must end one of two ways:
+Every known attack on the SQL side (and more) must end one of two ways:
 - refused: a one-line error before anything runs (the checker, the size limits, validation);
 - harmless: it runs as the domain's read-only role and fails (permission denied, timeout) or
   returns nothing secret.
@@ -21,18 +21,18 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from ingest.database import replacing_schema
-from ingest.pack import load_pack
-from ingest.validate import validate_pack
-from ingest.verify import verify_effect
-from service.config import get_settings
-from service.errors import DibenchError, QueryTimeout, ReadOnlyViolation, RewriteError, WarehouseError
-from service.graph import Graph
-from service.models import WhereEffect
-from service.pgroles import readonly_role
-from service.warehouse import Warehouse
-from sqlops.dialect import parse
-from sqlops.ops import Bound, apply_effect
+from dibench.core.config import get_settings
+from dibench.core.errors import DibenchError, QueryTimeout, ReadOnlyViolation, RewriteError, WarehouseError
+from dibench.core.models import WhereEffect
+from dibench.core.pack import load_pack
+from dibench.ingest.validate import validate_pack
+from dibench.ingest.verify import verify_effect
+from dibench.sqlops.dialect import parse
+from dibench.sqlops.ops import Bound, apply_effect
+from dibench.stores.graph import Graph
+from dibench.stores.pack_data import replacing_schema
+from dibench.stores.pgroles import readonly_role
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, edit_front, edit_metrics, ensure_mini_loaded
 
 A, B = "hostile_a", "hostile_b"
@@ -52,7 +52,7 @@ class Attack:
 
 
 CORPUS: list[Attack] = [
-    # issue 16, "Why": the blocklist holes
+    # holes a blocklist once had
     Attack("ts_stat-runs-sql-in-a-string", f"SELECT * FROM ts_stat('SELECT to_tsvector(gold) FROM {B}.secret')", "refused"),
     Attack("ts_stat-pg_read_file-in-error",
            "SELECT * FROM ts_stat('SELECT pg_read_file(''/etc/passwd'')::tsvector')", "refused"),
@@ -324,8 +324,8 @@ def test_search_path_is_the_domain_schema(warehouse: Warehouse, domains: None) -
 
 def test_a_generation_worker_sets_statement_parallelism_in_its_transaction_only(
         warehouse: Warehouse, domains: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    import service.warehouse as wh_module
-    from generation.workers import statement_parallelism
+    import dibench.stores.warehouse as wh_module
+    from dibench.generation.workers import statement_parallelism
     # current_setting() is refused on the read-only path: read it below the checker, as the admin.
     setting = "SELECT current_setting('max_parallel_workers_per_gather') AS n"
     server = wh_module._run_readonly(warehouse.engine, setting, {}, 1000)[1]

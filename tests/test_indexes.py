@@ -16,14 +16,14 @@ import yaml
 from click.testing import CliRunner
 from sqlalchemy import text
 
-from ingest import indexes
-from ingest.database import load_database
-from ingest.indexes import IndexNeed, missing_indexes, needed_indexes
-from ingest.pack import Pack, load_pack
-from ingest.pipeline import ingest_pack
-from cli.main import main
-from service.graph import Graph, delete_domain
-from service.warehouse import Warehouse
+from dibench.cli.main import main
+from dibench.core.pack import Pack, load_pack
+from dibench.ingest import indexes
+from dibench.ingest.database import load_database
+from dibench.ingest.indexes import IndexNeed, missing_indexes, needed_indexes
+from dibench.ingest.pipeline import ingest_pack
+from dibench.stores.graph import Graph, delete_domain
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, ensure_mini_loaded
 
 SCHEMA = "mini_idx"

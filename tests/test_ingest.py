@@ -13,15 +13,15 @@ import pytest
 from click.testing import CliRunner
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from ingest.extract import extract_effects
-from ingest.pack import load_pack
-from ingest.pipeline import IngestReport, ingest_pack
-from cli.main import main
-from service.config import get_settings
-from service.errors import ExtractionError, PackErrors
-from service.graph import Graph
-from service.queries import graph_stats, rules_for
-from service.warehouse import Warehouse
+from dibench.cli.main import main
+from dibench.core.config import get_settings
+from dibench.core.errors import ExtractionError, PackErrors
+from dibench.core.pack import load_pack
+from dibench.ingest.extract import extract_effects
+from dibench.ingest.pipeline import IngestReport, ingest_pack
+from dibench.service.queries import graph_stats, rules_for
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import (
     MINIPACK, copy_pack, delete_domain, diff_keys, edit_front, edit_metrics, ensure_mini_loaded, snapshot, write_front,
 )

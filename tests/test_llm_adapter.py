@@ -12,14 +12,15 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from pydantic import BaseModel, ConfigDict, Field
 
-from generation.questions import PhrasedQuestion
-from generation.validation import JudgeVerdict
-from service import llm as llm_mod
-from service.config import Settings, get_settings
-from service.errors import ConfigError, ExtractionError
-from service.llm import (BudgetExhausted, ContextOverflow, LLMError, ask_structured, configured_model, example_of,
-                         session)
-from service.models import LLMEffects
+from dibench.core.config import Settings, get_settings
+from dibench.core.errors import ConfigError, ExtractionError
+from dibench.core.models import LLMEffects
+from dibench.generation.questions import PhrasedQuestion
+from dibench.generation.validation import JudgeVerdict
+from dibench.stores import llm as llm_mod
+from dibench.stores.llm import (
+    BudgetExhausted, ContextOverflow, LLMError, ask_structured, configured_model, example_of, session,
+)
 from tests.llm_stub import StubServer, error, stub, stub_server, tool_call  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.timeout(60)

@@ -1,4 +1,4 @@
-"""Phrasing fidelity (stage 1) and the template questions: the drifts issue 17 saw from a small
+"""Phrasing fidelity (stage 1) and the template questions: the drifts seen from a small
 model are caught with a one-line reason; every template question is faithful to its facts and
 reads like a business user's."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from generation.analyses.threshold import roundest_between
-from generation.fidelity import fidelity_problems
-from generation.questions import template_question
+from dibench.generation.analyses.threshold import roundest_between
+from dibench.generation.fidelity import fidelity_problems
+from dibench.generation.questions import template_question
 
 WINDOW = {"start": "2023-08-01", "end": "2024-08-01"}
 

@@ -13,14 +13,14 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
-from generation.grounding import Executor
-from generation.questions import llm_question, period_words
-from generation.tasks import build_candidates, run_judge, vocabulary
-from generation.validation import JUDGE_DIMENSIONS, Candidate, Vocabulary
-from ingest.database import schema_columns
-from ingest.pack import Pack, load_pack
-from service.errors import ExtractionError
-from service.warehouse import Warehouse
+from dibench.core.errors import ExtractionError
+from dibench.core.pack import Pack, load_pack
+from dibench.generation.executor import Executor
+from dibench.generation.questions import llm_question, period_words
+from dibench.generation.tasks import build_candidates, run_judge, vocabulary
+from dibench.generation.validation import JUDGE_DIMENSIONS, Candidate, Vocabulary
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import MINIPACK, ensure_mini_loaded
 from tests.fixtures.skeletons import skeleton
 

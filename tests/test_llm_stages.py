@@ -19,25 +19,25 @@ import pytest
 from click.testing import CliRunner
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from evaluation.agents.llm import Budget, LlmAgent
-from evaluation.agents.tools import schema_description
-from evaluation.harness import run_tasks
-from evaluation.kb import KnowledgeBase
-from evaluation.tasks import TaskRecord
-from generation.grounding import Executor
-from generation.questions import PHRASE_REPLY_TOKENS, llm_question, template_question
-from generation.tasks import build_candidates, vocabulary
-from ingest.database import schema_columns
-from ingest.extract import REPLY_TOKENS, bounded_prompt, extract_effects, rank_metrics
-from ingest.pack import load_pack
-from ingest.pipeline import ingest_pack
-from service import llm as llm_mod
-from cli.main import main
-from service.config import Settings, get_settings
-from service.errors import ExtractionError
-from service.graph import Graph
-from service.llm import configured_model, estimate_tokens
-from service.warehouse import Warehouse
+from dibench.cli.main import main
+from dibench.core.config import Settings, get_settings
+from dibench.core.errors import ExtractionError
+from dibench.core.pack import load_pack
+from dibench.evaluation.agents.llm import Budget, LlmAgent
+from dibench.evaluation.agents.tools import schema_description
+from dibench.evaluation.harness import run_tasks
+from dibench.evaluation.kb import KnowledgeBase
+from dibench.evaluation.tasks import TaskRecord
+from dibench.generation.executor import Executor
+from dibench.generation.questions import PHRASE_REPLY_TOKENS, llm_question, template_question
+from dibench.generation.tasks import build_candidates, vocabulary
+from dibench.ingest.extract import REPLY_TOKENS, bounded_prompt, extract_effects, rank_metrics
+from dibench.ingest.pipeline import ingest_pack
+from dibench.stores import llm as llm_mod
+from dibench.stores.graph import Graph
+from dibench.stores.llm import configured_model, estimate_tokens
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.evaldomain import EvalDomain, eval_domain, kb, tasks  # noqa: F401 - fixtures
 from tests.fixtures.packs import MINIPACK, copy_pack, delete_domain, edit_metrics, ensure_mini_loaded, write_front
 from tests.fixtures.skeletons import skeleton

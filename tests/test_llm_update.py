@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from generation.validation import JUDGE_DIMENSIONS
-from ingest.pack import Pack
-from service import llm as llm_mod
-from cli.main import main
-from service.config import get_settings
-from service.graph import Graph
-from service.warehouse import Warehouse
+from dibench.cli.main import main
+from dibench.core.config import get_settings
+from dibench.core.pack import Pack
+from dibench.generation.validation import JUDGE_DIMENSIONS
+from dibench.stores import llm as llm_mod
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import delete_domain, edit_front
 from tests.llm_stub import StubServer, error, stub, stub_server  # noqa: F401 - fixtures
 from tests.test_llm_stages import faithful_phrasing

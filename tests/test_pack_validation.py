@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ingest.validate import validate_pack
-from cli.main import main
-from service.errors import PackError
-from service.warehouse import Warehouse
+from dibench.cli.main import main
+from dibench.core.errors import PackError
+from dibench.ingest.validate import validate_pack
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, edit_front, edit_metrics, ensure_mini_loaded
 
 Mutation = Callable[[Path], object]

@@ -14,17 +14,18 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, text
 
-from domains.pagila.load import load, strip_owner_statements, table_counts
-from ingest.database import load_database, schema_columns
-from ingest.indexes import missing_indexes
-from ingest.pack import load_pack
-from ingest.validate import validate_pack
-from ingest.verify import metric_window, verify_effect
-from service.config import Settings
-from service.errors import DibenchError
-from service.warehouse import Warehouse, get_warehouse
-from sqlops.dialect import parse, render
-from sqlops.ops import Bound, apply_effect
+from dibench.core.config import Settings
+from dibench.core.errors import DibenchError
+from dibench.core.pack import load_pack
+from dibench.domains.pagila.load import load, strip_owner_statements, table_counts
+from dibench.ingest.database import load_database
+from dibench.ingest.indexes import missing_indexes
+from dibench.ingest.validate import validate_pack
+from dibench.ingest.verify import verify_effect
+from dibench.sqlops.dialect import parse, render
+from dibench.sqlops.ops import Bound, apply_effect
+from dibench.stores.pack_data import schema_columns, metric_window
+from dibench.stores.warehouse import Warehouse, get_warehouse
 
 SCHEMA = "pagila_loadtest"
 SOURCE = Settings().data_dir / "pagila"

@@ -9,19 +9,19 @@ from typing import Any
 
 import pytest
 
-from evaluation.tasks import load_tasks
-from generation.pipeline import generate
-from ingest.pack import load_pack
-from ingest.pipeline import ingest_pack
-from ingest.validate import validate_pack
-from service.graph import Graph
-from service.models import LLMEffects
-from service.policy import policy_of
-from service.queries import rules_for
-from service.warehouse import Warehouse
-from sqlops.dialect import parse, render
-from sqlops.ops import Bound, apply_effects
-from sqlops.policy import conflicts, metric_policy
+from dibench.core.models import LLMEffects
+from dibench.core.pack import load_pack
+from dibench.evaluation.tasks import load_tasks
+from dibench.generation.pipeline import generate
+from dibench.ingest.pipeline import ingest_pack
+from dibench.ingest.validate import validate_pack
+from dibench.service.queries import rules_for
+from dibench.sqlops.dialect import parse, render
+from dibench.sqlops.ops import Bound, apply_effects
+from dibench.sqlops.policy import conflicts, metric_policy
+from dibench.stores.graph import Graph
+from dibench.stores.policies import policy_of
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, delete_domain, edit_front, ensure_mini_loaded
 
 M = "MINI-REV-001"
@@ -176,8 +176,8 @@ def component_value(pack: Any, metric_id: str, graph: Graph, warehouse: Warehous
     """One input under every verified rule edge of the graph, on the task's window and slice."""
     import datetime as dt
 
-    from sqlops.shape import filter_eq
-    from sqlops.tree import column
+    from dibench.sqlops.shape import filter_eq
+    from dibench.sqlops.tree import column
 
     metric = pack.metric_by_id[metric_id]
     edges = graph.read("policy_edges", domain=pack.name, metrics=[metric_id])
@@ -238,8 +238,8 @@ def test_a_derived_metric_applies_its_inputs_policies(derived_domain: Any, graph
 
 def test_update_of_an_input_rule_changes_the_derived_gold(derived_domain: Any, graph: Graph,
                                                          warehouse: Warehouse) -> None:
-    from ingest.update import load_document, plan_update
-    from ingest.update_write import run_update
+    from dibench.service.update import load_document, plan_update
+    from dibench.service.update_write import run_update
 
     pack = derived_domain
     on_derived = {t.task_id for t in load_tasks(graph, pack.name, variants=["standard"])
@@ -255,7 +255,7 @@ def test_update_of_an_input_rule_changes_the_derived_gold(derived_domain: Any, g
 
 # ------------------------------------------------------------------------------ rules without effects, migration
 def test_a_rule_without_effects_makes_the_policy_unknown(tmp_path: Path, graph: Graph, warehouse: Warehouse) -> None:
-    from service.export import ExportQuery, export
+    from dibench.service.export import ExportQuery, export
 
     ensure_mini_loaded(warehouse)
     name = "mini_unknown"
@@ -287,7 +287,7 @@ def test_tasks_of_the_old_gold_meaning_are_retired_on_regeneration(mini_generate
     graph.write("test_set_gold_version", domain=mini_generated, version=None)  # as the one-rule code left them
     before = {k for k, v in snapshot(graph, mini_generated)[0].items() if "Task" in v["labels"]
               and v["status"] == "admitted"}
-    from generation.pipeline import migrate
+    from dibench.generation.pipeline import migrate
 
     retired = migrate(graph, mini_generated, "run:test/migration")
     nodes = snapshot(graph, mini_generated)[0]

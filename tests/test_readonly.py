@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from service.errors import QueryTimeout, ReadOnlyViolation, WarehouseError
-from service.warehouse import Warehouse, check_readonly
+from dibench.core.errors import QueryTimeout, ReadOnlyViolation, WarehouseError
+from dibench.stores.warehouse import Warehouse, check_readonly
 
 SCHEMA = "ro_test"
 

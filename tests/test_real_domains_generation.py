@@ -12,19 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.rederive import derive_answer, hypothetical_statement, needs_base_rows
-from evaluation.tasks import TaskRecord, load_tasks
-from generation.pipeline import generate
-from ingest.database import load_database, schema_columns
-from ingest.pack import DOMAINS_DIR, Pack, load_pack
-from ingest.pipeline import ingest_pack
-from service.graph import Graph
-from service.models import LLMEffects
-from service.warehouse import Warehouse
-from sqlops.dialect import parse, render
-from sqlops.ops import Bound, apply_effects
-from sqlops.shape import filter_eq
-from sqlops.tree import column
+from dibench.core.models import LLMEffects
+from dibench.core.pack import DOMAINS_DIR, Pack, load_pack
+from dibench.evaluation.rederive import derive_answer, hypothetical_statement, needs_base_rows
+from dibench.evaluation.tasks import TaskRecord, load_tasks
+from dibench.generation.pipeline import generate
+from dibench.ingest.database import load_database
+from dibench.ingest.pipeline import ingest_pack
+from dibench.sqlops.dialect import parse, render
+from dibench.sqlops.ops import Bound, apply_effects
+from dibench.sqlops.shape import filter_eq
+from dibench.sqlops.tree import column
+from dibench.stores.graph import Graph
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, delete_domain
 
 Generated = tuple[Pack, list[TaskRecord]]

@@ -20,17 +20,18 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from generation.pipeline import generate
-from ingest.database import load_database, schema_columns
-from ingest.lease import DomainLease, unlock
-from ingest.pack import Pack, load_pack
-from ingest.pipeline import ingest_pack
-from ingest.update_write import KILL_ENV
-from cli.main import main
-from service.config import REPO_ROOT
-from service.export import export, preset_query
-from service.graph import Graph
-from service.warehouse import Warehouse
+from dibench.cli.main import main
+from dibench.core.config import REPO_ROOT
+from dibench.core.pack import Pack, load_pack
+from dibench.generation.pipeline import generate
+from dibench.ingest.database import load_database
+from dibench.ingest.pipeline import ingest_pack
+from dibench.service.export import export, preset_query
+from dibench.service.update_write import KILL_ENV
+from dibench.stores.graph import Graph
+from dibench.stores.lease import DomainLease, unlock
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, delete_domain, edit_front, ensure_mini_loaded, snapshot
 
 KILLED, REGEN, LEASED, RM_A, RM_B, RM_DATA = ("mini_rec_kill", "mini_rec_regen", "mini_rec_lease", "mini_rec_rma",
@@ -86,7 +87,7 @@ def running(pid: int) -> bool:
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "cli.main", *args], cwd=REPO_ROOT, text=True,
+    return subprocess.Popen([sys.executable, "-m", "dibench.cli.main", *args], cwd=REPO_ROOT, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 

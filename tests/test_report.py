@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evaluation.report import ReportData, render_html
-from cli.main import main
+from dibench.cli.main import main
+from dibench.service.report import ReportData, render_html
 from tests.fixtures.evaldomain import EvalDomain, eval_domain  # noqa: F401  (fixture)
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -70,7 +70,7 @@ def test_rendering_without_results_says_so() -> None:
 
 
 def test_labels_are_escaped() -> None:
-    from evaluation.plots import bar_chart
+    from dibench.evaluation.plots import bar_chart
 
     svg = bar_chart([("<b>x</b>", 3.0)], title="a & b")
     assert "<b>" not in svg

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from routing.compare import CompareConfig, canonical_value, fingerprint, results_match, round_half_up
-from routing.errors import UnitSQLError
-from routing.intents import BOUND_PHRASE, render_intent
-from routing.sqlite_exec import SqliteExecutor
-from routing.sqltree import (filter_literals, has_order_by, normalise_quoted, parameterise, parse_select,
-                                        placeholders, render, schema_problems)
-from service.config import get_settings
+from dibench.core.config import get_settings
+from dibench.routing.compare import CompareConfig, canonical_value, fingerprint, results_match, round_half_up
+from dibench.routing.errors import UnitSQLError
+from dibench.routing.intents import BOUND_PHRASE, render_intent
+from dibench.routing.sqlite_exec import SqliteExecutor
+from dibench.routing.sqltree import (
+    filter_literals, has_order_by, normalise_quoted, parameterise, parse_select, placeholders, render, schema_problems,
+)
 
 
 @pytest.fixture(scope="module")

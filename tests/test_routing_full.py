@@ -5,14 +5,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from routing.catalog_store import delete_catalog, private_locations
-from routing.generate import DEFAULT_N, targets
-from routing.ingest import ingest_sqlite_folder
-from routing.intents import hides_needed_value
-from routing.pipeline import run_generate
-from routing.task_store import base_unit_id
-from service.config import get_settings
-from service.graph import Graph
+from dibench.core.config import get_settings
+from dibench.routing.catalog_store import delete_catalog, private_locations
+from dibench.routing.generate import DEFAULT_N, targets
+from dibench.routing.ingest import ingest_sqlite_folder
+from dibench.routing.intents import hides_needed_value
+from dibench.routing.pipeline import run_generate
+from dibench.routing.task_store import base_unit_id
+from dibench.stores.graph import Graph
 
 CATALOG = "routing_test_full"
 

@@ -16,27 +16,27 @@ from click.testing import CliRunner
 from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from routing.catalog_store import counts, delete_catalog, private_locations
-from routing.environment import RoutingEnvironment
-from routing.errors import ContractInvalid
-from routing.evaluate import evaluate, retrieval_audit
-from routing.execution import gold_branch_route
-from routing.ingest import ingest_sqlite_folder
-from routing.models import Contract, Route
-from routing.pipeline import EvalSetup, GenerateSummary, load_eval, run_generate
-from routing.render import TEMPLATE_VERSION, render
-from routing.routers import RouterTask
-from routing.routers.lexical import LexicalRouter
-from routing.routers.llm import LLMRouter
-from routing.routers.oracle import OracleRouter
-from routing.routers.random_router import RandomRouter
-from routing.scoring import UNNEEDED_QUESTION_COST
-from routing.sqlite_exec import SqliteExecutor
-from routing.task_store import export_jsonl, import_jsonl, read_contracts, read_units
-from routing.validate import Validator
-from routing.view import CatalogView, Locations
-from service.config import get_settings
-from service.graph import Graph
+from dibench.core.config import get_settings
+from dibench.routing.catalog_store import counts, delete_catalog, private_locations
+from dibench.routing.environment import RoutingEnvironment
+from dibench.routing.errors import ContractInvalid
+from dibench.routing.evaluate import evaluate, retrieval_audit
+from dibench.routing.execution import gold_branch_route
+from dibench.routing.ingest import ingest_sqlite_folder
+from dibench.routing.models import Contract, Route
+from dibench.routing.pipeline import EvalSetup, GenerateSummary, load_eval, run_generate
+from dibench.routing.render import TEMPLATE_VERSION, render
+from dibench.routing.routers import RouterTask
+from dibench.routing.routers.lexical import LexicalRouter
+from dibench.routing.routers.llm import LLMRouter
+from dibench.routing.routers.oracle import OracleRouter
+from dibench.routing.routers.random_router import RandomRouter
+from dibench.routing.scoring import UNNEEDED_QUESTION_COST
+from dibench.routing.sqlite_exec import SqliteExecutor
+from dibench.routing.task_store import export_jsonl, import_jsonl, read_contracts, read_units
+from dibench.routing.validate import Validator
+from dibench.routing.view import CatalogView, Locations
+from dibench.stores.graph import Graph
 
 CATALOG = "routing_test_subset"
 SUBSET = ["customers_and_invoices", "customers_card_transactions", "flight_2", "flight_4", "climbing",
@@ -134,9 +134,9 @@ def test_contracts_cover_all_five_behaviours_and_are_stored(built: GenerateSumma
 
 
 def test_generation_is_seeded(graph: Graph, built: GenerateSummary, validator: Validator) -> None:
-    from routing.build_common import BuildContext
-    from routing.generate import generate
-    from routing.pool import UnitPool
+    from dibench.routing.build_common import BuildContext
+    from dibench.routing.generate import generate
+    from dibench.routing.pool import UnitPool
     import random
 
     pool = UnitPool.build(validator.view, built.units.units)
@@ -362,7 +362,7 @@ class _Fixed:
 
 # ------------------------------------------------------------------------------ CLI
 def test_cli_commands_have_help_and_run(built: GenerateSummary, tmp_path: Path) -> None:
-    from cli.main import main
+    from dibench.cli.main import main
 
     runner = CliRunner()
     for args in (["catalog"], ["catalog", "ingest"], ["catalog", "status"], ["catalog", "delete"], ["routing"],
@@ -378,8 +378,8 @@ def test_cli_commands_have_help_and_run(built: GenerateSummary, tmp_path: Path) 
     assert "RA-Set" in res.output and "Recall@K" in res.output
     data = json.loads(out.read_text())
     assert data["summary"]["route_exec_graph"] == 1.0 and data["executor"] == "oracle-sql"
-    from evaluation.report import routing_section
-    from routing.report import results_dir
+    from dibench.service.report import routing_section
+    from dibench.routing.report import results_dir
 
     kept = results_dir() / f"{CATALOG}__oracle.json"
     try:
@@ -425,10 +425,10 @@ def test_layout_says_nothing_beyond_what_is_asked(built: GenerateSummary, valida
     the behaviour no better than the number of asks alone; no fixed cue phrase ever appears."""
     import random
 
-    from routing.build_common import BuildContext
-    from routing.generate import generate
-    from routing.pool import UnitPool
-    from routing.routers.layout import layout_features
+    from dibench.routing.build_common import BuildContext
+    from dibench.routing.generate import generate
+    from dibench.routing.pool import UnitPool
+    from dibench.routing.routers.layout import layout_features
 
     pool = UnitPool.build(validator.view, built.units.units)
     many = generate(BuildContext(CATALOG, pool, validator.locations, validator.executor, random.Random(5), 5),
@@ -449,7 +449,7 @@ def test_layout_says_nothing_beyond_what_is_asked(built: GenerateSummary, valida
 
 
 def test_layout_only_router_scores_no_better_than_random(setup: EvalSetup) -> None:
-    from routing.routers.layout import LayoutRouter
+    from dibench.routing.routers.layout import LayoutRouter
 
     layout = evaluate(setup.contracts, setup.indexes, setup.route_executor, LayoutRouter(42)).summary
     rnd = evaluate(setup.contracts, setup.indexes, setup.route_executor, RandomRouter(42)).summary

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from routing.catalog_store import delete_catalog, private_locations
-from routing.environment import CatalogIndexes, RoutingEnvironment
-from routing.evaluate import evaluate
-from routing.ingest import ingest_postgres_schemas, ingest_sqlite_folder
-from routing.models import RouteBranch, RouteContribution
-from routing.pipeline import load_eval, run_generate
-from routing.routers.oracle import OracleRouter
-from routing.view import CatalogView
-from service.graph import Graph
-from service.warehouse import Warehouse
+from dibench.routing.catalog_store import delete_catalog, private_locations
+from dibench.routing.environment import CatalogIndexes, RoutingEnvironment
+from dibench.routing.evaluate import evaluate
+from dibench.routing.ingest import ingest_postgres_schemas, ingest_sqlite_folder
+from dibench.routing.models import RouteBranch, RouteContribution
+from dibench.routing.pipeline import load_eval, run_generate
+from dibench.routing.routers.oracle import OracleRouter
+from dibench.routing.view import CatalogView
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
 
 SCHEMA = "routing_pg_test"
 CATALOG = "routing_pg_test"
@@ -95,9 +95,9 @@ def test_postgres_schema_is_a_first_class_executed_source(graph: Graph, warehous
 def test_a_domain_schema_source_links_to_the_domains_tables(graph: Graph, warehouse: Warehouse,
                                                             tmp_path: Path) -> None:
     """One graph: catalog tables of schema `mini` point to the Table nodes of the domain on `mini`."""
-    from ingest.pack import load_pack
-    from ingest.pipeline import ingest_pack
-    from routing.catalog_store import domain_links
+    from dibench.core.pack import load_pack
+    from dibench.ingest.pipeline import ingest_pack
+    from dibench.routing.catalog_store import domain_links
     from tests.fixtures.packs import copy_pack, delete_domain, ensure_mini_loaded
 
     domain, catalog = f"mini_routing_{os.getpid()}", CATALOG + "_domain"
@@ -148,8 +148,8 @@ def test_sources_of_separate_ingests_are_profiled_together(graph: Graph, warehou
         ingest_sqlite_folder(graph, tmp_path, catalog=together)
         assert _related(graph, together) == {}
         delete_catalog(graph, together)
-        from routing.catalog import profile_database, sqlite_engine
-        from routing.ingest import write_profiles
+        from dibench.routing.catalog import profile_database, sqlite_engine
+        from dibench.routing.ingest import write_profiles
 
         engine = sqlite_engine(folder / "depots.sqlite")
         both = [profile_database(warehouse.admin(), name=pg_schema, location="pg", schema=pg_schema),

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from routing.errors import CatalogSourceError
-from routing.units import read_release, sql_key
-from service.config import get_settings
+from dibench.core.config import get_settings
+from dibench.routing.errors import CatalogSourceError
+from dibench.routing.units import read_release, sql_key
 
 
 def _write(root: Path, name: str, items: list[tuple[str, str, str]]) -> None:

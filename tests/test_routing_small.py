@@ -15,14 +15,14 @@ import pytest
 from click.testing import CliRunner
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from routing.catalog_store import counts, delete_catalog, private_locations
-from routing.evaluate import evaluate
-from routing.execution import gold_branch_route
-from routing.ingest import ingest_sqlite_folder
-from routing.models import Contract, Route, RouteBranch, RouteContribution, RouteEdge
-from routing.pipeline import GenerateSummary, load_eval, run_generate
-from routing.routers.oracle import OracleRouter
-from service.graph import Graph
+from dibench.routing.catalog_store import counts, delete_catalog, private_locations
+from dibench.routing.evaluate import evaluate
+from dibench.routing.execution import gold_branch_route
+from dibench.routing.ingest import ingest_sqlite_folder
+from dibench.routing.models import Contract, Route, RouteBranch, RouteContribution, RouteEdge
+from dibench.routing.pipeline import GenerateSummary, load_eval, run_generate
+from dibench.routing.routers.oracle import OracleRouter
+from dibench.stores.graph import Graph
 
 CATALOG = "routing_test_small"
 DATABASES = {
@@ -156,7 +156,7 @@ def test_each_generation_is_a_new_benchmark_with_fresh_public_ids(graph: Graph, 
             assert told.route_exec_graph == 1.0
         finally:
             setup.executor.close()
-        from cli.main import main
+        from dibench.cli.main import main
 
         res = CliRunner().invoke(main, ["routing", "generate", "--catalog", name, "--path", str(root), "--n", "10",
                                         "-o", str(tmp_path / "c3.jsonl"), "--public-dir", str(tmp_path / "public3")])
@@ -192,7 +192,7 @@ def test_oracle_executor_runs_gold_sql_on_the_right_route_only(graph: Graph,
 
 
 def _ea(setup: object, c: Contract, route: Route) -> float:
-    from routing.evaluate import EvalResult
+    from dibench.routing.evaluate import EvalResult
 
     class Fixed:
         name = "fixed"
@@ -237,7 +237,7 @@ def test_oracle_needs_the_turn_on_ambiguous_tasks(graph: Graph, small: tuple[Pat
 
 
 def test_reingest_prunes_removed_databases_and_delete_command(graph: Graph, tmp_path: Path) -> None:
-    from cli.main import main
+    from dibench.cli.main import main
 
     name = CATALOG + "_prune"
     root = write_release(tmp_path, list(DATABASES))

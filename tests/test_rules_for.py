@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ingest.pack import Pack, load_pack
-from ingest.pipeline import ingest_pack
-from cli.main import main
-from service.errors import NotFound
-from service.graph import Graph
-from service.queries import graph_stats, rules_for
-from service.warehouse import Warehouse
+from dibench.cli.main import main
+from dibench.core.errors import NotFound
+from dibench.core.pack import Pack, load_pack
+from dibench.ingest.pipeline import ingest_pack
+from dibench.service.queries import graph_stats, rules_for
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, delete_domain, edit_metrics, ensure_mini_loaded, write_front
 
 DOMAIN = "mini_trf"

@@ -12,16 +12,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from evaluation.contracts import AnswerContract, check_answer, make_contract
-from evaluation.scoring import (
-    RecordFileError,
-    TaskRecordError,
-    load_answers,
-    load_tasks,
-    score_run,
-    score_task,
-)
-from cli.main import main
+from dibench.cli.main import main
+from dibench.core.contracts import AnswerContract, check_answer, make_contract
+from dibench.evaluation.scoring import RecordFileError, TaskRecordError, load_answers, load_tasks, score_run, score_task
 from tests.test_contracts import GOLD, roundings
 
 

@@ -9,15 +9,16 @@ from collections.abc import Sequence
 
 import pytest
 
-from generation.selection import (
+from dibench.generation.selection import (
     LAMBDA, WEIGHTS, cardinality_score, jaccard_distance, join_score, quality, rule_diversity, select,
     semantic_affinity,
 )
-from generation.skeletons import RuleRef, Skeleton
+from dibench.generation.skeletons import Skeleton
+from dibench.stores.policies import RuleEdge
 
 
-def rule(rid: str) -> RuleRef:
-    return RuleRef(rid, "{}", "definitional", "1", "0" * 16)
+def rule(rid: str) -> RuleEdge:
+    return RuleEdge(rid, "M", "{}", "definitional", "1", "0" * 16)
 
 
 def skel(metric: str, dimension: str = "t.d", *, dtype: str = "categorical", card: int = 4,
@@ -97,7 +98,7 @@ def reference_mmr(cands: Sequence[Skeleton], target: int, lam: float) -> list[st
         rest.remove(best)
         picked.append(best)
         mc[best.metric] += 1
-        rc.update(r.id for r in best.rules)
+        rc.update(r.rule_id for r in best.rules)
     return [p.key for p in picked]
 
 
@@ -149,14 +150,14 @@ def test_coverage_pass_adds_the_best_skeleton_for_each_uncovered_metric_and_rule
     sel = select(cands, 2)
     chosen = list(sel.picked) + list(sel.coverage_added)
     assert {c.metric for c in chosen} == {c.metric for c in cands}
-    assert {r.id for c in chosen for r in c.rules} == {r.id for c in cands for r in c.rules}
+    assert {r.rule_id for c in chosen for r in c.rules} == {r.rule_id for c in cands for r in c.rules}
     # each added skeleton brings something the selection lacked when it was added
     have_m = {s.metric for s in sel.picked}
-    have_r = {r.id for s in sel.picked for r in s.rules}
+    have_r = {r.rule_id for s in sel.picked for r in s.rules}
     for s in sel.coverage_added:
-        assert s.metric not in have_m or any(r.id not in have_r for r in s.rules), s.key
+        assert s.metric not in have_m or any(r.rule_id not in have_r for r in s.rules), s.key
         have_m.add(s.metric)
-        have_r.update(r.id for r in s.rules)
+        have_r.update(r.rule_id for r in s.rules)
     assert not set(sel.picked) & set(sel.coverage_added)
 
 

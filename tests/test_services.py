@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from service import local
-from service.config import Settings, get_settings
-from service.errors import ServiceError
+from dibench.core.config import Settings, get_settings
+from dibench.core.errors import ServiceError
+from dibench.stores import local
 
 
 def test_both_servers_answer() -> None:

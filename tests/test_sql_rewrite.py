@@ -24,13 +24,13 @@ import pytest
 import yaml
 from sqlglot import exp
 
-from ingest.pack import load_pack
-from service.models import LLMEffects, MetricSpec
-from service.warehouse import Warehouse
-from sqlops.dialect import parse, parse_expression, render
-from sqlops.ops import AnyEffect, Bound, apply_effects
-from sqlops.shape import group_by
-from sqlops.tree import column
+from dibench.core.models import LLMEffects, MetricSpec
+from dibench.core.pack import load_pack
+from dibench.sqlops.dialect import parse, parse_expression, render
+from dibench.sqlops.ops import AnyEffect, Bound, apply_effects
+from dibench.sqlops.shape import group_by
+from dibench.sqlops.tree import column
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import MINIPACK, ensure_mini_loaded
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rewrite"

@@ -18,17 +18,17 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from generation.analyses.threshold import verdict
-from generation.pipeline import generate
-from ingest.pack import Pack, load_pack
-from ingest.pipeline import ingest_pack
-from ingest.update import load_document, plan_remove, plan_update
-from ingest.update_write import KILL_ENV, run_update
-from cli.main import main
-from service.config import REPO_ROOT
-from service.graph import Graph
-from service.queries import rules_for, tasks_for_rules
-from service.warehouse import Warehouse
+from dibench.cli.main import main
+from dibench.core.answers import verdict
+from dibench.core.config import REPO_ROOT
+from dibench.core.pack import Pack, load_pack
+from dibench.generation.pipeline import generate
+from dibench.ingest.pipeline import ingest_pack
+from dibench.service.queries import rules_for, tasks_for_rules
+from dibench.service.update import load_document, plan_remove, plan_update
+from dibench.service.update_write import KILL_ENV, run_update
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, delete_domain, edit_front, ensure_mini_loaded, snapshot
 
 DOMAIN = "mini_upd1"
@@ -256,7 +256,7 @@ def _run_cli(path: Path, kill_at: str | None) -> subprocess.CompletedProcess[str
     env.pop(KILL_ENV, None)
     if kill_at:
         env[KILL_ENV] = kill_at
-    return subprocess.run([sys.executable, "-m", "cli.main", "update-rule", str(path), "--json"], cwd=REPO_ROOT,
+    return subprocess.run([sys.executable, "-m", "dibench.cli.main", "update-rule", str(path), "--json"], cwd=REPO_ROOT,
                           env=env, capture_output=True, text=True, timeout=300)
 
 

@@ -21,19 +21,19 @@ from typing import Any
 
 import pytest
 
-from generation.grounding import Executor
-from generation.pipeline import HEAVY_COST, RunSummary, create_run, generate, metric_costs, plan_rows
-from generation.selection import select
-from generation.skeletons import Skeleton, enumerate_skeletons
-from generation.tasks import build_candidates, vocabulary
-from generation.workers import claim, work
-from generation.writeback import task_rows
-from ingest.database import schema_columns
-from ingest.pack import Pack, load_pack
-from ingest.pipeline import ingest_pack
-from service.config import REPO_ROOT
-from service.graph import Graph
-from service.warehouse import Warehouse
+from dibench.core.config import REPO_ROOT
+from dibench.core.pack import Pack, load_pack
+from dibench.generation.executor import Executor
+from dibench.generation.pipeline import HEAVY_COST, RunSummary, create_run, generate, metric_costs, plan_rows
+from dibench.generation.selection import select
+from dibench.generation.skeletons import Skeleton, enumerate_skeletons
+from dibench.generation.tasks import build_candidates, vocabulary
+from dibench.generation.workers import claim, work
+from dibench.generation.writeback import task_rows
+from dibench.ingest.pipeline import ingest_pack
+from dibench.stores.graph import Graph
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.warehouse import Warehouse
 from tests.fixtures.packs import copy_pack, delete_domain, ensure_mini_loaded
 
 FOUR, KILL, TWO, AFFINE = "mini_wk4", "mini_wkill", "mini_wk2p", "mini_wkaff"
@@ -290,7 +290,7 @@ def test_metrics_whose_value_no_partials_answer_weigh_more() -> None:
 def test_a_worker_refuses_a_run_that_does_not_exist() -> None:
     from click.testing import CliRunner
 
-    from cli.main import main
+    from dibench.cli.main import main
 
     result = CliRunner().invoke(main, ["worker", "run:nowhere/1"])
     assert result.exit_code != 0
@@ -299,7 +299,7 @@ def test_a_worker_refuses_a_run_that_does_not_exist() -> None:
 
 def test_a_pool_worker_keeps_its_executor_for_the_next_round_of_its_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """The augmentation rounds after the planned skeletons read the cubes of the earlier rounds."""
-    from generation import workers
+    from dibench.generation import workers
     monkeypatch.setattr(workers, "_warm", None)
     pack = load_pack(str(REPO_ROOT / "tests" / "fixtures" / "minipack"))
     root = str(pack.root)

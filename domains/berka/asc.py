@@ -15,7 +15,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from service.errors import DibenchError
+from dibench.core.errors import DibenchError
 
 Converter = Callable[[str], Any]
 

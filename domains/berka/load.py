@@ -14,10 +14,10 @@ import psycopg
 from psycopg import sql
 from sqlalchemy import Engine
 
-from domains.berka.asc import FILES, FileSpec, read_rows
-from ingest.database import replacing_schema
-from service.config import Settings
-from service.errors import DibenchError
+from dibench.core.config import Settings
+from dibench.core.errors import DibenchError
+from dibench.domains.berka.asc import FILES, FileSpec, read_rows
+from dibench.stores.pack_data import replacing_schema
 
 HERE = Path(__file__).resolve().parent
 

@@ -21,10 +21,11 @@ import psycopg
 from psycopg import sql
 from sqlalchemy import Engine
 
-from domains.demo.lifecycle import Batch, Simulator
-from domains.demo.world import COUNTRIES, PLANS, TEAMS, day_counts, make_agents, make_customers
-from ingest.database import admin_cursor, replacing_schema
-from service.errors import DibenchError
+from dibench.core.errors import DibenchError
+from dibench.domains.demo.lifecycle import Batch, Simulator
+from dibench.domains.demo.world import COUNTRIES, PLANS, TEAMS, day_counts, make_agents, make_customers
+from dibench.stores.pack_data import replacing_schema
+from dibench.stores.warehouse import admin_cursor
 
 HERE = Path(__file__).resolve().parent
 

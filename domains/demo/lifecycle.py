@@ -17,9 +17,9 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from domains.demo.world import (
-    BILLING_TEAM, DAY, END, ENTERPRISE_TEAM, FRONTLINE_BY_REGION, HOUR, HOUR_WEIGHTS, NORDIC, NORDIC_TEAM,
-    OUTAGE_DAYS, TECHNICAL_TEAM, Agent, Customer, month_index, ts, weekday,
+from dibench.domains.demo.world import (
+    BILLING_TEAM, DAY, END, ENTERPRISE_TEAM, FRONTLINE_BY_REGION, HOUR, HOUR_WEIGHTS, NORDIC, NORDIC_TEAM, OUTAGE_DAYS,
+    TECHNICAL_TEAM, Agent, Customer, month_index, ts, weekday,
 )
 
 CHANNELS = ("email", "web", "chat", "phone")

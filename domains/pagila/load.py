@@ -1,17 +1,9 @@
 """Load Pagila (the PostgreSQL port of the Sakila DVD-rental database) into its own schema.
 
-The source is the pg_dump pair `pagila-schema.sql` then `pagila-data.sql`. Those files start
-with `set_config('search_path', '', false)` and qualify every object with `public.` (325 times in
-the schema file, 34 in the data file), so `PGOPTIONS=-c search_path=...` cannot redirect them,
-and a textual `public.` -> `pagila.` rewrite would also have to tell DDL from COPY rows and
-function bodies. Instead the dump runs unchanged in a throwaway database, where its `public`
-schema is renamed; PostgreSQL resolves views, column defaults (sequences), triggers, domains,
-the enum type and the payment partitions by OID, so they all follow the rename. That one schema
-is then copied into the warehouse with `pg_dump --schema | psql --single-transaction`, which
-drops the old copy and creates the new one atomically (readers never see a half-loaded schema).
-
-One edit is made to the dump: its `ALTER ... OWNER TO postgres;` lines are left out, because the
-role of the dump's author need not exist on this server (what `pg_restore --no-owner` does).
+The pg_dump pair `pagila-schema.sql`, `pagila-data.sql` runs unchanged in a throwaway database
+whose `public` schema is renamed, then that schema is copied into the warehouse in one
+transaction (readers never see it half-loaded). The dump's `ALTER ... OWNER TO` lines are left
+out. Why this route: docs/architecture.md, "Pagila's loader".
 """
 from __future__ import annotations
 
@@ -27,9 +19,9 @@ from typing import IO, Any
 from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.pool import NullPool
 
-from service.config import Settings
-from service.errors import DibenchError, WarehouseError
-from service.local import _pg_bin
+from dibench.core.config import Settings
+from dibench.core.errors import DibenchError, WarehouseError
+from dibench.stores.local import _pg_bin
 
 FILES = ("pagila-schema.sql", "pagila-data.sql")
 # Counts of the complete Pagila release (Settings().data_dir README); a mismatch means a

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from evaluation.agents.tools import Toolbox
-from evaluation.tasks import TaskRecord
+from dibench.evaluation.agents.tools import Toolbox
+from dibench.evaluation.tasks import TaskRecord
 
 # error: the model call failed for good (recorded, the run goes on); budget: a per-task limit hit.
 StopReason = Literal["answered", "no_answer", "error", "budget"]

@@ -16,12 +16,11 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from evaluation.agents.base import AgentRun, StopReason, Usage
-from evaluation.agents.tools import SEARCH_TOOL, SQL_TOOL, Toolbox, final_answer_tool, jsonable
-from evaluation.tasks import TaskRecord, public_view
-from service.errors import ConfigError
-from service.llm import LLM_FAILURES, messages_tokens
-from service.llm import call as llm_call
+from dibench.core.errors import ConfigError
+from dibench.evaluation.agents.base import AgentRun, StopReason, Usage
+from dibench.evaluation.agents.tools import SEARCH_TOOL, SQL_TOOL, Toolbox, final_answer_tool, jsonable
+from dibench.evaluation.tasks import TaskRecord, public_view
+from dibench.stores.llm import LLM_FAILURES, messages_tokens, call as llm_call
 
 MAX_TURNS = 20
 PROMPT_VERSION = "agent/1"

@@ -1,26 +1,19 @@
-"""Reference agents that need no LLM. They read the private task record on purpose: they exist to
-check the scorer and to show the structure of the knowledge-to-computation gap.
+"""Reference agents that need no LLM: they read the private task record on purpose, to check the
+scorer and to show the knowledge-to-computation gap (docs/evaluation.md).
 
-- `oracle`: runs the gold SQL (the metric's whole policy) with its parameters (and, for a
-  counterfactual task, the SQL without the featured rule beside it) and derives the answer with
-  generation's analysis code; knowledge tasks get the gold text with its facts. Must score 100%.
-- `no-rule`: runs the base SQL (the metric without any rule) the same way; no answer to
-  knowledge tasks. Scores 0% on standard K+A+R tasks, 100% on K+A tasks.
-- `featured-rule-only`: what a benchmark that applies one rule at a time would call right: runs
-  the task's SQL with its featured rule alone (the base SQL when it has none). It is wrong
-  wherever another rule of the policy is decisive; the report says how often.
-- `retrieval-only`: answers knowledge tasks with the top policy document of a knowledge-base
-  search on the question; computes nothing, so gives no answer to the other tasks.
+`oracle` runs the gold SQL and derives the answer with `core.answers` (must score 100%);
+`no-rule` runs the base SQL; `featured-rule-only` runs the task's SQL with its featured rule
+alone; `retrieval-only` answers knowledge tasks with the top policy document and computes nothing.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evaluation.agents.base import Agent, AgentRun
-from evaluation.agents.tools import Toolbox
-from evaluation.rederive import derive_answer, hypothetical_statement, needs_base_rows
-from evaluation.tasks import TaskRecord
+from dibench.evaluation.agents.base import Agent, AgentRun
+from dibench.evaluation.agents.tools import Toolbox
+from dibench.evaluation.rederive import derive_answer, hypothetical_statement, needs_base_rows
+from dibench.evaluation.tasks import TaskRecord
 
 KNOWLEDGE = "knowledge_retrieval"
 

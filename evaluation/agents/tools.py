@@ -17,9 +17,9 @@ from typing import Any
 from sqlalchemy import inspect
 from sqlalchemy.exc import StatementError
 
-from evaluation.kb import KINDS, Hit, KnowledgeBase
-from service.errors import DibenchError, WarehouseError
-from service.warehouse import QueryResult, Warehouse
+from dibench.core.errors import DibenchError, WarehouseError
+from dibench.evaluation.kb import KINDS, Hit, KnowledgeBase
+from dibench.stores.warehouse import QueryResult, Warehouse
 
 ROW_LIMIT = 50          # rows a model sees per query; row_count still tells it the full size
 TRACE_ROWS = 5          # rows kept per query in the trace

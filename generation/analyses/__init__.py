@@ -2,55 +2,17 @@
 answer without rules), with its compatibility rule. The registry keeps a fixed order."""
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from generation.grounding import Context, Pair
-from generation.skeletons import Skeleton
+from dibench.generation.analyses import (
+    comparison, counterfactual, decomposition, knowledge, point_query, ranking, significance, threshold, trend,
+)
+from dibench.generation.analyses.base import Analysis, Outcome
 
-
-@dataclass(frozen=True)
-class Outcome:
-    gold_answer: dict[str, Any]
-    base_answer: dict[str, Any]
-    gold_sql: str | None
-    base_sql: str | None
-    gold_params: dict[str, Any]
-    base_params: dict[str, Any]
-    facts: dict[str, Any] = field(default_factory=dict)  # what the phraser may say (groups, k, window ...)
-
-
-class Analysis(Protocol):
-    NAME: str
-
-    def compatible(self, sk: Skeleton) -> bool: ...
-
-    def build(self, ctx: Context) -> Outcome | None: ...
-
-
-def rnd(v: Any, digits: int) -> Any:
-    if v is None:
-        return None
-    return round(float(v), digits)
-
-
-def outcome(gold: dict[str, Any], base: dict[str, Any], pair: Pair, facts: dict[str, Any]) -> Outcome:
-    return Outcome(gold, base, pair.gold_sql, pair.base_sql, pair.gold_params, pair.base_params, facts)
-
-
-def window_facts(window: tuple[dt.date, dt.date]) -> dict[str, Any]:
-    return {"start": window[0].isoformat(), "end": window[1].isoformat()}
-
-
-def categorical(sk: Skeleton) -> bool:
-    return sk.dimension_type in ("categorical", "spatial")
+__all__ = ["Analysis", "Outcome", "registry"]
 
 
 def registry() -> list[Analysis]:
-    from generation.analyses import (comparison, counterfactual, decomposition, knowledge, point_query, ranking,
-                                     significance, threshold, trend)
-
     mods: list[Any] = [knowledge, point_query, trend, comparison, ranking, significance, threshold,
                        counterfactual, decomposition]
     return mods

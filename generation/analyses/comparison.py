@@ -1,12 +1,11 @@
 """Comparison: the metric for two groups. {"group_a", "group_b", "value_a", "value_b", "higher"}"""
 from __future__ import annotations
 
-from typing import Any
-
-from generation.analyses import Outcome, categorical, outcome, rnd, window_facts
-from generation.grounding import Context, choose_window
-from generation.skeletons import Skeleton
-from sqlops.shape import filter_in, group_by
+from dibench.core.answers import comparison as answer
+from dibench.generation.analyses.base import Outcome, categorical, outcome, window_facts
+from dibench.generation.grounding import Context, choose_window
+from dibench.generation.skeletons import Skeleton
+from dibench.sqlops.shape import filter_in, group_by
 
 NAME = "comparison"
 
@@ -24,16 +23,6 @@ def pick_two(ctx: Context, values: list[str]) -> tuple[str, str] | None:
         return (cond, other) if ctx.rng.random() < 0.5 else (other, cond)
     a, b = ctx.rng.sample(values[:6], 2)
     return a, b
-
-
-def answer(rows: list[tuple[Any, ...]], a: str, b: str, digits: int) -> dict[str, Any]:
-    vals = {str(r[0]): rnd(r[1], digits) for r in rows}
-    va, vb = vals.get(a), vals.get(b)
-    if va is None or vb is None or va == vb:
-        higher = "equal" if va == vb and va is not None else "undetermined"
-    else:
-        higher = a if va > vb else b
-    return {"group_a": a, "group_b": b, "value_a": va, "value_b": vb, "higher": higher}
 
 
 def build(ctx: Context) -> Outcome | None:

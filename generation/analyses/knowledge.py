@@ -6,10 +6,10 @@ import json
 import re
 from typing import Any
 
-from evaluation.contracts import fact_found
-from generation.analyses import Outcome
-from generation.grounding import Context
-from generation.skeletons import Skeleton
+from dibench.core.contracts import fact_found
+from dibench.generation.analyses.base import Outcome
+from dibench.generation.grounding import Context
+from dibench.generation.skeletons import Skeleton
 
 NAME = "knowledge_retrieval"
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
@@ -73,12 +73,12 @@ def answer_text(doc: Any, facts: list[str]) -> str:
 
 def build(ctx: Context) -> Outcome | None:
     rule = ctx.skeleton.rules[0]
-    doc = ctx.rule_docs.get(rule.id)
+    doc = ctx.rule_docs.get(rule.rule_id)
     if doc is None:
         return None
     effects = [e for e in rule.effects_json() if e.get("metric") == ctx.metric.id] or rule.effects_json()
     facts = document_facts(effects, doc)
     answer = {"text": answer_text(doc, facts), "must_include": facts}
     return Outcome(answer, {"text": "", "must_include": facts}, None, None, {}, {},
-                   {"rule": rule.id, "title": doc.front.title, "effective_date": doc.front.effective_date.isoformat(),
+                   {"rule": rule.rule_id, "title": doc.front.title, "effective_date": doc.front.effective_date.isoformat(),
                     "effects": json.dumps(effects)})

@@ -1,12 +1,11 @@
 """Point query: the metric on one slice (dimension = value) in a window. {"value": x}"""
 from __future__ import annotations
 
-from typing import Any
-
-from generation.analyses import Outcome, categorical, outcome, rnd, window_facts
-from generation.grounding import Context, choose_window
-from generation.skeletons import Skeleton
-from sqlops.shape import filter_eq
+from dibench.core.answers import point_value as answer
+from dibench.generation.analyses.base import Outcome, categorical, outcome, window_facts
+from dibench.generation.grounding import Context, choose_window
+from dibench.generation.skeletons import Skeleton
+from dibench.sqlops.shape import filter_eq
 
 NAME = "point_query"
 
@@ -31,8 +30,3 @@ def build(ctx: Context) -> Outcome | None:
         pair = ctx.pair(lambda t: t, window)
     digits = ctx.metric.rounding
     return outcome(answer(pair.gold_rows, digits), answer(pair.base_rows, digits), pair, facts)
-
-
-def answer(rows: list[tuple[Any, ...]], digits: int) -> dict[str, Any]:
-    """The metric value of a one-row result (no row: null)."""
-    return {"value": rnd(rows[0][0], digits) if rows else None}

@@ -3,20 +3,16 @@ from one GROUP BY (group, month), then Welch's two-tailed t-test (scipy).
 {"significant", "p_value", "test_name", "alpha"}"""
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from scipy import stats
-
-from generation.analyses import Outcome, categorical, outcome, window_facts
-from generation.analyses.comparison import pick_two
-from generation.grounding import Context, choose_window
-from generation.skeletons import Skeleton
-from sqlops.shape import PERIOD_ALIAS, filter_in, group_by, month_bucket
+from dibench.core.answers import WELCH_ALPHA as ALPHA, welch
+from dibench.generation.analyses.base import Outcome, categorical, outcome, window_facts
+from dibench.generation.analyses.comparison import pick_two
+from dibench.generation.grounding import Context, choose_window
+from dibench.generation.skeletons import Skeleton
+from dibench.sqlops.shape import PERIOD_ALIAS, filter_in, group_by, month_bucket
 
 NAME = "significance_testing"
-TEST_NAME = "Welch's t-test (two-tailed)"
-ALPHA = 0.05
 # A rule rarely flips a significance verdict, so a rule task tries more group pairs and windows
 # (each try is one GROUP BY pair of queries) before the counterfactual filter gives up on it.
 WINDOW_TRIES = 10
@@ -24,19 +20,6 @@ WINDOW_TRIES = 10
 
 def compatible(sk: Skeleton) -> bool:
     return categorical(sk) and sk.cardinality >= 2
-
-
-def welch(rows: list[tuple[Any, ...]], a: str, b: str) -> dict[str, Any] | None:
-    # rows: (period, group, value, n)
-    xa = [float(r[2]) for r in rows if str(r[1]) == a and r[2] is not None]
-    xb = [float(r[2]) for r in rows if str(r[1]) == b and r[2] is not None]
-    if len(xa) < 3 or len(xb) < 3:
-        return None
-    res = stats.ttest_ind(xa, xb, equal_var=False)
-    p = float(res.pvalue)
-    if math.isnan(p):
-        return None
-    return {"significant": p < ALPHA, "p_value": round(p, 4), "test_name": TEST_NAME, "alpha": ALPHA}
 
 
 def build(ctx: Context) -> Outcome | None:

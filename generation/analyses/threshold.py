@@ -2,23 +2,18 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from generation.analyses import Outcome, outcome, point_query
-from generation.grounding import Context
-from generation.skeletons import Skeleton
+from dibench.core.answers import threshold_crossing as answer
+from dibench.generation.analyses import point_query
+from dibench.generation.analyses.base import Outcome, outcome
+from dibench.generation.grounding import Context
+from dibench.generation.skeletons import Skeleton
 
 NAME = "threshold_crossing"
 
 
 def compatible(sk: Skeleton) -> bool:
     return True
-
-
-def verdict(value: float | None, threshold: float, higher_is_better: bool) -> str:
-    if value is None:
-        return "FAIL"
-    return "PASS" if (value >= threshold if higher_is_better else value <= threshold) else "FAIL"
 
 
 def round_significant(x: float, digits: int) -> float:
@@ -59,10 +54,6 @@ def build(ctx: Context) -> Outcome | None:
     return Outcome(answer(point.gold_answer["value"], threshold, m.higher_is_better),
                    answer(point.base_answer["value"], threshold, m.higher_is_better), point.gold_sql,
                    point.base_sql, point.gold_params, point.base_params, facts)
-
-
-def answer(value: float | None, threshold: float, higher_is_better: bool) -> dict[str, Any]:
-    return {"value": value, "threshold": threshold, "result": verdict(value, threshold, higher_is_better)}
 
 
 _ = outcome

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from routing.environment import RoutingEnvironment
-from routing.models import Route
+from dibench.routing.environment import RoutingEnvironment
+from dibench.routing.models import Route
 
 
 @dataclass(frozen=True)

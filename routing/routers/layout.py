@@ -9,9 +9,9 @@ from __future__ import annotations
 import random
 import re
 
-from routing.environment import RoutingEnvironment
-from routing.models import Behaviour, Route, RouteBranch, RouteContribution, RouteEdge
-from routing.routers import RouterTask
+from dibench.routing.environment import RoutingEnvironment
+from dibench.routing.models import Behaviour, Route, RouteBranch, RouteContribution, RouteEdge
+from dibench.routing.routers import RouterTask
 
 _SENTENCES = re.compile(r"[.?!:;](?:\s|$)")
 _JOINERS = re.compile(r"\b(?:and|also|then|next|plus|besides|separately|first|using)\b", re.IGNORECASE)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from routing.clarify import MEANT_PREFIX
-from routing.environment import RoutingEnvironment
-from routing.models import Behaviour, Route, RouteBranch, RouteContribution
-from routing.routers import RouterTask
+from dibench.routing.clarify import MEANT_PREFIX
+from dibench.routing.environment import RoutingEnvironment
+from dibench.routing.models import Behaviour, Route, RouteBranch, RouteContribution
+from dibench.routing.routers import RouterTask
 
 AskPolicy = Literal["never", "once"]
 _SENTENCE_END = re.compile(r"(?<=[.?!:;])\s+")

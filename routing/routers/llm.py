@@ -14,10 +14,10 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import ValidationError
 
-from routing.environment import RoutingEnvironment
-from routing.errors import RouteInvalid
-from routing.models import Route
-from routing.routers import RouterTask
+from dibench.routing.environment import RoutingEnvironment
+from dibench.routing.errors import RouteInvalid
+from dibench.routing.models import Route
+from dibench.routing.routers import RouterTask
 
 MAX_TURNS = 12
 SYSTEM = (

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import random
 
-from routing.environment import RoutingEnvironment
-from routing.execution import gold_branch_route
-from routing.models import Branch, Contract, Route
-from routing.routers import RouterTask
+from dibench.routing.environment import RoutingEnvironment
+from dibench.routing.execution import gold_branch_route
+from dibench.routing.models import Branch, Contract, Route
+from dibench.routing.routers import RouterTask
 
 
 class OracleRouter:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import random
 
-from routing.environment import RoutingEnvironment
-from routing.models import BEHAVIOURS, Route, RouteBranch, RouteContribution, RouteEdge
-from routing.routers import RouterTask
+from dibench.routing.environment import RoutingEnvironment
+from dibench.routing.models import BEHAVIOURS, Route, RouteBranch, RouteContribution, RouteEdge
+from dibench.routing.routers import RouterTask
 
 
 class RandomRouter:

@@ -3,7 +3,7 @@
 `execute_readonly` is the only way generated SQL runs. It accepts a single SELECT / WITH
 query (checked on the sqlglot tree), runs it in a READ ONLY transaction with a statement
 timeout, and always rolls back. Given the domain's schema it runs as that domain's read-only
-role (service.pgroles): the checker is then the second wall, the role's privileges the first.
+role (stores.pgroles): the checker is then the second wall, the role's privileges the first.
 """
 from __future__ import annotations
 
@@ -23,12 +23,12 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlglot import exp
 
-from service.config import Settings, get_settings
-from service.errors import (
+from dibench.core.config import Settings, get_settings
+from dibench.core.errors import (
     DibenchError, QueryTimeout, ReadOnlyViolation, RewriteError, ServiceError, WarehouseError,
 )
-from service.pgroles import ensure_all_readonly_roles, ensure_readonly_role, readonly_role
-from sqlops.dialect import parse
+from dibench.sqlops.dialect import parse
+from dibench.stores.pgroles import ensure_all_readonly_roles, ensure_readonly_role, readonly_role
 
 # Functions with side effects, that reach outside the database or other sessions, or that run SQL
 # given as a string (which this checker would never see), never run on the read-only path.
@@ -226,7 +226,7 @@ class Warehouse:
                          exact: bool = False) -> QueryResult:
         """Run one checked query in a READ ONLY transaction with a statement timeout, always rolled
         back. With `schema` (or a default from `for_schema`), it runs as that domain's read-only role
-        (see service.pgroles), which can read that schema only; without, as the admin role (only
+        (see stores.pgroles), which can read that schema only; without, as the admin role (only
         for callers with no domain). NUMERIC values come back as floats, as answers are read;
         `exact` keeps them Decimal (partial aggregates that are summed again)."""
         checked_readonly(sql)

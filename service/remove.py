@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 
 from psycopg import sql
 
-from ingest.database import admin_cursor, schema_columns
-from ingest.lease import lease_state, unlock
-from service.errors import DibenchError, NotFound
-from service.graph import Graph, delete_domain
-from service.queries import graph_stats
-from service.warehouse import Warehouse
+from dibench.core.errors import DibenchError, NotFound
+from dibench.service.queries import graph_stats
+from dibench.stores.graph import Graph, delete_domain
+from dibench.stores.lease import lease_state, unlock
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.warehouse import admin_cursor, Warehouse
 
 
 @dataclass(frozen=True)

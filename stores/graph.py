@@ -11,8 +11,8 @@ import logging
 import re
 import threading
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 from neo4j import Driver, GraphDatabase, ManagedTransaction, READ_ACCESS, WRITE_ACCESS
 from neo4j.exceptions import Neo4jError, ServiceUnavailable
 
-from service.config import REPO_ROOT, Settings, get_settings
-from service.errors import GraphError, ServiceError
+from dibench.core.config import REPO_ROOT, Settings, get_settings
+from dibench.core.errors import GraphError, ServiceError
 
 CYPHER_DIR = REPO_ROOT / "cypher"
 _PARAM = re.compile(r"(?<![\w$])\$([A-Za-z_][A-Za-z0-9_]*)")

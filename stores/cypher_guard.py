@@ -1,16 +1,9 @@
 """Run user Cypher only when Neo4j itself says it reads, and say nothing about the data when it fails.
 
-The authority is the server: the query is compiled with `EXPLAIN` in the same READ transaction
-that then runs it, and refused unless the summary's query type is `r` and every operator of the
-plan is in `READ_OPERATORS` (so no procedure call, LOAD CSV, SHOW/administration command, write
-or `CALL ... IN TRANSACTIONS`, however the text is spelled). A text tokenizer runs first only to
-give a clear message for the obvious cases (a write clause, `USE`, a procedure) and, for the
-public audience, to refuse references to private task properties; the plan's details are
-scanned for the same names as a second wall, because a tokenizer can be fooled by comment and
-escape tricks the server parses differently.
-
-Errors never carry the server's message (it can contain property values, e.g. a failed
-`date(t.gold_answer)`): only the Neo4j status code and, for syntax errors, line and column.
+A query is compiled with EXPLAIN in the READ transaction that then runs it, and refused unless
+its query type is `r` and every plan operator is in READ_OPERATORS; a tokenizer first gives clear
+messages for the obvious cases and, for the public audience, refuses private task properties.
+Errors carry only Neo4j's status code (and line and column of a syntax error), never its message.
 """
 from __future__ import annotations
 
@@ -22,7 +15,7 @@ from typing import Any
 from neo4j import READ_ACCESS, ManagedTransaction, unit_of_work
 from neo4j.exceptions import Neo4jError, ServiceUnavailable
 
-from service.errors import DibenchError, ServiceError
+from dibench.core.errors import DibenchError, ServiceError
 
 WRITE_CLAUSES = frozenset({
     "create", "merge", "set", "delete", "detach", "remove", "foreach", "drop", "alter", "grant", "deny",

@@ -7,19 +7,16 @@ all problems of a pack are collected before raising, so a user fixes them in one
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from service.config import REPO_ROOT, get_settings
-from service.errors import ConfigError, PackError, PackErrors
-from service.models import MetricCatalog, MetricSpec, PackSpec, RuleFrontMatter
-from service.warehouse import Warehouse, get_warehouse
+from dibench.core.config import REPO_ROOT
+from dibench.core.errors import PackError, PackErrors
+from dibench.core.models import MetricCatalog, MetricSpec, PackSpec, RuleFrontMatter
 
 DOMAINS_DIR = REPO_ROOT / "domains"
 MIN_RULE_WORDS = 50
@@ -193,19 +190,3 @@ def load_pack(name_or_path: str | Path) -> Pack:
     warnings = tuple(w for w in map(short_rule_warning, rules) if w)
     return Pack(root, spec, tuple(metrics), tuple(rules), {m.id: m for m in metrics}, warnings)
 
-
-def warehouse_for(pack: Pack) -> Warehouse:
-    """The warehouse holding the pack's schema: its own database when pack.yaml names an
-    environment variable with the URL (read now, never stored), else the configured one."""
-    if pack.spec.database_env is None:
-        return get_warehouse()
-    url = os.environ.get(pack.spec.database_env)
-    if not url:
-        raise ConfigError(f"{_rel(pack.root / 'pack.yaml')}: database_env: environment variable "
-                          f"{pack.spec.database_env} is not set", hint="export it with the database URL of the pack")
-    return _own_warehouse(url)
-
-
-@lru_cache(maxsize=8)
-def _own_warehouse(url: str) -> Warehouse:
-    return Warehouse(get_settings().model_copy(update={"database_url": url}))

@@ -55,7 +55,7 @@ class Settings(BaseSettings):
                                 "on 2 CPUs), and the server's setting for a worker that joins a run")
     grouped_plan: bool = Field(
         True, description="answer a skeleton's analysis statements from one grouped scan per rule set where the "
-                          "metric's aggregates allow it (0: one statement per answer, the path before issue 15)")
+                          "metric's aggregates allow it (0: one statement per answer)")
     readonly_password: str | None = Field(
         None, description="password of the per-domain read-only roles (dibench_ro_<schema>); unset: no password, "
                           "for a cluster that trusts loopback logins like the local one. Never commit it")

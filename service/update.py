@@ -1,18 +1,11 @@
 """Incremental update when one rule document changes (`dibench update-rule`) or is deleted
 (`dibench remove-rule`).
 
-Two phases, as everywhere in dibench: `plan_update` / `plan_remove` read the graph and the
-warehouse and compute everything (the rule's new version and counterfactually verified
-edges, each affected task's re-derived answer and the action taken on it, tasks for
-skeletons the rule newly reaches); `ingest.update_write.write_update` then writes the plan in
-ONE Neo4j transaction. A crash (even SIGKILL) before that transaction commits leaves the
-previous graph; rerunning recomputes the same plan and completes it; rerunning after a
-commit finds nothing left to do.
-
-Per affected task, one action: `unchanged` (same gold answer; provenance re-pointed to the new
-rule version if needed), `updated` (new gold answer; the previous version kept as a
-TaskVersion linked by PREVIOUS), `retired` (the rule no longer changes the answer, or the
-task's slice can no longer be grounded: status 'retired', with the reason).
+`plan_update` / `plan_remove` read the graph and the warehouse and compute everything: the rule's
+new version and verified edges, and per affected task one action, `unchanged`, `updated` (the
+previous version kept as a TaskVersion) or `retired` (with the reason), plus tasks for skeletons
+the rule newly reaches. `service.update_write` writes the plan in one transaction, so a crash
+leaves the previous graph and a rerun completes it.
 """
 from __future__ import annotations
 
@@ -23,25 +16,25 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from generation.grounding import Executor
-from generation.pipeline import CODE_VERSION, llm_props, plan_rows
-from generation.skeletons import RuleRef, Skeleton, enumerate_all
-from generation.tasks import build_candidates, vocabulary
-from generation.validation import Candidate, Vocabulary
-from generation.writeback import task_rows
-from ingest.database import schema_columns
-from ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION
-from ingest.keys import metric_key, rule_key
-from ingest.pack import Pack, RuleDoc, load_pack, read_rule
-from ingest.rederive import canonical, rederive
-from ingest.rules import RulePlan, plan_rules
-from service.config import get_settings
-from service.errors import DibenchError, PackError, PackErrors
-from service.graph import Graph
-from service.llm import describe, session
-from service.policy import Policy, RuleEdge, first_applies, policy_inputs
-from service.queries import resolve_one
-from service.warehouse import Warehouse
+from dibench.core.config import get_settings
+from dibench.core.errors import DibenchError, PackError, PackErrors
+from dibench.core.keys import metric_key, rule_key
+from dibench.core.pack import Pack, RuleDoc, load_pack, read_rule
+from dibench.generation.executor import Executor
+from dibench.generation.pipeline import CODE_VERSION, llm_props
+from dibench.generation.skeletons import Skeleton, enumerate_all
+from dibench.generation.tasks import build_candidates, vocabulary
+from dibench.generation.validation import Candidate, Vocabulary
+from dibench.generation.writeback import task_rows
+from dibench.ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION
+from dibench.ingest.rules import RulePlan, plan_rules
+from dibench.service.queries import resolve_one
+from dibench.service.rederive import canonical, rederive
+from dibench.stores.graph import Graph
+from dibench.stores.llm import describe, session
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.policies import Policy, RuleEdge, first_applies, policy_inputs
+from dibench.stores.warehouse import Warehouse
 
 NOT_DISCRIMINATIVE = "rule_not_discriminative"
 
@@ -246,12 +239,12 @@ def policy_skeleton(sk: Skeleton, policy: Policy | None) -> tuple[Skeleton | Non
     the policy is incomplete or no longer holds the task's featured rule."""
     if policy is not None and not policy.complete:
         return None, policy.problem() or "the metric's policy is incomplete"
-    refs = tuple(RuleRef.of(e) for e in policy.edges) if policy is not None else ()
+    refs = policy.edges if policy is not None else ()
     featured = sk.featured
     if featured is not None:
-        now = next((r for r in refs if r.id == featured.id), None)
+        now = next((r for r in refs if r.rule_id == featured.rule_id), None)
         if now is None:
-            return None, f"the featured rule {featured.id} no longer (verifiably) modifies this metric"
+            return None, f"the featured rule {featured.rule_id} no longer (verifiably) modifies this metric"
         return replace(sk, rules=(now,), policy=refs), ""
     return replace(sk, policy=refs), ""
 
@@ -283,7 +276,7 @@ def plan_regeneration(plan: UpdatePlan, graph: Graph, ctx: _Ctx, policies: dict[
         return
     bases = [s for s in enumerate_all(graph, plan.domain, limit=10**9, seed=seed, policies=policies).skeletons
              if not s.rules and s.metric in new_metrics]
-    wanted = [replace(s, rules=tuple(r for r in s.policy if r.id == plan.rule_id)) for s in bases]
+    wanted = [replace(s, rules=tuple(r for r in s.policy if r.rule_id == plan.rule_id)) for s in bases]
     existing = {r["key"] for r in graph.read("update_existing_skeletons", keys=[s.key for s in wanted])}
     wanted = sorted((s for s in wanted if s.rules and s.key not in existing), key=lambda s: s.key)
     run_key = f"run:{plan.domain}/update-{plan.rule_id}@{str(plan.after['hash'])[:12]}"

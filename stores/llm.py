@@ -1,16 +1,10 @@
-"""The LLM adapter: one way for every stage to call a langchain-core chat model.
+"""The LLM client: one way for every stage to call a langchain-core chat model.
 
-Which model: `DIBENCH_LLM=openai` (any OpenAI-compatible server: vLLM, llama.cpp, LM Studio,
-OpenAI itself; needs the `openai` extra) or `ollama` (Ollama's OpenAI-compatible endpoint), with
-`DIBENCH_LLM_BASE_URL`, `DIBENCH_LLM_MODEL`, `DIBENCH_LLM_API_KEY`; or `module:factory` (in
-`DIBENCH_LLM` or the older `DIBENCH_LLM_PROVIDER`) naming a zero-argument callable returning a
-`BaseChatModel`. With nothing configured, every LLM-backed stage uses its deterministic default.
-
-How it is called (`call`): every request counts against the process's call budget, is answered
-from the on-disk reply cache when it was asked before (same model, same messages), is retried
-with backoff on transient provider errors (5xx, 429, timeouts, lost connections), and fails as
-one `LLMError` line naming the item (`where`) otherwise. Callers record that error against their
-document, candidate or task and carry on: an LLM failure never ends a run.
+The model: `DIBENCH_LLM=openai` (any OpenAI-compatible server) or `ollama`, with
+`DIBENCH_LLM_BASE_URL`, `DIBENCH_LLM_MODEL`, `DIBENCH_LLM_API_KEY`; or `module:factory`. Without
+one, every LLM-backed stage uses its deterministic default. `call` counts each request against
+the call budget, answers from the reply cache when it can, retries transient errors with backoff,
+and otherwise fails as one `LLMError` line naming the item; callers record it and carry on.
 """
 from __future__ import annotations
 
@@ -31,9 +25,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ValidationError
 
-from service.config import Settings, get_settings
-from service.errors import ConfigError, DibenchError, ExtractionError
-from service.llm_cache import ReplyCache, cache_key
+from dibench.core.config import Settings, get_settings
+from dibench.core.errors import ConfigError, DibenchError, ExtractionError
+from dibench.stores.llm_cache import ReplyCache, cache_key
 
 M = TypeVar("M", bound=BaseModel)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
@@ -187,7 +181,7 @@ def _from_factory(spec: str) -> BaseChatModel:
 
 def _openai_compatible(s: Settings, provider: str) -> BaseChatModel:
     try:
-        from service.llm_openai import compatible_chat_model
+        from dibench.stores.llm_openai import compatible_chat_model
     except ImportError as exc:
         raise ConfigError(f"DIBENCH_LLM={provider} needs langchain-openai", hint="pip install 'dibench[openai]'") from exc
     base_url = s.llm_base_url or (OLLAMA_URL if provider == "ollama" else None)

@@ -1,17 +1,8 @@
 """Data fingerprints: per table, the row count and a checksum of the columns the metrics read.
 
-A fingerprint says whether a table's data, as far as any gold SQL can see it, changed since a
-task's gold answer was computed. `dibench drift` skips a task when every table its stored SQL
-reads has the fingerprint the task recorded; the Run records the fingerprint of the whole pack
-at generation, every task carries it, and the export manifest repeats it.
-
-The checksum is `SUM(hashtextextended(ROW(cols)::text, 0))` over the table: one sequential
-scan, no sort (an ordered md5 aggregate sorts every row: several times slower at 1M rows). It
-is a checksum of the multiset of projected rows, which is exactly what the metric SQL sees, so
-an update of a column no metric reads does not count as a change. It runs through the
-warehouse's read-only path like any generated SQL.
-
-Shape, stored as JSON text on Run and Task nodes:
+The checksum is `SUM(hashtextextended(ROW(cols)::text, 0))`, one sequential scan through the
+read-only path: a checksum of the multiset of rows as the metric SQL sees them, so an update of a
+column no metric reads is not a change. Stored as JSON text on Run and Task nodes:
 `{"schema": s, "tables": {table: {"columns": [...], "rows": n, "checksum": "..."}}}`.
 """
 from __future__ import annotations
@@ -24,11 +15,11 @@ from typing import Any
 
 from sqlglot import exp
 
-from ingest.pack import Pack
-from service.errors import RewriteError
-from service.warehouse import Warehouse
-from sqlops.dialect import parse, parse_expression, render
-from sqlops.tree import alias_tables, columns_read, tables_read
+from dibench.core.errors import RewriteError
+from dibench.core.pack import Pack
+from dibench.sqlops.dialect import parse, parse_expression, render
+from dibench.sqlops.tree import alias_tables, columns_read, tables_read
+from dibench.stores.warehouse import Warehouse
 
 Fingerprint = dict[str, Any]
 Reads = dict[str, frozenset[str]]

@@ -1,9 +1,9 @@
 """The OpenAI-compatible chat model (the `openai` extra: langchain-openai).
 
-Imported only when `DIBENCH_LLM=openai|ollama` is set (service.llm turns a missing package into
+Imported only when `DIBENCH_LLM=openai|ollama` is set (stores.llm turns a missing package into
 a ConfigError). Small local servers (llama.cpp, llama-cpp-python, some Ollama versions) reject an
 assistant message whose content is null, which langchain-openai sends for a turn that only calls
-tools; they get an empty string instead. Retries are ours (service.llm.call): the client makes none.
+tools; they get an empty string instead. Retries are ours (stores.llm.call): the client makes none.
 """
 from __future__ import annotations
 

@@ -13,10 +13,11 @@ import os
 import signal
 from typing import Any
 
-from ingest.lease import domain_lease
-from ingest.pipeline import write_plans
-from ingest.update import UpdateConflict, UpdatePlan
-from service.graph import Graph, Tx
+from dibench.generation.pipeline import plan_rows
+from dibench.ingest.pipeline import write_plans
+from dibench.service.update import UpdateConflict, UpdatePlan
+from dibench.stores.graph import Graph, Tx
+from dibench.stores.lease import domain_lease
 
 KILL_ENV = "DIBENCH_UPDATE_KILL_AT"
 STEPS = ("planned", "rule_written", "tasks_written", "committed")
@@ -29,8 +30,6 @@ def checkpoint(step: str) -> None:
 
 
 def _write_regeneration(tx: Tx, plan: UpdatePlan, now: int) -> None:
-    from generation.pipeline import plan_rows
-
     regen = plan.regeneration
     if regen is None or not regen.skeletons:
         return

@@ -1,16 +1,9 @@
 """Least privilege in the warehouse: one read-only login role per domain schema.
 
-Generated, verification and agent SQL run as `dibench_ro_<schema>`, a role that owns nothing,
-may not create anything, has USAGE on its own schema only and SELECT on that schema's tables,
-starts every transaction READ ONLY with a statement timeout, and cannot execute the server
-functions that reach files, large objects, other sessions, locks or other servers. The SQL
-checker (`service.warehouse.check_readonly`) is the second wall, not the only one.
-
-Everything here runs on the admin connection and is idempotent: `dibench services up`, every
-`dibench domain load` and the first read-only query of a process on a schema (a schema may
-have been loaded outside our loaders) all call it. Concurrent callers are serialised by a
-transaction-level advisory lock, because two GRANTs on one object can fail with "tuple
-concurrently updated".
+`dibench_ro_<schema>` owns nothing, may not create anything, has USAGE on its schema and SELECT on
+its tables only, starts every transaction READ ONLY with a statement timeout, and cannot execute
+the server functions that reach files, large objects, other sessions, locks or other servers.
+Everything here runs on the admin connection, is idempotent, and is serialised by an advisory lock.
 """
 from __future__ import annotations
 
@@ -20,7 +13,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from service.errors import ConfigError
+from dibench.core.errors import ConfigError
 
 ROLE_PREFIX = "dibench_ro_"
 # PostgreSQL truncates identifiers at 63 bytes; a longer role name would silently collide.

@@ -1,15 +1,9 @@
 """Re-derive one stored task's gold answer under changed rule operations.
 
-We re-ground rather than re-apply the operations to the stored base SQL tree: the task's
-Skeleton is rebuilt from its node with the current rule operations, and the task's own
-analysis runs again with the generation seed, i.e. the same random stream
-`f"{seed}|{skeleton key}|{analysis}"` as `generation.tasks.build_candidates`. The draws of
-that stream (window, groups, k) depend on the base data only, so the seeded attempt whose base
-parameters equal the stored ones is the task's own grounding. Reason for this choice: an
-answer is shaped from raw rows by the analysis (trend summary, top-k, Welch test, threshold
-verdict ...); running the same analysis code gives exactly the gold answer that generation
-would compute for that question today, with no second copy of the shaping logic, and rule
-operations keep being applied to the metric template before shaping, as in generation.
+The task's skeleton is rebuilt with the current rule operations and its own analysis runs again
+on generation's seeded stream (`f"{seed}|{skeleton key}|{analysis}"`); the attempt whose base
+parameters equal the stored ones is the task's own grounding, so the answer is what generation
+would compute for that question today. Why re-ground: docs/architecture.md, "Keeping gold true".
 """
 from __future__ import annotations
 
@@ -19,12 +13,13 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from generation.analyses import Analysis, Outcome, registry
-from generation.grounding import Executor, data_window
-from generation.skeletons import Skeleton
-from generation.tasks import candidate, ground
-from generation.validation import Candidate, Vocabulary
-from ingest.pack import Pack
+from dibench.core.pack import Pack
+from dibench.generation.analyses import Analysis, Outcome, registry
+from dibench.generation.executor import Executor
+from dibench.generation.grounding import data_window
+from dibench.generation.skeletons import Skeleton
+from dibench.generation.tasks import candidate, ground
+from dibench.generation.validation import Candidate, Vocabulary
 
 
 def canonical(value: Any) -> str:

@@ -13,10 +13,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from service.graph import Graph
-from service.models import LLMEffects
-from sqlops.ops import AnyEffect
-from sqlops.policy import MetricPolicy, metric_policy
+from dibench.core.models import LLMEffects
+from dibench.sqlops.ops import AnyEffect
+from dibench.sqlops.policy import MetricPolicy, metric_policy
+from dibench.stores.graph import Graph
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,22 @@ class RuleEdge:
     applies_value: str | None = None
     supersedes: str | None = None
 
-    def effects(self) -> list[AnyEffect]:
+    def effects_json(self) -> list[dict[str, Any]]:
         data = json.loads(self.op)
-        items = data if isinstance(data, list) else [data]
-        return list(LLMEffects.model_validate({"effects": items}).effects)
+        return data if isinstance(data, list) else [data]
+
+    def effects(self) -> list[AnyEffect]:
+        return list(LLMEffects.model_validate({"effects": self.effects_json()}).effects)
+
+    @staticmethod
+    def from_json(data: dict[str, Any], metric_id: str) -> "RuleEdge":
+        """An edge as a skeleton stores it; a skeleton planned before edges carried their metric
+        stored `id` for `rule_id` and no metric (then the skeleton's own)."""
+        data = dict(data)
+        if "id" in data:
+            data["rule_id"] = data.pop("id")
+        data.setdefault("metric_id", metric_id)
+        return RuleEdge(**data)
 
     @property
     def tag(self) -> str:

@@ -1,23 +1,10 @@
 """`dibench drift DOMAIN`: keep the gold answers true when the warehouse data moves.
 
-Two phases, as `update-rule`: `plan_drift` reads the graph and the warehouse and decides, per
-admitted task with SQL, one outcome; `write_drift` writes the changelog (a DriftCheck node
-with a CHECKED edge to every task) and, with `apply`, the new task versions, in ONE Neo4j
-transaction.
-
-Drift does not recompute gold the way generation does: it re-executes each task's STORED
-SQL with its STORED parameters (gold and base) and derives the answers with the function the
-reference agents use (`evaluation.rederive.derive_answer`), then compares them with the
-stored answers under the task's answer contract. So it holds whatever policy generation
-applied when it stored the SQL.
-
-Outcomes: `skipped` (every table the task's SQL reads has the fingerprint the task recorded:
-nothing it can see changed), `unchanged` (re-executed; every stored answer still passes its
-contract), `drifted` (some stored answer fails it now: old and new answers are recorded),
-`failed` (the SQL or the derivation fails now: a one-line reason). With `apply`, a drifted
-task becomes version n+1 (version n kept as a TaskVersion linked by PREVIOUS, as update-rule
-does); a rule task whose featured rule no longer changes the new answer is retired instead;
-an unchanged task records the current fingerprint, so the next check can skip it.
+`plan_drift` decides one outcome per admitted task with SQL by re-executing its stored SQL with
+its stored parameters and comparing the re-derived answers with the stored ones under the
+task's contract: skipped (fingerprints unchanged), unchanged, drifted, failed. `write_drift`
+writes the changelog (a DriftCheck with a CHECKED edge per task) and, with `apply`, the new task
+versions, in one transaction. Details: docs/architecture.md, "Keeping gold true".
 """
 from __future__ import annotations
 
@@ -28,17 +15,17 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.contracts import AnswerContract, ContractError, check_answer
-from evaluation.rederive import DerivationError, derive_answer, needs_base_rows
-from evaluation.tasks import TaskLoadError, TaskRecord, task_record
-from generation.validation import rule_changes_answer
-from ingest import fingerprint as fpr
-from ingest.lease import domain_lease
-from ingest.rederive import canonical
-from ingest.update import UpdateConflict
-from service.errors import NotFound, RewriteError, WarehouseError
-from service.graph import Graph, Tx
-from service.warehouse import Warehouse
+from dibench.core.contracts import AnswerContract, ContractError, check_answer
+from dibench.core.errors import NotFound, RewriteError, WarehouseError
+from dibench.evaluation.rederive import DerivationError, derive_answer, needs_base_rows
+from dibench.evaluation.tasks import TaskLoadError, TaskRecord, task_record
+from dibench.generation.validation import rule_changes_answer
+from dibench.service.rederive import canonical
+from dibench.service.update import UpdateConflict
+from dibench.stores import fingerprint as fpr
+from dibench.stores.graph import Graph, Tx
+from dibench.stores.lease import domain_lease
+from dibench.stores.warehouse import Warehouse
 
 # (SQL, parameters, answer) properties of a Task node that drift re-executes; a stored answer
 # without SQL (knowledge tasks) is not data and is not checked.

@@ -17,16 +17,17 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from evaluation.ablation import PairingReport, variant_rows
-from evaluation.contracts import ANALYSIS_TYPES
-from evaluation.harness import EvalSummary, read_summary
-from evaluation.plots import bar_chart, grouped_bars, heatmap
-from evaluation.reporting_tables import FAILURE_CLASSES, TIER_ORDER, Bucket
-from evaluation.scoring import Report
-from evaluation.tasks import TaskRecord, load_tasks
-from ingest.drift import latest_check
-from service.errors import DibenchError, NotFound
-from service.graph import Graph
+from dibench.core.contracts import ANALYSIS_TYPES
+from dibench.core.errors import DibenchError, NotFound
+from dibench.evaluation.ablation import PairingReport, variant_rows
+from dibench.evaluation.harness import EvalSummary, read_summary
+from dibench.evaluation.plots import bar_chart, grouped_bars, heatmap
+from dibench.evaluation.reporting_tables import FAILURE_CLASSES, TIER_ORDER, Bucket
+from dibench.evaluation.scoring import Report
+from dibench.evaluation.tasks import TaskRecord, load_tasks
+from dibench.routing.report import html_section
+from dibench.service.drift import latest_check
+from dibench.stores.graph import Graph
 
 NO_RULE = "(no rule)"
 
@@ -109,8 +110,6 @@ def domain_data(graph: Graph, domain: str) -> DomainData:
 
 def routing_section() -> str | None:
     """The routing results kept by `dibench routing eval`, one block per catalog (None when none)."""
-    from routing.report import html_section
-
     return html_section()
 
 

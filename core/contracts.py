@@ -18,7 +18,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.errors import DibenchError
+from dibench.core.answers import TREND_PCT_DIGITS
+from dibench.core.errors import DibenchError
 
 AnalysisType = Literal[
     "knowledge_retrieval", "point_query", "trend_analysis", "comparison", "ranking",
@@ -139,6 +140,12 @@ def build_contract(analysis_type: str, rounding: int, *, pct_rounding: int | Non
     }
     return AnswerContract.model_validate({"analysis_type": analysis_type, "rounding": rounding,
                                           **specs[analysis_type]})
+
+
+def task_contract(analysis_type: str, rounding: int) -> AnswerContract:
+    """The answer contract of a task (trend percentages carry their own rounding)."""
+    pct = TREND_PCT_DIGITS if analysis_type == "trend_analysis" else None
+    return build_contract(analysis_type, rounding, pct_rounding=pct)
 
 
 def make_contract(analysis_type: str, gold_answer: dict[str, Any], rounding: int,

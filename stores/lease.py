@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service.errors import GraphError
-from service.graph import Graph
+from dibench.core.errors import GraphError
+from dibench.stores.graph import Graph
 
 LEASE_S = 600.0
 WAIT_S = 30.0

@@ -1,0 +1,112 @@
+"""How executed rows become a structured answer, per analysis type.
+
+Generation derives gold answers with these functions, and the reference agents, the pairing
+ablation and drift re-derive answers from re-executed SQL with the same ones, so a stored answer
+and a re-derived one can only differ when the rows differ. Pure functions, no I/O.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from scipy import stats
+
+Rows = list[tuple[Any, ...]]
+
+TREND_FLAT_PCT = 1.0  # |total change| below this many percent counts as flat
+TREND_PCT_DIGITS = 1  # total_change_pct is rounded to this many decimals (its scoring tolerance follows)
+WELCH_TEST_NAME = "Welch's t-test (two-tailed)"
+WELCH_ALPHA = 0.05
+
+
+def rnd(v: Any, digits: int) -> Any:
+    if v is None:
+        return None
+    return round(float(v), digits)
+
+
+# ------------------------------------------------------------------ point query, threshold
+def point_value(rows: Rows, digits: int) -> dict[str, Any]:
+    """The metric value of a one-row result (no row: null)."""
+    return {"value": rnd(rows[0][0], digits) if rows else None}
+
+
+def verdict(value: float | None, threshold: float, higher_is_better: bool) -> str:
+    if value is None:
+        return "FAIL"
+    return "PASS" if (value >= threshold if higher_is_better else value <= threshold) else "FAIL"
+
+
+def threshold_crossing(value: float | None, threshold: float, higher_is_better: bool) -> dict[str, Any]:
+    return {"value": value, "threshold": threshold, "result": verdict(value, threshold, higher_is_better)}
+
+
+# ------------------------------------------------------------------ trend
+def trend_summary(rows: Rows, digits: int) -> dict[str, Any] | None:
+    """(period, value, ...) rows -> direction, total change and peak; None under three periods."""
+    series = sorted((str(r[0]), float(r[1])) for r in rows if r[0] is not None and r[1] is not None)
+    if len(series) < 3:
+        return None
+    first, last = series[0][1], series[-1][1]
+    change = 0.0 if first == 0 else (last - first) / abs(first) * 100.0
+    direction = "flat" if abs(change) < TREND_FLAT_PCT else ("increasing" if change > 0 else "decreasing")
+    peak = max(series, key=lambda p: (p[1], p[0]))[0]
+    return {"direction": direction, "total_change_pct": rnd(change, TREND_PCT_DIGITS), "peak_period": peak}
+
+
+# ------------------------------------------------------------------ groups
+def grouped_rows(rows: Rows, digits: int) -> list[dict[str, Any]]:
+    """(group, value, n) rows -> [{group, value}] sorted by group name."""
+    return sorted(({"group": str(r[0]), "value": rnd(r[1], digits)} for r in rows if r[0] is not None),
+                  key=lambda x: x["group"])
+
+
+def comparison(rows: Rows, a: str, b: str, digits: int) -> dict[str, Any]:
+    vals = {str(r[0]): rnd(r[1], digits) for r in rows}
+    va, vb = vals.get(a), vals.get(b)
+    if va is None or vb is None or va == vb:
+        higher = "equal" if va == vb and va is not None else "undetermined"
+    else:
+        higher = a if va > vb else b
+    return {"group_a": a, "group_b": b, "value_a": va, "value_b": vb, "higher": higher}
+
+
+def decomposition(rows: Rows, digits: int) -> dict[str, Any]:
+    return {"rows": grouped_rows(rows, digits)}
+
+
+def top_k(rows: list[dict[str, Any]], k: int, higher_is_better: bool) -> list[dict[str, Any]]:
+    present = [r for r in rows if r["value"] is not None]
+    sign = -1 if higher_is_better else 1
+    return sorted(present, key=lambda r: (sign * r["value"], r["group"]))[:k]
+
+
+def ranking(rows: Rows, k: int, higher_is_better: bool, digits: int) -> dict[str, Any]:
+    """The top-k answer from (group, value, n) rows."""
+    return {"k": k, "rows": top_k(grouped_rows(rows, digits), k, higher_is_better)}
+
+
+def merge(current: list[dict[str, Any]], hypothetical: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    cur = {r["group"]: r["value"] for r in current}
+    hyp = {r["group"]: r["value"] for r in hypothetical}
+    return [{"group": g, "current": cur.get(g), "hypothetical": hyp.get(g)} for g in sorted(set(cur) | set(hyp))]
+
+
+def counterfactual(current_rows: Rows, hypothetical_rows: Rows, digits: int) -> dict[str, Any]:
+    """(group, value, n) rows with the rule (current) and without it (hypothetical) -> the answer."""
+    return {"rows": merge(grouped_rows(current_rows, digits), grouped_rows(hypothetical_rows, digits))}
+
+
+# ------------------------------------------------------------------ significance
+def welch(rows: Rows, a: str, b: str) -> dict[str, Any] | None:
+    """(period, group, value, n) rows -> Welch's two-tailed t-test of group a against b."""
+    xa = [float(r[2]) for r in rows if str(r[1]) == a and r[2] is not None]
+    xb = [float(r[2]) for r in rows if str(r[1]) == b and r[2] is not None]
+    if len(xa) < 3 or len(xb) < 3:
+        return None
+    res = stats.ttest_ind(xa, xb, equal_var=False)
+    p = float(res.pvalue)
+    if math.isnan(p):
+        return None
+    return {"significant": p < WELCH_ALPHA, "p_value": round(p, 4), "test_name": WELCH_TEST_NAME,
+            "alpha": WELCH_ALPHA}

@@ -1,0 +1,40 @@
+"""What every analysis module shares: its outcome, its protocol and small fact helpers."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from dibench.generation.grounding import Context, Pair
+from dibench.generation.skeletons import Skeleton
+
+
+@dataclass(frozen=True)
+class Outcome:
+    gold_answer: dict[str, Any]
+    base_answer: dict[str, Any]
+    gold_sql: str | None
+    base_sql: str | None
+    gold_params: dict[str, Any]
+    base_params: dict[str, Any]
+    facts: dict[str, Any] = field(default_factory=dict)  # what the phraser may say (groups, k, window ...)
+
+
+class Analysis(Protocol):
+    NAME: str
+
+    def compatible(self, sk: Skeleton) -> bool: ...
+
+    def build(self, ctx: Context) -> Outcome | None: ...
+
+
+def outcome(gold: dict[str, Any], base: dict[str, Any], pair: Pair, facts: dict[str, Any]) -> Outcome:
+    return Outcome(gold, base, pair.gold_sql, pair.base_sql, pair.gold_params, pair.base_params, facts)
+
+
+def window_facts(window: tuple[dt.date, dt.date]) -> dict[str, Any]:
+    return {"start": window[0].isoformat(), "end": window[1].isoformat()}
+
+
+def categorical(sk: Skeleton) -> bool:
+    return sk.dimension_type in ("categorical", "spatial")

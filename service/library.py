@@ -1,0 +1,91 @@
+"""The Python API: what `import dibench` offers, and what the CLI and the HTTP API call.
+
+    import dibench
+    pack = dibench.load_pack("demo")                     # a built-in domain, or a pack folder
+    dibench.ingest_pack(pack)                            # the artifact linkage graph (idempotent)
+    summary = dibench.generate(pack, target=40)          # validated tasks, written into the graph
+    manifest = dibench.export("out/demo", preset="domain", params={"domain": "demo"})
+    report = dibench.score("out/demo/private.jsonl", "answers.jsonl")
+
+Each call uses the configured stores (DIBENCH_* settings) unless given a graph or a warehouse,
+and raises a DibenchError subclass naming what is at fault.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from dibench.core.pack import Pack, load_pack as _load_pack
+from dibench.evaluation.scoring import Report, load_answers, load_tasks, score_run
+from dibench.generation.pipeline import Counter_, RunSummary, generate as _generate
+from dibench.ingest.pipeline import IngestReport, ingest_pack as _ingest_pack
+from dibench.service.export import export as _export, export_query, stream_records
+from dibench.stores.graph import Graph, apply_schema, get_graph
+from dibench.stores.llm import configured_model
+from dibench.stores.pack_data import warehouse_for
+from dibench.stores.warehouse import Warehouse, get_warehouse
+
+__all__ = ["export", "export_lines", "generate", "ingest_pack", "load_pack", "score"]
+
+
+def load_pack(name_or_path: str | Path) -> Pack:
+    """A domain pack, read and validated: a built-in domain's name or a pack folder."""
+    return _load_pack(name_or_path)
+
+
+def _pack(pack: Pack | str | Path) -> Pack:
+    return pack if isinstance(pack, Pack) else _load_pack(pack)
+
+
+def ingest_pack(pack: Pack | str | Path, *, verify: bool = True, graph: Graph | None = None,
+           warehouse: Warehouse | None = None, llm: BaseChatModel | None = None) -> IngestReport:
+    """Build (or bring up to date) the pack's artifact linkage graph; running it twice changes
+    nothing. Rule edges are checked counterfactually unless `verify` is False. The configured LLM
+    (if any) extracts the effects of documents that state none."""
+    pk = _pack(pack)
+    graph = graph or get_graph()
+    apply_schema(graph)
+    wh = warehouse or warehouse_for(pk)
+    return _ingest_pack(pk, graph, wh, llm if llm is not None else configured_model(), verify=verify)
+
+
+def generate(pack: Pack | str | Path, *, target: int = 40, seed: int = 42, workers: int = 1,
+             min_per_type: int = 3, resume: str | None = None, new: bool = False, graph: Graph | None = None,
+             progress: Callable[[str], None] | None = None, counter: Counter_ | None = None) -> RunSummary:
+    """Generate validated tasks of an ingested pack into the graph. An unfinished run of the same
+    pack, seed and target is resumed (`resume` names one, `new` starts afresh)."""
+    pk = _pack(pack)
+    graph = graph or get_graph()
+    apply_schema(graph)
+    return _generate(pk, graph, target=target, seed=seed, workers=workers, min_per_type=min_per_type,
+                     progress=progress, counter=counter, resume=resume, new=new)
+
+
+def export(out: str | Path, *, cypher: str | None = None, preset: str | None = None,
+           params: Mapping[str, Any] | None = None, domain: str | None = None, audience: str = "public",
+           fmt: str = "jsonl", dialects: Sequence[str] = (), graph: Graph | None = None,
+           warehouse: Warehouse | None = None) -> dict[str, Any]:
+    """Write the tasks that a read-only Cypher query (`RETURN t.key AS key`) or a preset selects
+    from one domain into the folder `out`, for one audience; returns the manifest."""
+    q = export_query(cypher, preset, dict(params or {}))
+    return _export(graph or get_graph(), warehouse or get_warehouse(), q, fmt, Path(out),
+                   domain=domain or q.domain_hint(), audience=audience, dialects=dialects)
+
+
+def export_lines(*, cypher: str | None = None, preset: str | None = None, params: Mapping[str, Any] | None = None,
+                 domain: str | None = None, audience: str = "public", dialects: Sequence[str] = (),
+                 graph: Graph | None = None) -> Iterator[str]:
+    """The JSONL lines of the same export, from one consistent snapshot, without writing files."""
+    q = export_query(cypher, preset, dict(params or {}))
+    return stream_records(graph or get_graph(), q, audience, domain or q.domain_hint(), dialects)
+
+
+def score(tasks: str | Path | Sequence[Mapping[str, Any]], answers: str | Path | Mapping[str, Any]) -> Report:
+    """Score answers ({task_id: answer}, or a JSONL file of {"task_id", "answer"} lines) against
+    task records (a private export's JSONL file, or the records themselves)."""
+    records = load_tasks(tasks) if isinstance(tasks, (str, Path)) else tasks
+    given = load_answers(answers) if isinstance(answers, (str, Path)) else answers
+    return score_run(records, given)
