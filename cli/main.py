@@ -274,6 +274,8 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | N
         changes = ", ".join(f"{k}={v}" for k, v in sorted(report.counters.items())) or "no changes"
         how = "one transaction" if report.transactions == 1 else f"{report.transactions} batch transactions"
         click.echo(f"graph writes: {changes} ({report.rows:,} planned rows in {how})")
+        if report.catalog_links:
+            click.echo(f"linked {report.catalog_links} routing catalog tables to this domain's tables")
     if report.failures:
         sys.exit(1)
 

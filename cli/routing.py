@@ -16,7 +16,7 @@ from dibench.cli.common import bars as _bars, console, handle_errors, print_tabl
 from dibench.core.config import get_settings
 
 DEFAULT_CATALOG = "spider"
-ROUTERS = ("oracle", "lexical", "random", "layout", "llm")
+ROUTERS = ("oracle", "lexical", "random", "layout", "select-all", "llm")
 
 
 # ------------------------------------------------------------------------------ catalog
@@ -33,8 +33,10 @@ def catalog() -> None:
                    "(repeat for several).")
 @handle_errors
 def catalog_ingest(path: Path | None, name: str, postgres_schemas: tuple[str, ...]) -> None:
-    """Profile every database of PATH (default: DATA_DIR/spider) into Neo4j; idempotent. Sources ingested
-    into the same catalog later are related to the ones already there."""
+    """Profile every database of PATH into Neo4j; idempotent. PATH defaults to the folder the catalog was
+    ingested from (DATA_DIR/spider for the default catalog). Sources ingested into the same catalog
+    later are related to the ones already there; a re-ingest removes sources that are gone and
+    retires the routing tasks that needed them. Databases whose tables are all empty are skipped."""
     from dibench.routing.ingest import discover, ingest_postgres_schemas, ingest_sqlite_folder
     from dibench.stores.graph import apply_schema, get_graph
     from dibench.stores.warehouse import get_warehouse
@@ -44,7 +46,7 @@ def catalog_ingest(path: Path | None, name: str, postgres_schemas: tuple[str, ..
     if postgres_schemas:
         report = ingest_postgres_schemas(graph, get_warehouse().admin(), list(postgres_schemas), catalog=name)
     else:
-        root = path or get_settings().data_dir / "spider"
+        root = path or _release_root(graph, name, "PATH")
         with _progress("profiling databases", len(discover(root))) as advance:
             report = ingest_sqlite_folder(graph, root, catalog=name, progress=lambda _n: advance(1))
     _table(f"catalog {report.catalog}", ["databases", "tables", "columns", "foreign keys", "relations", "seconds"],
@@ -53,6 +55,27 @@ def catalog_ingest(path: Path | None, name: str, postgres_schemas: tuple[str, ..
         console.print(f"[yellow]skipped[/yellow] {s}", highlight=False)
     if report.domain_links:
         console.print(f"linked {report.domain_links} catalog tables to dibench domain tables")
+    gone = report.removed
+    if gone.databases:
+        console.print(f"[yellow]removed[/yellow] {gone.databases} database(s) no longer in the source, "
+                      f"{gone.units} source unit(s) they owned; {gone.tasks_retired} routing task(s) that needed "
+                      "them retired", highlight=False)
+
+
+def _release_root(graph: Any, name: str, option: str) -> Path:
+    """The release folder of catalog `name`: the one it was ingested from, DATA_DIR/spider for the
+    default catalog, else a one-line refusal (never another catalog's data)."""
+    from dibench.routing.catalog_store import folder_root
+    from dibench.routing.errors import CatalogSourceError
+
+    stored = folder_root(graph, name)
+    if stored is not None:
+        return Path(stored)
+    if name == DEFAULT_CATALOG:
+        return get_settings().data_dir / "spider"
+    raise CatalogSourceError(f"catalog {name!r} has no release folder on record: give {option}",
+                             hint=f"{option} is the folder holding tables.json / database/<db>/<db>.sqlite "
+                                  "and the questions (dev.json, ...)")
 
 
 @catalog.command("status")
@@ -96,7 +119,8 @@ def routing() -> None:
 @routing.command("generate")
 @click.option("--catalog", "name", default=DEFAULT_CATALOG, show_default=True, help="Ingested catalog to use.")
 @click.option("--path", "root", type=click.Path(path_type=Path), default=None,
-              help="Release folder with dev.json / dev_gold.sql / train_gold.sql (default: DATA_DIR/spider).")
+              help="Release folder with dev.json / dev_gold.sql / train_gold.sql (default: the folder the catalog "
+                   "was ingested from; DATA_DIR/spider for the default catalog).")
 @click.option("--n", "n", type=int, default=None, help="Number of contracts (default 815, the published mix).")
 @click.option("--seed", type=int, default=None, help="Random seed (default from settings, 42).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("out/routing/contracts.jsonl"),
@@ -115,13 +139,13 @@ def routing_generate(name: str, root: Path | None, n: int | None, seed: int | No
     from dibench.stores.llm import configured_model
 
     settings = get_settings()
-    root = root or settings.data_dir / "spider"
     n = n or DEFAULT_N
     llm = configured_model(settings) if use_llm else None
     if use_llm and llm is None:
         raise click.ClickException("--llm needs DIBENCH_LLM_PROVIDER")
     graph = get_graph()
     apply_schema(graph)
+    root = root or _release_root(graph, name, "--path")
     with _bars(("executing gold SQL", release_size(root)), ("building contracts", sum(targets(n).values()))) as (up, cp):
         s = run_generate(graph, catalog=name, root=root, n=n, seed=settings.seed if seed is None else seed,
                          out=output, public_dir=public_dir, llm=llm, unit_progress=up, contract_progress=cp)
@@ -134,8 +158,8 @@ def routing_generate(name: str, root: Path | None, n: int | None, seed: int | No
     r = s.report
     _table("contracts", ["behaviour", "target", "produced"], [[b, t, r.produced.get(b, 0)] for b, t in r.targets.items()]
            + [["total", sum(r.targets.values()), len(r.contracts)]])
-    for behaviour, reason in r.skipped().items():
-        console.print(f"[yellow]skipped[/yellow] {behaviour}: {reason}", highlight=False)
+    for line in r.shortfall_lines():
+        console.print(f"[yellow]short[/yellow] {line}", highlight=False)
     if r.rejected:
         console.print("rejected candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items())))
     console.print(f"benchmark {s.benchmark}: contracts built in {s.contract_seconds}s; contracts (private) in "
@@ -159,9 +183,9 @@ def routing_generate(name: str, root: Path | None, n: int | None, seed: int | No
 def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, seed: int | None, decimals: int,
                  executor: str, output: Path | None) -> None:
     """Route every contract, execute the routes, print RA-Set, RA-Graph, EA-Micro, Route+Exec-Graph."""
-    from dibench.routing.evaluate import evaluate, retrieval_audit
+    from dibench.routing.evaluate import chance_routers, evaluate, retrieval_audit
     from dibench.routing.pipeline import load_eval
-    from dibench.routing.report import METRICS, pct, result_to_dict, save_result
+    from dibench.routing.report import METRICS, pct, result_to_dict, save_result, with_interval
     from dibench.routing.scoring import ScoreConfig
     from dibench.stores.graph import get_graph
 
@@ -173,22 +197,32 @@ def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, 
     setup = load_eval(get_graph(), name, contracts_file, llm)
     if not setup.contracts:
         raise click.ClickException(f"no contracts for catalog {name!r}; run `dibench routing generate` first")
-    chosen = _router(router, setup.contracts, ask, get_settings().seed if seed is None else seed)
+    seed = get_settings().seed if seed is None else seed
+    chosen = _router(router, setup.contracts, ask, seed)
     cfg = ScoreConfig(None if decimals < 0 else decimals)
-    with _progress(f"routing with {chosen.name}", len(setup.contracts)) as advance:
-        result = evaluate(setup.contracts, setup.indexes, setup.route_executor, chosen, clarify=ask == "once",
-                          cfg=cfg, progress=advance)
+    chance = [r for r in chance_routers(seed, setup.contracts) if r.name != chosen.name]
+    results = []
+    with _progress(f"routing with {chosen.name} (and {', '.join(r.name for r in chance)})",
+                   len(setup.contracts) * (1 + len(chance))) as advance:
+        for r in [chosen, *chance]:
+            results.append(evaluate(setup.contracts, setup.indexes, setup.route_executor, r,
+                                    clarify=ask == "once" and r is chosen, cfg=cfg, progress=advance))
+    result = results[0]
     audit = retrieval_audit(setup.contracts, setup.indexes)
     s = result.summary
     _table(f"router {result.router} on {s.tasks} contracts (EA by {result.executor})", ["behaviour", "tasks", *(n for _, n in METRICS)],
            [[b, x.tasks, *(pct(getattr(x, k)) for k, _ in METRICS)] for b, x in s.by_behaviour.items()]
            + [["all", s.tasks, *(pct(getattr(s, k)) for k, _ in METRICS)]])
+    _table("against chance on this catalog, same contracts (95% Wilson intervals)", ["router", *(n for _, n in METRICS)],
+           [[r.router, *(with_interval(r.summary, k) for k, _ in METRICS)] for r in results])
     _table("selection", ["precision", "recall", "over-selection", "under-selection", "asked", "invalid routes"],
            [[pct(s.precision), pct(s.recall), pct(s.over_selection), pct(s.under_selection), result.asked,
              result.invalid_routes]])
     _table("retrieval audit (BM25, capability summaries)", ["K", "Recall@K", "complete set in top K"],
            [[a.k, pct(a.recall), pct(a.complete)] for a in audit])
     data = result_to_dict(result, audit, contracts=len(setup.contracts), catalog=name)
+    data["chance"] = {r.router: result_to_dict(r, audit, contracts=len(setup.contracts), catalog=name)["summary"]
+                      for r in results[1:]}
     save_result(data)  # for the routing section of `dibench report`
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -198,19 +232,23 @@ def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, 
 
 
 def _router(kind: str, contracts: list[Any], ask: str, seed: int) -> Any:
+    from dibench.routing.evaluate import behaviour_mix
     from dibench.routing.routers.layout import LayoutRouter
     from dibench.routing.routers.lexical import LexicalRouter
     from dibench.routing.routers.llm import LLMRouter
     from dibench.routing.routers.oracle import OracleRouter
     from dibench.routing.routers.random_router import RandomRouter
+    from dibench.routing.routers.select_all import SelectAllRouter
     from dibench.stores.llm import configured_model
 
     if kind == "oracle":
         return OracleRouter(contracts, seed)
     if kind == "random":
-        return RandomRouter(seed)
+        return RandomRouter(seed, behaviour_mix(contracts))
     if kind == "layout":
         return LayoutRouter(seed)
+    if kind == "select-all":
+        return SelectAllRouter()
     if kind == "lexical":
         return LexicalRouter("once" if ask == "once" else "never")
     model = configured_model()

@@ -1,3 +1,4 @@
+// Routing tasks per behaviour; retired ones (a required database left the catalog) count apart.
 MATCH (t:RoutingTask {catalog: $catalog})
-RETURN t.behaviour AS behaviour, count(*) AS tasks
+RETURN CASE WHEN t.status = 'retired' THEN 'retired' ELSE t.behaviour END AS behaviour, count(*) AS tasks
 ORDER BY behaviour

@@ -40,6 +40,7 @@ class IngestReport:
     transactions: int = 0
     # With LLM extraction: the model and prompt version, and how many documents got their effects from it.
     extraction: dict[str, Any] = field(default_factory=dict)
+    catalog_links: int = 0  # routing catalog tables of this domain's schema linked to its Table nodes
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -152,6 +153,11 @@ def ingest_pack(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | No
     advice = [n.line(pack.schema) for n in missing_indexes(pack, wh)] if only_rules is None else []
     report = IngestReport(pack.name, counters, warnings=rules.warnings + advice,
                           failures=rules.failures + rules.conflicts, rows=n_rows, transactions=transactions)
+    if only_rules is None:
+        # A routing catalog that holds this schema may have been ingested first: whichever side comes
+        # second makes the link (routing's catalog ingest does the same from its side).
+        linked = graph.write_returning("ingest_catalog_links", domain=pack.name)
+        report.catalog_links = int(linked[0]["linked"]) if linked else 0
     if extracts(pack, llm, only_rules):
         report.extraction = {"model": describe(llm), "prompt_version": EXTRACT_PROMPT_VERSION,
                              "documents": sum(1 for r in rules.rules if r["props"]["effects_source"] == "llm")}

@@ -1,5 +1,5 @@
-"""Exploratory contracts: the request names capabilities; the required set is the unique
-minimum set of databases whose capabilities cover them all.
+"""Exploratory contracts: the request asks for the fewest sources covering named capabilities;
+the required set is the unique minimum set of databases (two or more) whose capabilities cover them.
 
 Capabilities are entity labels of the public catalog (what `search entities` shows), so a
 router can check the cover itself. A contract is kept only when the minimum cover is unique.
@@ -14,6 +14,7 @@ from dibench.routing.pool import UnitInfo, prefer_questions
 
 COVER_SIZES = (2, 3, 4)
 COVER_WEIGHTS = (50, 35, 15)
+MIN_COVER = 2  # an exploratory task's cover holds at least this many databases
 
 
 def minimum_covers(capabilities: list[str], holders: dict[str, frozenset[str]], limit: int = 2) -> list[frozenset[str]]:
@@ -60,8 +61,10 @@ def exploratory_candidates(ctx: BuildContext) -> Iterator[Contract]:
         picked = ctx.rng.sample(dbs, k)
         caps = sorted({ctx.rng.choice(ctx.pool.view.databases[d].entities) for d in picked})
         covers = minimum_covers(caps, holders)
-        if len(covers) != 1:
-            continue  # no unique minimum cover: the required set would be a matter of taste
+        if len(covers) != 1 or len(covers[0]) < MIN_COVER:
+            # no unique minimum cover: the required set would be a matter of taste; one database:
+            # nothing to explore, the request would be a parallel or single one in other words
+            continue
         units: list[ContractUnit] = []
         for db in sorted(covers[0]):
             info = _unit_for(ctx, db, {c for c in caps if db in holders[c]})

@@ -16,8 +16,9 @@ from dibench.stores.graph import Graph, add_counters
 PROFILER = "sqlalchemy-inspect+samples/v1"
 
 
-def source_key(catalog: str) -> str:
-    return f"catalog-source:{catalog}"
+def source_key(catalog: str, kind: str) -> str:
+    """One CatalogSource per catalog and kind of source (a folder, the warehouse's schemas)."""
+    return f"catalog-source:{catalog}/{kind}"
 
 
 def table_key(public_id: str, table: str) -> str:
@@ -28,11 +29,11 @@ def column_key(public_id: str, table: str, column: str) -> str:
     return f"{public_id}/{table}/{column}"
 
 
-def _database_rows(catalog: str, profiles: dict[str, DatabaseProfile]) -> list[dict[str, Any]]:
+def _database_rows(catalog: str, kind: str, profiles: dict[str, DatabaseProfile]) -> list[dict[str, Any]]:
     rows = []
     for pid, p in profiles.items():
         cap = capabilities(p)
-        rows.append({"public_id": pid, "catalog": catalog, "source_key": source_key(catalog), "engine": p.engine,
+        rows.append({"public_id": pid, "catalog": catalog, "source_key": source_key(catalog, kind), "engine": p.engine,
                      "n_tables": len(p.tables), "n_rows": p.n_rows, "entities": cap.entities,
                      "measures": cap.measures, "time_ranges": cap.time_ranges, "summary": cap.summary,
                      "content_hash": p.content_hash(), "profiler": PROFILER})
@@ -86,10 +87,10 @@ def write_catalog(graph: Graph, catalog: str, profiles: dict[str, DatabaseProfil
                 "shared_columns": list(r.shared_columns), "value_overlaps": list(r.value_overlaps),
                 "score": r.score} for r in rels]
     counters: dict[str, int] = {}
-    add_counters(counters, graph.write("routing_catalog_source_upsert", key=source_key(catalog), catalog=catalog,
+    add_counters(counters, graph.write("routing_catalog_source_upsert", key=source_key(catalog, kind), catalog=catalog,
                                        kind=kind, root=root, n_databases=len(profiles), skipped=skipped,
                                        profiler=PROFILER))
-    add_counters(counters, graph.write_rows("routing_catalog_database_upsert", _database_rows(catalog, profiles)))
+    add_counters(counters, graph.write_rows("routing_catalog_database_upsert", _database_rows(catalog, kind, profiles)))
     add_counters(counters, graph.write_rows("routing_catalog_location_upsert", locations))
     add_counters(counters, graph.write_rows("routing_catalog_prune", prune, batch_size=50))
     add_counters(counters, graph.write_rows("routing_catalog_table_upsert", tables))
@@ -118,6 +119,12 @@ def stored_profiles(graph: Graph, catalog: str) -> dict[str, DatabaseProfile]:
         t.columns.append(ColumnProfile(r["column"], r["type"], r["category"], bool(r["pk"]), bool(r["nullable"]),
                                        list(r["samples"] or []), list(r["overlap"] or []), r["min"], r["max"]))
     return {pid: DatabaseProfile("", engines[pid], "", None, list(ts.values())) for pid, ts in tables.items()}
+
+
+def folder_root(graph: Graph, catalog: str) -> str | None:
+    """The folder the catalog's SQLite databases were ingested from (its release), if any."""
+    rows = graph.read("routing_catalog_folder_root", catalog=catalog)
+    return str(rows[0]["root"]) if rows else None
 
 
 def private_locations(graph: Graph, catalog: str) -> dict[str, dict[str, Any]]:

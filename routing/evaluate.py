@@ -1,6 +1,7 @@
 """Run a router over contracts in the environment, execute its routes, score, and audit retrieval."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -10,6 +11,8 @@ from dibench.routing.errors import RouteInvalid
 from dibench.routing.execution import Outcome, RouteExecutor, gold_branch_route
 from dibench.routing.models import Contract, Route
 from dibench.routing.routers import Router, RouterTask
+from dibench.routing.routers.layout import LayoutRouter
+from dibench.routing.routers.random_router import RandomRouter
 from dibench.routing.scoring import ScoreConfig, Summary, TaskScore, match_branches, score_task, summarise
 
 AUDIT_KS = (10, 50)
@@ -75,3 +78,13 @@ def evaluate(contracts: list[Contract], indexes: CatalogIndexes, route_executor:
             progress(1)
     return EvalResult(router.name, summarise(scores), route_executor.writer.name, scores, invalid,
                       sum(s.asked for s in scores), errors)
+
+
+def behaviour_mix(contracts: list[Contract]) -> dict[str, int]:
+    return dict(Counter(str(c.behaviour) for c in contracts))
+
+
+def chance_routers(seed: int, contracts: list[Contract]) -> list[Router]:
+    """The routers whose scores say what chance and the request's layout alone give on these
+    contracts: random (drawing labels with the contracts' behaviour mix) and layout-only."""
+    return [RandomRouter(seed, behaviour_mix(contracts)), LayoutRouter(seed)]

@@ -70,14 +70,27 @@ class GenerationReport:
     def shortfalls(self) -> dict[str, int]:
         return {b: t - self.produced.get(b, 0) for b, t in self.targets.items() if self.produced.get(b, 0) < t}
 
+    def shortfall_lines(self) -> list[str]:
+        """One line per behaviour built short of its target: how many, and why."""
+        out = []
+        for b, short in self.shortfalls().items():
+            made = self.produced.get(b, 0)
+            rejected = {k.split("/", 1)[1]: v for k, v in self.rejected.items() if k.startswith(f"{b}/")}
+            why = SKIP_REASONS[b] if not made else "the catalog ran out of candidates"
+            if rejected:
+                why += "; rejected: " + ", ".join(f"{check} {n}" for check, n in sorted(rejected.items()))
+            out.append(f"{b}: {made} of {self.targets[b]} built ({why})")
+        return out
+
 
 def normalised_request(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 def contract_key(c: Contract) -> str:
-    """Equal for two contracts asking the same units the same way, whatever order they were drawn in."""
-    return "|".join([c.behaviour, *sorted(u.unit_id for u in c.units()), *sorted(c.capabilities)])
+    """Equal for two contracts asking the same units, whatever order they were drawn in and whatever
+    their behaviour: one question set is never asked under two labels."""
+    return "|".join(sorted(u.unit_id for u in c.units()))
 
 
 def generate(ctx: BuildContext, validator: Validator, n: int = DEFAULT_N, *, llm: BaseChatModel | None = None,

@@ -8,13 +8,14 @@ stored profiles), so a schema ingested after a folder is related to the folder's
 """
 from __future__ import annotations
 
+import difflib
 import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, inspect
 
 from dibench.routing.catalog import DatabaseProfile, profile_database, sqlite_engine
 from dibench.routing.catalog_store import (
@@ -23,9 +24,20 @@ from dibench.routing.catalog_store import (
 from dibench.routing.errors import CatalogSourceError
 from dibench.routing.naming import mint_public_id
 from dibench.routing.relations import relations
-from dibench.stores.graph import Graph, add_counters
+from dibench.stores.graph import Graph
 
 Progress = Callable[[str], None]
+# Every gold result of such a database is empty or a zero count: nothing a route could be scored on.
+EMPTY = "every table is empty (left out of the catalog)"
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What a re-ingest took out: sources gone from their folder or warehouse, and what needed them."""
+
+    databases: int = 0
+    units: int = 0
+    tasks_retired: int = 0
 
 
 @dataclass
@@ -40,6 +52,7 @@ class IngestReport:
     seconds: float
     counters: dict[str, int] = field(default_factory=dict)
     domain_links: int = 0  # catalog tables linked to a dibench domain's Table nodes
+    removed: Removed = field(default_factory=Removed)
 
 
 def sqlite_path(root: Path, db_name: str) -> Path:
@@ -77,9 +90,13 @@ def profile_sqlite_folder(root: Path, *, only: list[str] | None = None,
         else:
             engine = sqlite_engine(path)
             try:
-                profiles.append(profile_database(engine, name=name, location=str(path)))
+                profile = profile_database(engine, name=name, location=str(path))
             finally:
                 engine.dispose()
+            if profile.n_rows == 0:
+                skipped.append(f"{name}: {EMPTY}")
+            else:
+                profiles.append(profile)
         if progress:
             progress(name)
     return profiles, skipped
@@ -103,19 +120,42 @@ def ingest_sqlite_folder(graph: Graph, root: Path, *, catalog: str = "spider", o
     # databases the folder no longer holds go first, so no relation is computed against them
     names = {p.name for p in profiles}
     keep = [pid for pid, row in private_locations(graph, catalog).items() if row["name"] in names]
-    pruned = graph.write("routing_catalog_database_prune", catalog=catalog, engine="sqlite", keep=keep)
+    removed = prune_sources(graph, catalog, "sqlite", keep)
     w = write_profiles(graph, catalog, profiles, kind="sqlite-folder", root=str(root), skipped=skipped)
-    add_counters(w.counters, pruned)
     return IngestReport(catalog, w.databases, skipped, w.tables, w.columns, w.foreign_keys, w.relations,
-                        round(time.perf_counter() - started, 2), w.counters)
+                        round(time.perf_counter() - started, 2), w.counters, removed=removed)
+
+
+def prune_sources(graph: Graph, catalog: str, engine: str, keep: list[str]) -> Removed:
+    """Remove the catalog's `engine` databases not in `keep` (catalog ids), then the units they owned
+    and retire the routing tasks that required them (a retired task is no longer evaluated)."""
+    pruned = graph.write_returning("routing_catalog_database_prune", catalog=catalog, engine=engine, keep=keep)
+    orphans = graph.write_returning("routing_catalog_retire_orphans", catalog=catalog)[0]
+    return Removed(int(pruned[0]["databases"]), int(orphans["units"]), int(orphans["tasks"]))
 
 
 def ingest_postgres_schemas(graph: Graph, engine: Engine, schemas: list[str], *, catalog: str) -> IngestReport:
     """Each Postgres schema becomes one catalog database (named after the schema), profiled with the
-    catalog's other databases (of this ingest and of earlier ones)."""
+    catalog's other databases (of this ingest and of earlier ones). A schema that does not exist is
+    an error; one whose tables are all empty is skipped; a schema of an earlier ingest that the
+    warehouse no longer holds leaves the catalog."""
     started = time.perf_counter()
+    existing = set(inspect(engine).get_schema_names())
+    for s in schemas:
+        if s not in existing:
+            close = difflib.get_close_matches(s, sorted(existing), n=3)
+            raise CatalogSourceError(f"--postgres-schema {s!r}: no such schema in the warehouse",
+                                     hint=f"did you mean {', '.join(close)}?" if close else
+                                     "`dibench domain list` shows the domains' schemas")
     base = engine.url.render_as_string(hide_password=True)
-    profiles = [profile_database(engine, name=s, location=f"{base}#{s}", schema=s) for s in schemas]
-    w = write_profiles(graph, catalog, profiles, kind="postgres-schema", root=base, skipped=[])
-    return IngestReport(catalog, w.databases, [], w.tables, w.columns, w.foreign_keys, w.relations,
-                        round(time.perf_counter() - started, 2), w.counters, link_domain_tables(graph, catalog))
+    profiled = [profile_database(engine, name=s, location=f"{base}#{s}", schema=s) for s in schemas]
+    profiles = [p for p in profiled if p.n_rows]
+    empty = {p.name for p in profiled if not p.n_rows}
+    skipped = [f"{name}: {EMPTY}" for name in sorted(empty)]
+    keep = [pid for pid, row in private_locations(graph, catalog).items()
+            if row["engine"] == "postgresql" and row["db_schema"] in existing - empty]
+    removed = prune_sources(graph, catalog, "postgresql", keep)
+    w = write_profiles(graph, catalog, profiles, kind="postgres-schema", root=base, skipped=skipped)
+    return IngestReport(catalog, w.databases, skipped, w.tables, w.columns, w.foreign_keys, w.relations,
+                        round(time.perf_counter() - started, 2), w.counters, link_domain_tables(graph, catalog),
+                        removed)

@@ -16,16 +16,28 @@ from dibench.routing.models import Contract, Strict
 from dibench.routing.validate import Validator
 from dibench.stores.llm import ask_structured
 
-TEMPLATE_VERSION = "template/v2"
+TEMPLATE_VERSION = "template/v3"
 
-# Every multi-part request (parallel, sequential, exploratory) draws its topic line, connectives and
-# closing from the SAME pools, so the wording's layout says nothing about the behaviour, the number of
-# sources or a binding: only what is asked does. No numbering, no "fewest sources", no column named.
-TOPICS = ("I am looking into {topics}.", "This is about {topics}.", "Some questions on {topics}:",
-          "Questions touching {topics}.", "Context: {topics}.", "Working on {topics} today.")
-JOINERS = (" ", " Also, ", " And ", " Next, ", " Besides that, ", " Plus: ", " Then ", " Separately, ",
-           " On top of that, ", "; ", ", and ")
-CLOSINGS = ("", "", " Thanks.", " Please keep the answers short.", " That is all I need.")
+# A request carries what is asked and nothing derived from the gold SQL: no topic line of the gold
+# tables, no numbering, no count of sources, no binding column. Its layout (how many sentences, how
+# many joining words) is drawn independently of how many asks it holds and of its behaviour: a
+# single question may come with closing sentences, several asks may share one sentence. An
+# exploratory request also asks, in words, for the few sources that cover its capabilities: what
+# it asks differs, not its layout.
+COVER_ASKS = ("Which sources, taken together, hold {caps}, with as few of them as possible?",
+              "Find the smallest set of sources that between them hold {caps}.",
+              "I need as few sources as possible that together record {caps}.",
+              "Point me to a minimal set of sources holding {caps}.")
+# joining two asks inside one sentence, with no word or with one
+INNER_BARE = (", ", " - ")
+INNER_WORD = (", and ", ", also ")
+# closing sentences carry no word a catalog search could match; some carry a joining word
+CLOSINGS_BARE = ("Thanks.", "That is all.", "That is all there is.", "Thanks, that is all.")
+CLOSINGS_WORD = ("And that is all I need.", "Also, thanks.")
+LOWER_STARTS = frozenset("what which how who whom whose when where why list show find give return count tell "
+                         "is are was were do does did can name".split())
+SENTENCES = (1, 2, 3)  # sentences of a request's layout, whatever it asks
+JOINING_WORDS = (0, 1, 2)  # joining words the layout adds, whatever it asks
 
 
 def _clause(text: str) -> str:
@@ -33,44 +45,63 @@ def _clause(text: str) -> str:
 
 
 def _listing(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+    """`a, b, c`: no joining word, so a listing weighs nothing in the layout."""
+    return ", ".join(items)
 
 
-def _joined(asks: list[str], rng: random.Random) -> str:
-    """The asks as running text; each ends as a question or a statement at random (no signal either way)."""
+def _mark(text: str) -> str:
+    """The ask's own end mark (a question stays a question)."""
+    return "?" if text.strip().endswith("?") else "."
+
+
+def _sentence(asks: list[str], joiners: list[str]) -> str:
     out = ""
-    for i, ask in enumerate(_clause(a) for a in asks):
-        joiner = rng.choice(JOINERS) if i else ""
-        if joiner in ("; ", ", and "):
-            out = out[:-1]  # the joiner replaces the previous ask's end mark
-        lower = joiner in (" And ", " Then ", "; ", ", and ") or joiner.endswith(", ")  # mid-sentence
-        out += joiner + (ask[0].lower() if lower else ask[0].upper()) + ask[1:] + rng.choice(("?", ".", "?"))
-    return out
+    for i, ask in enumerate(asks):
+        clause = _clause(ask)
+        if i:
+            out += joiners.pop()
+            first = clause.split(" ", 1)[0]
+            if first.lower() in LOWER_STARTS:  # "..., and which ..." (never a name)
+                clause = first.lower() + clause[len(first):]
+        out += clause
+    return out[0].upper() + out[1:] + _mark(asks[-1])
 
 
-def _topics(c: Contract, topics_of: dict[str, list[str]], rng: random.Random) -> list[str]:
-    if c.capabilities:
-        topics = list(c.capabilities)
-    else:
-        topics = sorted({t for u in c.branches[0].units for t in topics_of.get(u.unit_id, [])})[:4]
-    rng.shuffle(topics)
-    return topics
+def laid_out(asks: list[str], rng: random.Random) -> str:
+    """The asks as running text in a layout drawn apart from them: a number of sentences from
+    SENTENCES and of joining words from JOINING_WORDS; the asks are split over as many sentences as
+    there are asks, the other sentences are closings, and the joining words go between asks or
+    into closings as far as there is room."""
+    sentences, words_wanted = rng.choice(SENTENCES), rng.choice(JOINING_WORDS)
+    groups = min(sentences, len(asks))
+    cuts = sorted(rng.sample(range(1, len(asks)), groups - 1)) if groups > 1 else []
+    inner = len(asks) - groups
+    with_word = min(words_wanted, inner)
+    joiners = [rng.choice(INNER_WORD) for _ in range(with_word)] + [rng.choice(INNER_BARE)
+                                                                   for _ in range(inner - with_word)]
+    rng.shuffle(joiners)
+    bounds = [0, *cuts, len(asks)]
+    parts = [_sentence(asks[a:b], joiners) for a, b in zip(bounds, bounds[1:])]
+    closing_words = min(words_wanted - with_word, sentences - groups)
+    closings = rng.sample(CLOSINGS_WORD, closing_words) + rng.sample(CLOSINGS_BARE, sentences - groups - closing_words)
+    rng.shuffle(closings)
+    return " ".join(parts + closings)
 
 
-def template_request(c: Contract, topics_of: dict[str, list[str]] | None = None) -> str:
+def template_request(c: Contract) -> str:
     """The request of c, worded from seeded random choices (the same contract always reads the same)."""
     rng = random.Random(f"{c.seed}:{c.task_id}:wording")
     units = c.branches[0].units
-    if c.behaviour in ("single", "interactive"):
-        return units[0].intent.strip()
     intents = [u.intent for u in units]
-    if c.behaviour != "sequential":
+    if c.behaviour == "interactive":
+        intents = intents[:1]  # both readings ask the same question
+    elif c.behaviour != "sequential":
         rng.shuffle(intents)  # independent asks: their order is free; a sequential chain keeps its order
-    topics = _topics(c, topics_of or {}, rng)
-    # exploratory requests must name their capabilities; the others name their topics just the same
-    topic = rng.choice(TOPICS) if topics else ""
-    text = _joined(intents, rng) + rng.choice(CLOSINGS)
-    return (topic.format(topics=_listing(topics)) + " " + text).strip()
+    if c.behaviour == "exploratory":  # the cover ask comes first, laid out like any other ask
+        caps = list(c.capabilities)
+        rng.shuffle(caps)
+        intents = [rng.choice(COVER_ASKS).format(caps=_listing(caps)), *intents]
+    return laid_out(intents, rng)
 
 
 class RenderedRequest(Strict):
@@ -84,7 +115,7 @@ _SYSTEM = ("You rephrase a data request so it reads like a business user wrote i
 
 def render(c: Contract, validator: Validator, llm: BaseChatModel | None = None) -> Contract:
     """A copy of c with `request` and `renderer` set; the template wording if the LLM's is rejected."""
-    text = template_request(c, validator.topics(c))
+    text = template_request(c)
     worded = c.model_copy(update={"request": text, "renderer": TEMPLATE_VERSION})
     validator.validate_wording(worded)
     if llm is None:

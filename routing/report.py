@@ -57,6 +57,7 @@ def result_to_dict(result: EvalResult, audit: list[AuditRow], *, contracts: int,
     return {
         "catalog": catalog, "router": result.router, "executor": result.executor, "contracts": contracts, "invalid_routes": result.invalid_routes,
         "clarifications_asked": result.asked, "summary": _summary_dict(result.summary),
+        "intervals": {k: list(result.summary.interval(k)) for k, _ in METRICS},
         "retrieval_audit": [asdict(a) for a in audit],
         "tasks": [{"task_id": s.task_id, "behaviour": s.behaviour, "ra_set": s.ra_set, "ra_graph": s.ra_graph,
                    "ea_correct": s.ea[0], "ea_required": s.ea[1], "route_exec_graph": s.route_exec,
@@ -66,6 +67,12 @@ def result_to_dict(result: EvalResult, audit: list[AuditRow], *, contracts: int,
 
 def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
+
+
+def with_interval(s: Summary, metric: str) -> str:
+    """`41.2% [37.9-44.6]`: the metric and its 95% Wilson interval."""
+    lo, hi = s.interval(metric)
+    return f"{pct(getattr(s, metric))} [{100 * lo:.1f}-{100 * hi:.1f}]"
 
 
 _STYLE = ("border-collapse:collapse;margin:0.5em 0;font-family:sans-serif;font-size:13px",

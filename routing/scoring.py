@@ -4,8 +4,10 @@ Per gold branch (weight 1, or 1/2 for each interpretation of an interactive task
 the best submitted branch (each submitted branch used once):
 - RA-Set: the branch's selected databases equal the required set.
 - RA-Graph: RA-Set, the route's behaviour label, and the dependency edges (as database pairs).
-- EA-Micro: over all required contributions of all tasks (weighted), the share that executed
-  and matched the gold result; a missing contribution counts as wrong.
+- EA-Micro: over all required contributions of all tasks (weighted), the share that executed on a
+  branch selecting no database beyond its gold branch and matched the gold result; a missing
+  contribution counts as wrong, and every selected database the gold route does not need is one
+  more wrong contribution (docs/routing.md, "Execution accuracy").
 - Route+Exec-Graph: RA-Graph and every contribution of the branch correct.
 """
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from dibench.core.intervals import wilson
 from dibench.routing.compare import CompareConfig, DEFAULT_DECIMALS, results_match
 from dibench.routing.execution import Outcome
 from dibench.routing.models import Branch, Contract, Route, RouteBranch
@@ -67,10 +70,15 @@ class TaskScore:
         return sum(b.weight for b in self.branches if b.graph_ok and b.exec_ok) * (1 - self.cost)
 
     @property
+    def extra(self) -> int:
+        """Selected databases the gold route does not need: each is one wrong contribution."""
+        return len(self.selected - self.required)
+
+    @property
     def ea(self) -> tuple[float, float]:
-        """(weighted correct contributions, weighted required contributions)."""
+        """(weighted correct contributions, weighted required contributions + extra databases)."""
         ok = sum(b.weight * sum(b.contributions.values()) for b in self.branches)
-        return ok, sum(b.weight * len(b.contributions) for b in self.branches)
+        return ok, sum(b.weight * len(b.contributions) for b in self.branches) + self.extra
 
     @property
     def precision(self) -> float:
@@ -115,9 +123,12 @@ def score_task(contract: Contract, route: Route, outcomes: list[dict[str, Outcom
         edges_ok = sub is not None and {(e.source, e.target) for e in sub.edges} == {(e.source, e.target)
                                                                                      for e in g.edges}
         graph_ok = set_ok and edges_ok and route.behaviour == contract.behaviour
+        # a branch that brings in a source the gold route does not need answers with results that do
+        # not belong to the request: none of its contributions is credited
+        over = sub is not None and bool(set(sub.databases) - set(g.databases))
         contributions: dict[str, bool] = {}
         for u in g.units:
-            got = outcomes[si].get(u.database) if si is not None else None
+            got = outcomes[si].get(u.database) if si is not None and not over else None
             want = gold[gi].get(u.database)
             contributions[u.unit_id] = bool(
                 got is not None and got.result is not None and want is not None and want.result is not None
@@ -132,6 +143,9 @@ def score_task(contract: Contract, route: Route, outcomes: list[dict[str, Outcom
 
 @dataclass
 class Summary:
+    """Means over tasks (RA-Set, RA-Graph, Route+Exec-Graph, the selection figures) and over
+    contributions (EA-Micro: `ea_contributions` of them, extra databases included)."""
+
     tasks: int
     ra_set: float
     ra_graph: float
@@ -141,7 +155,13 @@ class Summary:
     recall: float
     over_selection: float  # share of tasks selecting a database not required
     under_selection: float  # share of tasks missing a required database
+    ea_contributions: float = 0.0  # EA-Micro's denominator
     by_behaviour: dict[str, "Summary"] = field(default_factory=dict)
+
+    def interval(self, metric: str) -> tuple[float, float]:
+        """The 95% Wilson interval of a metric of METRIC_NAMES."""
+        n = self.ea_contributions if metric == "ea_micro" else self.tasks
+        return wilson(getattr(self, metric) * n, n)
 
 
 def summarise(scores: list[TaskScore], *, breakdown: bool = True) -> Summary:
@@ -155,7 +175,7 @@ def summarise(scores: list[TaskScore], *, breakdown: bool = True) -> Summary:
         ea_micro=ok / total if total else 0.0, route_exec_graph=sum(s.route_exec for s in scores) / n,
         precision=sum(s.precision for s in scores) / n, recall=sum(s.recall for s in scores) / n,
         over_selection=sum(bool(s.selected - s.required) for s in scores) / n,
-        under_selection=sum(bool(s.required - s.selected) for s in scores) / n)
+        under_selection=sum(bool(s.required - s.selected) for s in scores) / n, ea_contributions=total)
     if breakdown:
         groups: dict[str, list[TaskScore]] = defaultdict(list)
         for s in scores:

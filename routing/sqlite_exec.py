@@ -16,10 +16,13 @@ from typing import Any
 
 import sqlglot
 import sqlglot.errors
+from sqlglot import exp
 
 from dibench.core.errors import DibenchError
 from dibench.routing.errors import UnitSQLError
 from dibench.routing.sqltree import parse_select
+from dibench.sqlops.dialect import DIALECT
+from dibench.stores.pack_data import schema_columns
 from dibench.stores.warehouse import get_warehouse
 
 DEFAULT_TIMEOUT_S = 5.0
@@ -38,9 +41,44 @@ class PgSchema:
         return self.schema
 
 
-def run_postgres(target: PgSchema, sql: str, params: dict[str, Any] | None, timeout_s: float) -> "SqliteResult":
+def pg_names(schema: str) -> dict[str, str]:
+    """lower-case name -> the name as PostgreSQL holds it, of the schema's tables and columns."""
+    names: dict[str, str] = {}
+    for table, cols in schema_columns(get_warehouse(), schema).items():
+        names[table.lower()] = table
+        names.update({c.lower(): c for c in cols})
+    return names
+
+
+def sqlite_to_postgres(sql: str, names: dict[str, str]) -> str:
+    """The SQLite query as PostgreSQL. SQLite names are case-insensitive: each table or column name
+    is written as the schema holds it (quoted only where that is not lower case). A double-quoted
+    name that is no column is a string in SQLite (`WHERE continent = "Asia"`) and becomes a string
+    literal. `:name` placeholders stay `:name` (the warehouse binds them so), not psycopg's `%(name)s`."""
+    tree = sqlglot.parse_one(sql, read="sqlite")
+    for col in list(tree.find_all(exp.Column)):
+        ident = col.this
+        if not isinstance(ident, exp.Identifier):
+            continue
+        if ident.name.lower() in names:
+            _respell(ident, names[ident.name.lower()])
+        elif ident.quoted and not col.table:
+            col.replace(exp.Literal.string(ident.name))
+    for table in tree.find_all(exp.Table):
+        if isinstance(table.this, exp.Identifier) and table.name.lower() in names:
+            _respell(table.this, names[table.name.lower()])
+    return tree.sql(dialect=DIALECT)
+
+
+def _respell(ident: exp.Identifier, actual: str) -> None:
+    ident.set("this", actual)
+    ident.set("quoted", actual != actual.lower())
+
+
+def run_postgres(target: PgSchema, sql: str, params: dict[str, Any] | None, timeout_s: float,
+                 names: dict[str, str]) -> "SqliteResult":
     try:
-        pg_sql = sqlglot.transpile(sql, read="sqlite", write="postgres")[0]
+        pg_sql = sqlite_to_postgres(sql, names)
         res = get_warehouse().execute_readonly(pg_sql, params, timeout_s=timeout_s, schema=target.schema)
     except (DibenchError, sqlglot.errors.SqlglotError) as exc:
         raise UnitSQLError("execution", str(exc).splitlines()[0], sql) from exc
@@ -83,6 +121,7 @@ class SqliteExecutor:
     def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.timeout_s = timeout_s
         self._conns: dict[Path, sqlite3.Connection] = {}
+        self._pg_names: dict[str, dict[str, str]] = {}  # per schema, read once per executor
 
     def _conn(self, path: Path) -> sqlite3.Connection:
         if path not in self._conns:
@@ -92,7 +131,9 @@ class SqliteExecutor:
     def run(self, path: Path | PgSchema, sql: str, params: dict[str, Any] | None = None) -> SqliteResult:
         _check(sql)
         if isinstance(path, PgSchema):
-            return run_postgres(path, sql, params, self.timeout_s)
+            if path.schema not in self._pg_names:
+                self._pg_names[path.schema] = pg_names(path.schema)
+            return run_postgres(path, sql, params, self.timeout_s, self._pg_names[path.schema])
         conn = self._conn(path)
         deadline = time.monotonic() + self.timeout_s
         conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, _PROGRESS_STEPS)

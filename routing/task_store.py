@@ -25,6 +25,8 @@ def base_unit_id(contract_unit_id: str) -> str:
 
 
 def write_units(graph: Graph, catalog: str, units: list[SourceUnit], failures: list[UnitFailure]) -> dict[str, int]:
+    """The catalog's units and failures as RoutingUnit nodes; units of an earlier build that this one
+    did not produce (failed or not) are removed."""
     rows: list[dict[str, Any]] = [{
         "key": unit_key(catalog, u.unit_id), "catalog": catalog, "unit_id": u.unit_id, "database": u.database,
         "origin": u.origin, "status": "ok", "intent": u.intent, "intent_source": u.intent_source, "sql": u.sql,
@@ -35,7 +37,8 @@ def write_units(graph: Graph, catalog: str, units: list[SourceUnit], failures: l
         "database": f.database, "origin": f.origin, "status": "failed", "intent": None, "intent_source": None,
         "sql": None, "ordered": None, "fingerprint": None, "n_rows": None, "error": f"{f.kind}: {f.error}",
         "columns": None, "tables": None} for f in failures]
-    return graph.write_rows("routing_unit_upsert", rows, batch_size=1000)
+    counters = graph.write_rows("routing_unit_upsert", rows, batch_size=1000)
+    return add_counters(counters, graph.write("routing_unit_prune", catalog=catalog, keep=[r["key"] for r in rows]))
 
 
 def read_units(graph: Graph, catalog: str) -> list[SourceUnit]:

@@ -12,11 +12,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from dibench.routing.build_exploratory import minimum_covers
+from dibench.routing.build_exploratory import MIN_COVER, minimum_covers
 from dibench.routing.build_sequential import value_type
 from dibench.routing.compare import CompareConfig, fingerprint
 from dibench.routing.errors import ContractInvalid, UnitSQLError
 from dibench.routing.models import Branch, Contract, ContractUnit, SourceUnit
+from dibench.routing.naming import words
 from dibench.routing.sqlite_exec import SqliteExecutor
 from dibench.routing.sqltree import parse_select, placeholders, schema_problems
 from dibench.routing.task_store import base_unit_id
@@ -95,6 +96,8 @@ class Validator:
         if covers != [required]:
             raise ContractInvalid(c.task_id, "structure",
                                   f"required set is not the unique minimum cover of {c.capabilities}")
+        if len(required) < MIN_COVER:
+            raise ContractInvalid(c.task_id, "structure", f"the cover of {c.capabilities} is one database")
 
     # -- ownership and schema --------------------------------------------------------------
     def _ownership(self, c: Contract, u: ContractUnit) -> None:
@@ -184,15 +187,6 @@ class Validator:
             results[u.unit_id] = res
 
     # -- wording -------------------------------------------------------------------------------
-    def topics(self, c: Contract) -> dict[str, list[str]]:
-        """Contract unit id -> entity labels of the tables its gold query reads (a request's topic words)."""
-        out: dict[str, list[str]] = {}
-        for u in c.units():
-            source = self.registry.get(base_unit_id(u.unit_id))
-            tables = self.view.databases[u.database].tables if u.database in self.view.databases else {}
-            out[u.unit_id] = [tables[t.lower()].entity for t in (source.tables if source else []) if t.lower() in tables]
-        return out
-
     def validate_wording(self, c: Contract) -> None:
         text = c.request
         if len(text.strip()) < MIN_REQUEST_CHARS:
@@ -202,6 +196,39 @@ class Validator:
                 raise ContractInvalid(c.task_id, "wording", "the request states a bound value")
         if re.search(r"\bdb_[0-9a-f]{10}\b", text):
             raise ContractInvalid(c.task_id, "wording", "the request names a database id")
-        for path in self.locations.paths.values():
-            if "_" in path.stem and path.stem.lower() in text.lower():
+        asked = [u.intent for u in c.units() if self._is_question(u.unit_id)]
+        for name in self.locations.ids:
+            if any(names_database(text, spelling) and not any(names_database(q, spelling) for q in asked)
+                   for spelling in database_spellings(name)):
                 raise ContractInvalid(c.task_id, "wording", "the request names a database")
+
+    def _is_question(self, unit_id: str) -> bool:
+        source = self.registry.get(base_unit_id(unit_id))
+        return source is not None and source.intent_source == "question"
+
+
+def database_spellings(name: str) -> list[list[str]]:
+    """The word sequences a database name may be written as: `greater_manchester_crime`,
+    `GreaterManchesterCrime` and `greater manchester crime` are all [greater, manchester, crime];
+    `pets_1` is [pets, 1], and without its number only when more than one word remains."""
+    ws = words(name)
+    out = [ws] if ws else []
+    bare = [w for w in ws if not w.isdigit()]
+    if len(bare) >= 2 and bare != ws:
+        out.append(bare)
+    return out
+
+
+def names_database(text: str, spelling: list[str]) -> bool:
+    """Whether `text` writes the word sequence `spelling` within one phrase, in any case, spacing or
+    camel case (a multi-word name also written as one word: `greatermanchestercrime`). Punctuation
+    ends a phrase: a listing "concert, singer" does not write `concert_singer`."""
+    n = len(spelling)
+    for phrase in _PHRASE_END.split(text):
+        ws = words(phrase)
+        if any(ws[i:i + n] == spelling for i in range(len(ws) - n + 1)) or (n >= 2 and "".join(spelling) in ws):
+            return True
+    return False
+
+
+_PHRASE_END = re.compile(r"[,;:.?!()\[\]]\s|\s[-–]\s")

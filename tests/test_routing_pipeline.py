@@ -378,6 +378,12 @@ def test_cli_commands_have_help_and_run(built: GenerateSummary, tmp_path: Path) 
     assert "RA-Set" in res.output and "Recall@K" in res.output
     data = json.loads(out.read_text())
     assert data["summary"]["route_exec_graph"] == 1.0 and data["executor"] == "oracle-sql"
+    # the chance levels, from the same run, beside the evaluated router, with intervals
+    assert sorted(data["chance"]) == ["layout-only", "random"]
+    chance = res.output.split("against chance")[1]
+    assert all(name in chance for name in ("oracle", "random", "layout-only"))
+    lo, hi = data["intervals"]["ra_graph"]
+    assert lo < 1.0 == hi
     from dibench.service.report import routing_section
     from dibench.routing.report import results_dir
 
@@ -455,3 +461,11 @@ def test_layout_only_router_scores_no_better_than_random(setup: EvalSetup) -> No
     rnd = evaluate(setup.contracts, setup.indexes, setup.route_executor, RandomRouter(42)).summary
     n = len(setup.contracts)
     assert layout.ra_graph <= rnd.ra_graph + 2 * (0.25 / n) ** 0.5, (layout.ra_graph, rnd.ra_graph)
+
+
+def test_selecting_every_database_buys_no_execution_accuracy(setup: EvalSetup) -> None:
+    from dibench.routing.routers.select_all import SelectAllRouter
+
+    everything = evaluate(setup.contracts, setup.indexes, setup.route_executor, SelectAllRouter()).summary
+    assert everything.ea_micro <= everything.ra_set + 0.10, (everything.ea_micro, everything.ra_set)
+    assert everything.recall == 1.0

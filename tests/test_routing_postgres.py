@@ -159,3 +159,50 @@ def test_sources_of_separate_ingests_are_profiled_together(graph: Graph, warehou
         assert _related(graph, together) == separate  # one ingest or two: the same relation
     finally:
         delete_catalog(graph, together)
+
+
+def test_routing_tasks_reach_rules_through_edges_whatever_the_ingest_order(graph: Graph, warehouse: Warehouse,
+                                                                          tmp_path: Path) -> None:
+    """Catalog first, domain second: the domain's ingest makes the links. Units point to the catalog
+    tables their gold SQL reads, so "routing tasks that read a table a rule modifies" is a path of
+    edges, and it agrees with the join on the units' table names."""
+    from dibench.core.pack import load_pack
+    from dibench.ingest.pipeline import ingest_pack
+    from tests.fixtures.packs import copy_pack, delete_domain, ensure_mini_loaded
+
+    domain, catalog = f"mini_edges_{os.getpid()}", CATALOG + "_edges"
+    ensure_mini_loaded(warehouse)
+    delete_domain(graph, domain)
+    delete_catalog(graph, catalog)
+    release = tmp_path / "release"
+    release.mkdir()
+    questions = [("SELECT count(*) FROM customers WHERE region = 'north'", "How many customers are in the north?"),
+                 ("SELECT count(*) FROM orders WHERE channel = 'web'", "How many orders came through the web?"),
+                 ("SELECT max(amount) FROM orders", "What is the largest order amount?"),
+                 ("SELECT count(*) FROM customers", "How many customers are there?")]
+    (release / "dev.json").write_text(json.dumps([{"db_id": "mini", "query": q, "question": t} for q, t in questions]))
+    try:
+        first = ingest_postgres_schemas(graph, warehouse.admin(), ["mini"], catalog=catalog)
+        assert first.domain_links == 0  # no domain on `mini` of this name yet
+        report = ingest_pack(load_pack(copy_pack(tmp_path / "pack", domain)), graph, warehouse)
+        assert report.catalog_links >= first.tables == 2
+        run_generate(graph, catalog=catalog, root=release, n=4, seed=1)
+        reads = graph.run_raw_read(
+            "MATCH (u:RoutingUnit {catalog: $c, status: 'ok'})-[:RoutingReadsTable]->(ct:CatalogTable) "
+            "RETURN u.unit_id AS unit, collect(ct.name) AS tables", {"c": catalog})
+        assert len(reads) == len(questions)
+        assert all(len(r["tables"]) == 1 for r in reads)
+        by_edges = graph.run_raw_read(
+            "MATCH (t:RoutingTask {catalog: $c})-[:RoutingUsesUnit]->(:RoutingUnit)-[:RoutingReadsTable]->"
+            "(:CatalogTable)-[:CatalogIsDomainTable]->(tab:Table {domain: $d})<-[:READS]-(:Metric)<-[:MODIFIES]-(:Rule) "
+            "RETURN count(DISTINCT t) AS n", {"c": catalog, "d": domain})[0]["n"]
+        by_names = graph.run_raw_read(
+            "MATCH (:Rule {domain: $d})-[:MODIFIES]->(:Metric)-[:READS]->(tab:Table {domain: $d}) "
+            "WITH collect(DISTINCT toLower(tab.name)) AS names "
+            "MATCH (t:RoutingTask {catalog: $c})-[:RoutingUsesUnit]->(u:RoutingUnit) "
+            "WHERE any(x IN u.tables WHERE toLower(x) IN names) RETURN count(DISTINCT t) AS n",
+            {"c": catalog, "d": domain})[0]["n"]
+        assert by_edges == by_names > 0
+    finally:
+        delete_catalog(graph, catalog)
+        delete_domain(graph, domain)

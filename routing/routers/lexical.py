@@ -1,9 +1,10 @@
 """The lexical router: BM25 over capability summaries, one source per request segment.
 
 Segments are the request's sentences (a request carries no other structure); each goes to its
-top-ranked database. One database makes a single-source route, several a parallel one. With the
-clarification policy "once" it asks its one question on every single-segment request and, if
-the answer names the reading the user means, routes that reading.
+top-ranked database, and a sentence that matches nothing in the catalog (a closing "Thanks.") is
+left out. One database makes a single-source route, several a parallel one. With the
+clarification policy "once" it asks its one question whenever it would route one database and,
+if the answer names the reading the user means, routes that reading.
 """
 from __future__ import annotations
 
@@ -30,25 +31,28 @@ class LexicalRouter:
         self.name = "lexical" if ask == "never" else "lexical+ask"
 
     @staticmethod
-    def _top(env: RoutingEnvironment, text: str) -> str:
-        return env.search(text, "capabilities", 1)[0]["database"]
+    def _top(env: RoutingEnvironment, text: str) -> str | None:
+        hit = env.search(text, "capabilities", 1)[0]
+        return str(hit["database"]) if hit["score"] > 0 else None
 
     def _branch(self, env: RoutingEnvironment, segs: list[str]) -> RouteBranch:
         contribs: dict[str, RouteContribution] = {}
-        order: list[str] = []
         for s in segs:
             db = self._top(env, s)
-            order.append(db)
-            contribs.setdefault(db, RouteContribution(database=db, request=s))
+            if db is not None:
+                contribs.setdefault(db, RouteContribution(database=db, request=s))
+        if not contribs:  # nothing matched: the whole request's best database
+            db = str(env.search(" ".join(segs), "capabilities", 1)[0]["database"])
+            contribs[db] = RouteContribution(database=db, request=" ".join(segs))
         return RouteBranch(databases=sorted(contribs), contributions=list(contribs.values()))
 
     def route(self, task: RouterTask, env: RoutingEnvironment) -> Route:
         segs = segments(task.request)
-        if len(segs) == 1 and self.ask == "once" and env.can_clarify:
+        branch = self._branch(env, segs)
+        if len(branch.databases) == 1 and self.ask == "once" and env.can_clarify:
             answer = env.ask_clarification("Could this request mean more than one thing? If so, which do you mean?")
             if answer.startswith(MEANT_PREFIX):
                 reading = answer.removeprefix(MEANT_PREFIX)
                 return env.submit_route(Route(behaviour="interactive", branches=[self._branch(env, [reading])]))
-        branch = self._branch(env, segs)
         behaviour: Behaviour = "single" if len(branch.databases) == 1 else "parallel"
         return env.submit_route(Route(behaviour=behaviour, branches=[branch]))

@@ -1,9 +1,14 @@
-"""A seeded random router: a floor every other router should clear."""
+"""A seeded random router: a floor every other router should clear. It never reads the request; its
+behaviour label is drawn with the weights of a behaviour mix (the stratified chance level: always
+naming the commonest label would beat a uniform draw without reading anything), by default the
+published one, or the mix of the benchmark evaluated (a benchmark publishes its counts)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 
 from dibench.routing.environment import RoutingEnvironment
+from dibench.routing.generate import REFERENCE_MIX
 from dibench.routing.models import BEHAVIOURS, Route, RouteBranch, RouteContribution, RouteEdge
 from dibench.routing.routers import RouterTask
 
@@ -11,19 +16,20 @@ from dibench.routing.routers import RouterTask
 class RandomRouter:
     name = "random"
 
-    def __init__(self, seed: int = 42) -> None:
+    def __init__(self, seed: int = 42, mix: Mapping[str, int] | None = None) -> None:
         self.seed = seed
+        self.weights = [(mix or REFERENCE_MIX).get(b, 0) for b in BEHAVIOURS]
 
     def _branch(self, rng: random.Random, ids: list[str], k: int, request: str, chain: bool) -> RouteBranch:
-        dbs = rng.sample(ids, k)
-        edges = [RouteEdge(source=dbs[0], target=dbs[1])] if chain and k >= 2 else []
+        dbs = rng.sample(ids, min(k, len(ids)))  # a catalog smaller than the draw gives what it has
+        edges = [RouteEdge(source=dbs[0], target=dbs[1])] if chain and len(dbs) >= 2 else []
         return RouteBranch(databases=sorted(dbs), edges=edges,
                            contributions=[RouteContribution(database=d, request=request) for d in dbs])
 
     def route(self, task: RouterTask, env: RoutingEnvironment) -> Route:
         rng = random.Random(f"{self.seed}:{task.task_id}")
         ids = env.view.ids()
-        behaviour = rng.choice(BEHAVIOURS)
+        behaviour = rng.choices(BEHAVIOURS, weights=self.weights)[0]
         n_branches = 2 if behaviour == "interactive" else 1
         k = 1 if behaviour in ("single", "interactive") else rng.randint(2, 4)
         branches = [self._branch(rng, ids, k, task.request, behaviour == "sequential") for _ in range(n_branches)]
