@@ -327,9 +327,9 @@ def rules_for_cmd(metric_id: str, domain: str | None, with_tasks: bool, as_json:
         print_json(rows)
         return
     print_table(f"rules affecting {metric_id}", ["rule", "type", "version", "verified", "via", "in policy",
-                                                 "applies when", "op"] + (["tasks"] if with_tasks else []),
+                                                 "order", "applies when", "op"] + (["tasks"] if with_tasks else []),
                 [[r["rule_id"], r["rule_type"], r["version"], r["verified"], " -> ".join(r["path"]), r["policy"],
-                  ", ".join(f"{a['dimension']}={a['value']}" for a in r["applies_when"]) or "-",
+                  r["order"] or "-", ", ".join(f"{a['dimension']}={a['value']}" for a in r["applies_when"]) or "-",
                   (r["operation"] or {}).get("op", "multi") if isinstance(r["operation"], dict) else "multi"]
                  + ([len(r.get("tasks", []))] if with_tasks else []) for r in rows])
     from dibench.service.queries import policy_summary
@@ -337,6 +337,8 @@ def rules_for_cmd(metric_id: str, domain: str | None, with_tasks: bool, as_json:
     pol = policy_summary(get_graph(), metric_id, domain)
     click.echo(f"policy of {metric_id} (what gold answers apply): {', '.join(pol['rules']) or 'no rule'}"
                + ("" if pol["complete"] else "; INCOMPLETE: generation skips this metric"))
+    if len(pol["order"]) > 1:
+        click.echo(f"applied in this order: {' -> '.join(pol['order'])}")
     for line in pol["conflicts"]:
         err_console.print(f"[red]conflict[/red] {line}", highlight=False, soft_wrap=True)
     if pol["unknown"]:

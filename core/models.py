@@ -162,6 +162,9 @@ class _EffectBase(Strict):
     metric: str = Field(pattern=ID_PATTERN)
     applies_when: AppliesWhen | None = None
     from_date: dt.date | None = Field(None, description="the operation applies to rows on/after this date (temporal)")
+    after: str | None = Field(None, pattern=ID_PATTERN,
+                              description="id of a rule whose effect on the same metric this one applies after: "
+                                          "two effects that do not commute then compose in that order")
     note: str | None = None
 
 

@@ -234,6 +234,21 @@ def effect_problems(pack: Pack, eff: AnyEffect, columns: dict[str, dict[str, str
     return out
 
 
+def after_problem(pack: Pack, rule_id: str, eff: AnyEffect) -> str | None:
+    """What is wrong with an effect's `after: RULE`: its own rule, a rule the pack does not hold,
+    or one with no effect on the same metric (nothing to come after)."""
+    if eff.after is None:
+        return None
+    if eff.after == rule_id:
+        return "names the effect's own rule"
+    other = next((d for d in pack.rules if d.id == eff.after), None)
+    if other is None:
+        return f"unknown rule {eff.after!r}"
+    if not any(e.metric == eff.metric for e in other.front.effects or []):
+        return f"rule {eff.after} has no effect on metric {eff.metric}: there is nothing to apply after"
+    return None
+
+
 def _rule_problems(pack: Pack, columns: dict[str, dict[str, str]] | None = None) -> list[PackError]:
     out: list[PackError] = []
     for doc in pack.rules:
@@ -241,13 +256,16 @@ def _rule_problems(pack: Pack, columns: dict[str, dict[str, str]] | None = None)
         for j, eff in enumerate(doc.front.effects or []):
             out += [PackError(file, f"effects.{j}.{f}" if f else f"effects.{j}", p)
                     for f, p in effect_problems(pack, eff, columns or {}, doc.id, f"effects.{j}.")]
+            problem = after_problem(pack, doc.id, eff)
+            if problem:
+                out.append(PackError(file, f"effects.{j}.after", problem))
     return out
 
 
 def _conflict_problems(pack: Pack) -> list[PackError]:
     files = {doc.id: doc for doc in pack.rules}
     found = pack_conflicts(pack)
-    return [PackError(_rel(files[c.rule_b].path), "supersedes", line)
+    return [PackError(_rel(files[c.rule_b].path), "supersedes / effects.after", line)
             for c, line in zip(found, conflict_lines(pack, found))]
 
 

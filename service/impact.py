@@ -8,6 +8,7 @@ from typing import Any
 from dibench.core.keys import rule_key
 from dibench.service.update import resolve_rule
 from dibench.stores.graph import Graph
+from dibench.stores.policies import domain_policies
 
 
 def impact(graph: Graph, rule_id: str, domain: str | None = None) -> dict[str, Any]:
@@ -15,8 +16,11 @@ def impact(graph: Graph, rule_id: str, domain: str | None = None) -> dict[str, A
     key = rule_key(d, rule_id)
     r = graph.read("impact_rule", rule=key)[0]
     tasks = graph.read("impact_rule_tasks", rule=key)
+    policies = domain_policies(graph, d, [m["metric"] for m in r["metrics"]])
     metrics = sorted(({"metric": m["metric"], "operation": json.loads(m["op"]) if m["op"] else None,
-                       "verified": bool(m["verified"]), "changed_slices": m["changed_slices"] or []}
+                       "verified": bool(m["verified"]), "changed_slices": m["changed_slices"] or [],
+                       # the metric's policy in the order its effects apply, this rule among them
+                       "policy_order": policies[m["metric"]].order() if m["metric"] in policies else []}
                       for m in r["metrics"]), key=lambda m: m["metric"])
     dims: dict[str, set[str]] = {}
     for a in r["applies"]:

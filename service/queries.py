@@ -33,11 +33,13 @@ def rules_for(graph: Graph, metric_id: str, domain: str | None = None) -> list[d
     `applied` (in force on this metric: its gold applies it), `applied (through its inputs)` (a
     derived metric's input's rule), `superseded` (another document takes precedence where both
     apply), `unverified` (never changes an answer on the data), or `informative` (a component's
-    rule: a composite written as its own SQL does not apply it)."""
+    rule: a composite written as its own SQL does not apply it); `order` is an applied rule's
+    place in the order the policy's effects apply (1 first; `after:` in a document sets it)."""
     key = resolve_metric(graph, metric_id, domain)
     dom, mid = key.split(":", 1)[1].split("/", 1)
     policy = policy_of(graph, dom, mid)
     applied = {e.rule_id for e in policy.edges}
+    order = {r: i for i, r in enumerate(policy.order(), start=1)}
     out = []
     for r in graph.read("rules_for_metric", metric=key):
         op = json.loads(r["op"]) if r["op"] else None
@@ -51,6 +53,7 @@ def rules_for(graph: Graph, metric_id: str, domain: str | None = None) -> list[d
             "rule_id": r["rule_id"], "title": r["title"], "rule_type": r["rule_type"], "version": r["version"],
             "content_hash": (r["content_hash"] or "")[:12], "verified": bool(r["verified"]),
             "via": "direct" if direct else "composite", "path": r["path"], "policy": status,
+            "order": order.get(r["rule_id"]) if status.startswith("applied") else None,
             "applies_when": [a for a in r["applies_when"] if a], "operation": op,
             "changed_slices": r["changed_slices"] or [],
         })

@@ -92,6 +92,7 @@ class UpdatePlan:
     regeneration: Regeneration | None = None
     warnings: list[str] = field(default_factory=list)
     llm: dict[str, Any] = field(default_factory=dict)  # model, prompt versions, calls (see llm_record)
+    policy_order: dict[str, list[str]] = field(default_factory=dict)  # affected metric -> its rules, in order
 
     @property
     def rule_key(self) -> str:
@@ -121,7 +122,7 @@ class UpdatePlan:
             "update_key": self.update_key if self.changed else None, "written": self.changed,
             "before": self.before, "after": self.after, "effects": self.effects, "applies_when": self.applies,
             "counts": self.counts(), "tasks": [c.as_dict() for c in sorted(self.changes, key=lambda c: c.key)],
-            "warnings": self.warnings, "llm": self.llm,
+            "warnings": self.warnings, "llm": self.llm, "policy_order": self.policy_order,
         }
 
 
@@ -353,6 +354,7 @@ def plan_update(pack: Pack, doc: RuleDoc, graph: Graph, wh: Warehouse, llm: Base
     metrics = sorted(inputs.affected(was | {m["metric"].split("/", 1)[1] for m in rules.modifies} | set(mentions)
                                      | set(st["mentions"] if st else [])))
     policies = inputs.build()
+    plan.policy_order = {m: policies[m].order() for m in metrics if m in policies}
     ctx = _context(pack, wh, llm, plan.update_key)
     plan_tasks(plan, graph, ctx, policies, metrics)
     if regenerate:
@@ -383,10 +385,11 @@ def plan_remove(graph: Graph, rule_id: str, domain: str | None = None, pack: Pac
     plan.applies = {"added": [], "removed": sorted(f"{a['dimension']}={a['value']}" for a in st["applies"] if a)}
     inputs = policy_inputs(graph, d).replacing(rule_id, [], [], None)
     metrics = sorted(inputs.affected({e["metric"] for e in st["edges"]} | set(st["mentions"])))
+    after_removal = inputs.build()
+    plan.policy_order = {m: after_removal[m].order() for m in metrics if m in after_removal}
     if pack is not None and wh is not None:
         kept = replace(pack, rules=tuple(r for r in pack.rules if r.id != rule_id))
-        policies = inputs.build()
-        plan_tasks(plan, graph, _context(kept, wh, llm, plan.update_key), policies, metrics)
+        plan_tasks(plan, graph, _context(kept, wh, llm, plan.update_key), after_removal, metrics)
         for ch in plan.changes:
             if ch.action == "retired" and rule_id in ch.reason:
                 ch.reason = "the rule document was removed"

@@ -4,7 +4,7 @@ Each effect of a rule document is one typed operation; `apply_effect` copies the
 the changed copy with the bind parameters it introduced (literals in predicates are lifted into
 parameters). Row-level operations honour `applies_when` and `from_date` row by row; an override
 applies to a group only when the whole group lies in the slice. A policy is applied in the order
-COMPOSITION (docs/architecture.md, "Policies").
+COMPOSITION, an effect that states `after: RULE` after that rule's (docs/architecture.md, "Policies").
 """
 from __future__ import annotations
 
@@ -31,6 +31,10 @@ AnyEffect = (WhereEffect | ExcludeEffect | HavingEffect | ThresholdEffect | Adju
 # The composition order of a policy: stage of each op (lower first).
 COMPOSITION: dict[str, int] = {"where": 0, "exclude": 0, "threshold": 1, "adjust": 2, "weight": 3, "override": 4,
                                "having": 5, "suppress": 5}
+# The order in which effects are rewritten into the tree: as COMPOSITION, but a threshold goes in
+# last. It sets a parameter wherever the final statement reads it, so an override or adjustment
+# written with the parameter (:lgd in an expected-loss formula) gets the rule's value too.
+TREE_STAGE: dict[str, int] = {**COMPOSITION, "threshold": 6}
 
 
 @dataclass
@@ -165,6 +169,20 @@ def _suppress(tree: exp.Expression, eff: SuppressEffect, metric: MetricSpec, pre
     return outer_select(tree).having(exp.GTE(this=counted, expression=exp.Placeholder(this=name)), copy=False)
 
 
+def _fractional(value: Any) -> bool:
+    return isinstance(value, float) and not value.is_integer()
+
+
+def numeric_parameters(tree: exp.Expression, params: dict[str, Any]) -> exp.Expression:
+    """The metric's placeholders whose default is a fraction (:lgd = 0.45) typed NUMERIC, in place:
+    a float binds as double precision, and `l.amount * :lgd` would then be computed in binary
+    floating point. The cast reads the bound float through its 15 significant digits, exactly 0.45."""
+    for hole in list(tree.find_all(exp.Placeholder)):
+        if _fractional(params.get(hole.name)) and not isinstance(hole.parent, exp.Cast):
+            hole.replace(exp.cast(exp.Placeholder(this=hole.name), exp.DataType.build("NUMERIC")))
+    return tree
+
+
 def _threshold(tree: exp.Expression, eff: ThresholdEffect, metric: MetricSpec, prefix: str,
                params: dict[str, Any]) -> exp.Expression:
     holes = [p for p in tree.find_all(exp.Placeholder) if p.name == eff.param]
@@ -175,6 +193,8 @@ def _threshold(tree: exp.Expression, eff: ThresholdEffect, metric: MetricSpec, p
     guard = _guard(tree, eff, metric, prefix, params)
     for hole in holes:
         new: exp.Expression = exp.Placeholder(this=name)
+        if _fractional(eff.value):  # exact, as the metric's own fractional parameters (numeric_parameters)
+            new = exp.cast(new, exp.DataType.build("NUMERIC"))
         if guard is not None:
             new = exp.Case(ifs=[exp.If(this=guard.copy(), true=new)], default=exp.Placeholder(this=eff.param))
         hole.replace(new)
@@ -282,20 +302,83 @@ def apply_effect(bound: Bound, eff: AnyEffect, metric: MetricSpec, tag: str) -> 
     return Bound(tree, params)
 
 
-def composition_key(tag: str, eff: AnyEffect, winners: frozenset[str] = frozenset()) -> tuple[int, int, str]:
+def composition_key(tag: str, eff: AnyEffect, winners: frozenset[str] = frozenset(),
+                    stages: dict[str, int] = COMPOSITION) -> tuple[int, int, str]:
     """Stage, then precedence, then rule id. A rule that takes precedence (`supersedes`) must hold
     where both apply: a threshold rewrites the parameter's holes it finds, so the winner goes
     first (later thresholds only reach the holes left in its ELSE); an override wraps the value,
     so the winner goes last."""
     first = 0 if tag in winners else 1
     rank = first if eff.op == "threshold" else (1 - first if eff.op == "override" else 0)
-    return COMPOSITION[eff.op], rank, tag
+    return stages[eff.op], rank, tag
 
 
-def apply_effects(bound: Bound, effects: Sequence[tuple[str, AnyEffect]], metric: MetricSpec,
+Entry = tuple[str, AnyEffect]  # (rule id, effect on one metric)
+
+
+def _stated_after(entries: Sequence[Entry]) -> list[tuple[int, int]]:
+    """(i, j): effect j says `after:` the rule of effect i (a rule without an effect here orders nothing)."""
+    return [(i, j) for j, (_, ej) in enumerate(entries) if ej.after
+            for i, (ti, _) in enumerate(entries) if ti == ej.after and i != j]
+
+
+def _rewritten_first(earlier: AnyEffect, later: AnyEffect) -> bool | None:
+    """Whether, for `later` to apply to what `earlier` produced, `earlier` is rewritten into the
+    tree first (True), second (False), or either (None: they commute). A threshold fills the
+    parameter's holes it finds and an adjustment substitutes a column inside the value, so the
+    later one goes into the tree first (the earlier then reaches its ELSE, or feeds it its column);
+    an override replaces the value, so the later one goes in last; an override after a row-level
+    adjustment or weight goes in first, so that its formula reads the adjusted, weighted rows."""
+    ops = (earlier.op, later.op)
+    if ops in (("threshold", "threshold"), ("adjust", "adjust")) or (later.op == "override" and earlier.op in (
+            "adjust", "weight")):
+        return False
+    if ops == ("override", "override"):
+        return True
+    return None
+
+
+def _topological(entries: Sequence[Entry], before: list[tuple[int, int]], base: list[int]) -> list[int]:
+    """Indexes of `entries` with every (a, b) of `before` putting a first, otherwise in `base` order."""
+    placed: list[int] = []
+    pending = list(base)
+    while pending:
+        ready = next((k for k in pending if all(a in placed for a, b in before if b == k)), None)
+        if ready is None:
+            cycle = sorted({entries[k][0] for k in pending})
+            raise RewriteError(f"effects of rules {', '.join(cycle)} on metric {entries[0][1].metric} each apply "
+                               f"after another (`after:` makes a cycle)")
+        placed.append(ready)
+        pending.remove(ready)
+    return placed
+
+
+def policy_order(entries: Sequence[Entry], winners: frozenset[str] = frozenset()) -> list[Entry]:
+    """The effects in the order a reader applies them to the data: COMPOSITION's stages (stage,
+    precedence, rule id), except that an effect stating `after: RULE` comes after that rule's."""
+    base = sorted(range(len(entries)), key=lambda k: composition_key(entries[k][0], entries[k][1], winners))
+    return [entries[k] for k in _topological(entries, _stated_after(entries), base)]
+
+
+def tree_order(entries: Sequence[Entry], winners: frozenset[str] = frozenset()) -> list[Entry]:
+    """The order in which the effects are rewritten into the metric's tree so that it computes
+    `policy_order` (`_rewritten_first` per ordered pair)."""
+    base = sorted(range(len(entries)), key=lambda k: composition_key(entries[k][0], entries[k][1], winners, TREE_STAGE))
+    before = []
+    for i, j in _stated_after(entries):
+        first = _rewritten_first(entries[i][1], entries[j][1])
+        if first is not None:
+            before.append((i, j) if first else (j, i))
+    return [entries[k] for k in _topological(entries, before, base)]
+
+
+def apply_effects(bound: Bound, effects: Sequence[Entry], metric: MetricSpec,
                   winners: frozenset[str] = frozenset()) -> Bound:
-    """Apply (rule_id, effect) pairs in the composition order (stage, precedence, rule id)."""
-    for tag, eff in sorted(effects, key=lambda te: composition_key(te[0], te[1], winners)):
+    """Apply (rule_id, effect) pairs in the composition order (stage, precedence, rule id; an
+    effect stating `after:` applies to what that rule's effect produced: `tree_order`)."""
+    for tag, eff in tree_order(list(effects), winners):
+        if eff.op == "threshold" and not any(p.name == eff.param for p in bound.tree.find_all(exp.Placeholder)):
+            continue  # an override replaced every use of the parameter: there is nothing left to set
         bound = apply_effect(bound, eff, metric, tag)
     return bound
 

@@ -3,8 +3,9 @@
 `metric_policy` composes a metric's effects in COMPOSITION order, applies `supersedes`, and
 reports the pairs whose order would change the answer (two overrides, two thresholds of one
 parameter, two adjustments of one column, an override with a weight or an adjustment, unless
-their `applies_when` slices are disjoint). Pure functions; the pack (ingest/conflicts.py) and the
-graph (stores/policies.py) readers call them. The rules: docs/architecture.md, "Policies".
+their `applies_when` slices are disjoint, or one states `after:` the other). Pure functions; the
+pack (ingest/conflicts.py) and the graph (stores/policies.py) readers call them. The rules:
+docs/architecture.md, "Policies".
 """
 from __future__ import annotations
 
@@ -12,9 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from dibench.sqlops.ops import AnyEffect
-
-Entry = tuple[str, AnyEffect]  # (rule id, effect on one metric)
+from dibench.core.errors import DibenchError
+from dibench.sqlops.ops import AnyEffect, Entry, policy_order
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,8 @@ class Conflict:
         a = (where or {}).get(self.rule_a, self.rule_a)
         b = (where or {}).get(self.rule_b, self.rule_b)
         return (f"policy conflict on metric {self.metric}: {a} and {b} {self.reason}; "
-                f"add `supersedes: {self.rule_a}` to the later document (or the reverse)")
+                f"state which applies first with `after: {self.rule_a}` on the other's effect, or add "
+                f"`supersedes: {self.rule_a}` to the later document (or the reverse)")
 
 
 def _disjoint(a: AnyEffect, b: AnyEffect) -> bool:
@@ -54,15 +55,35 @@ def _clash(a: AnyEffect, b: AnyEffect) -> str | None:
     return None
 
 
+def _order_problem(ra: str, ea: AnyEffect, rb: str, eb: AnyEffect) -> str | None:
+    """Why a stated order between two clashing effects does not resolve them (None: it does)."""
+    if ea.after == rb and eb.after == ra:
+        return "each state that they apply after the other"
+    earlier, later = (ea, eb) if eb.after == ra else (eb, ea)
+    if earlier.op == "override" and later.op in ("adjust", "weight"):
+        return (f"{later.op} rows after an override of the value, which no longer reads them (put `after:` on "
+                f"the override, or use `supersedes`)")
+    return None
+
+
 def conflicts(metric: str, entries: Sequence[Entry]) -> list[Conflict]:
-    """Every conflicting pair of different rules among a metric's effects, in rule-id order."""
+    """Every conflicting pair of different rules among a metric's effects, in rule-id order: two
+    effects whose order would change the answer, unless one states `after:` the other (and that
+    order can be composed)."""
     out: dict[tuple[str, str], Conflict] = {}
     for (ra, ea), (rb, eb) in combinations(sorted(entries, key=lambda e: e[0]), 2):
         if ra == rb:
             continue
         reason = _clash(ea, eb)
+        if reason is not None and (ea.after == rb or eb.after == ra):
+            reason = _order_problem(ra, ea, rb, eb)
         if reason is not None and (ra, rb) not in out:
             out[(ra, rb)] = Conflict(metric, ra, rb, reason)
+    try:
+        policy_order(entries)
+    except DibenchError:  # a longer cycle of `after:`: no order exists
+        ids = sorted({r for r, e in entries if e.after})
+        out.setdefault((ids[0], ids[-1]), Conflict(metric, ids[0], ids[-1], "are in a cycle of `after:`"))
     return list(out.values())
 
 
@@ -93,6 +114,15 @@ class MetricPolicy:
     @property
     def complete(self) -> bool:
         return not self.conflicts and not self.unknown
+
+    def order(self) -> list[str]:
+        """The rules in the order their effects apply (ops.policy_order), each at its first effect;
+        rule-id order when a stated order cannot be composed (the policy then has a conflict)."""
+        try:
+            ordered = policy_order(self.entries, frozenset(self.winners))
+        except DibenchError:
+            ordered = list(self.entries)
+        return list(dict.fromkeys(r for r, _ in ordered))
 
 
 def metric_policy(metric: str, entries: Iterable[Entry], supersedes: Mapping[str, str | None],

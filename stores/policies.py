@@ -73,6 +73,16 @@ class Policy:
     def complete(self) -> bool:
         return self.state.complete
 
+    def order(self) -> list[str]:
+        """The rules of the policy in the order their effects apply (sqlops.ops.policy_order); a
+        derived metric's inputs one after the other."""
+        if not self.inputs:
+            return self.state.order()
+        by_input: dict[str, list[str]] = defaultdict(list)
+        for e in self.edges:
+            by_input[e.metric_id].append(e.rule_id)
+        return list(dict.fromkeys(r for i in self.inputs for r in self.state.order() if r in by_input[i]))
+
     def problem(self) -> str | None:
         """Why generation skips the metric, in one line (None when the policy is complete)."""
         if self.state.conflicts:
@@ -84,7 +94,7 @@ class Policy:
 
     def as_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "rules": list(dict.fromkeys(e.tag for e in self.edges)),
-                "inputs": list(self.inputs), "complete": self.complete,
+                "order": self.order(), "inputs": list(self.inputs), "complete": self.complete,
                 "superseded": list(self.state.superseded), "conflicts": [c.line() for c in self.state.conflicts],
                 "unknown": list(self.state.unknown)}
 
