@@ -7,6 +7,7 @@ and a re-derived one can only differ when the rows differ. Pure functions, no I/
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 from scipy import stats
@@ -19,10 +20,37 @@ WELCH_TEST_NAME = "Welch's t-test (two-tailed)"
 WELCH_ALPHA = 0.05
 
 
+# PostgreSQL turns a double precision value into NUMERIC through its 15 significant digits
+# (DBL_DIG): ROUND(x::numeric, d) rounds that decimal, not the binary value.
+FLOAT_DIGITS = 15
+WIDE = Context(prec=80)  # quantize never runs out of digits (28 by default) on a large value
+
+
+def exact(v: Any) -> Decimal | None:
+    """The exact decimal a value stands for: a NUMERIC (Decimal) as it is, an integer exactly, a
+    float as PostgreSQL casts it to NUMERIC (15 significant digits); None for None and for a value
+    that is not a finite number."""
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, Decimal):
+        return v if v.is_finite() else None
+    if isinstance(v, int):
+        return Decimal(v)
+    f = float(v)
+    return Decimal(f"{f:.{FLOAT_DIGITS}g}") if math.isfinite(f) else None
+
+
 def rnd(v: Any, digits: int) -> Any:
+    """`v` rounded to `digits` decimals exactly as PostgreSQL's ROUND(numeric, digits): on the
+    exact decimal, half away from zero (417.325 -> 417.33, -0.125 -> -0.13), as a float for the
+    JSON answer. A value that is not a finite number is returned as a float, unrounded."""
     if v is None:
         return None
-    return round(float(v), digits)
+    d = exact(v)
+    if d is None:
+        return float(v)
+    # + 0.0: NUMERIC has no negative zero (ROUND(-0.001, 2) is 0.00).
+    return float(d.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP, context=WIDE)) + 0.0
 
 
 # ------------------------------------------------------------------ point query, threshold
@@ -43,26 +71,33 @@ def threshold_crossing(value: float | None, threshold: float, higher_is_better: 
 
 # ------------------------------------------------------------------ trend
 def trend_summary(rows: Rows, digits: int) -> dict[str, Any] | None:
-    """(period, value, ...) rows -> direction, total change and peak; None under three periods."""
-    series = sorted((str(r[0]), float(r[1])) for r in rows if r[0] is not None and r[1] is not None)
+    """(period, value, ...) rows -> direction, total change and peak; None under three periods.
+    The change is computed on the exact values (28 significant digits), then rounded."""
+    series = sorted((str(r[0]), d) for r in rows if r[0] is not None and (d := exact(r[1])) is not None)
     if len(series) < 3:
         return None
     first, last = series[0][1], series[-1][1]
-    change = 0.0 if first == 0 else (last - first) / abs(first) * 100.0
+    change = Decimal(0) if first == 0 else (last - first) / abs(first) * 100
     direction = "flat" if abs(change) < TREND_FLAT_PCT else ("increasing" if change > 0 else "decreasing")
     peak = max(series, key=lambda p: (p[1], p[0]))[0]
     return {"direction": direction, "total_change_pct": rnd(change, TREND_PCT_DIGITS), "peak_period": peak}
 
 
 # ------------------------------------------------------------------ groups
+def label(v: Any) -> str:
+    """A group's name as questions and answers write it: a NUMERIC group value as its float reads
+    (4.0, 0.99), whether the row came back exact or not."""
+    return str(float(v)) if isinstance(v, Decimal) else str(v)
+
+
 def grouped_rows(rows: Rows, digits: int) -> list[dict[str, Any]]:
     """(group, value, n) rows -> [{group, value}] sorted by group name."""
-    return sorted(({"group": str(r[0]), "value": rnd(r[1], digits)} for r in rows if r[0] is not None),
+    return sorted(({"group": label(r[0]), "value": rnd(r[1], digits)} for r in rows if r[0] is not None),
                   key=lambda x: x["group"])
 
 
 def comparison(rows: Rows, a: str, b: str, digits: int) -> dict[str, Any]:
-    vals = {str(r[0]): rnd(r[1], digits) for r in rows}
+    vals = {label(r[0]): rnd(r[1], digits) for r in rows}
     va, vb = vals.get(a), vals.get(b)
     if va is None or vb is None or va == vb:
         higher = "equal" if va == vb and va is not None else "undetermined"
@@ -100,8 +135,9 @@ def counterfactual(current_rows: Rows, hypothetical_rows: Rows, digits: int) -> 
 # ------------------------------------------------------------------ significance
 def welch(rows: Rows, a: str, b: str) -> dict[str, Any] | None:
     """(period, group, value, n) rows -> Welch's two-tailed t-test of group a against b."""
-    xa = [float(r[2]) for r in rows if str(r[1]) == a and r[2] is not None]
-    xb = [float(r[2]) for r in rows if str(r[1]) == b and r[2] is not None]
+    # A statistic: the one answer computed in floats (scipy), from the exact monthly values.
+    xa = [float(r[2]) for r in rows if label(r[1]) == a and r[2] is not None]
+    xb = [float(r[2]) for r in rows if label(r[1]) == b and r[2] is not None]
     if len(xa) < 3 or len(xb) < 3:
         return None
     res = stats.ttest_ind(xa, xb, equal_var=False)

@@ -180,7 +180,7 @@ class PairingRun:
             if unbound:
                 # e.g. an override formula written for another metric's parameters
                 return "not_applicable", f"operation uses parameter(s) {unbound} this metric does not have", None
-            rows = self.wh.execute_readonly(render(bound.tree), params).rows
+            rows = self.wh.execute_readonly(render(bound.tree), params, exact=True).rows
         except (RewriteError, WarehouseError) as exc:
             return "not_applicable", f"operation does not apply: {str(exc).splitlines()[0]}", None
         try:
@@ -212,7 +212,7 @@ def pairing_ablation(graph: Graph, wh: Warehouse, domain: str, *, seed: int = 42
         metric = metrics[task.metric_ids[0]]
         assert task.featured_rule is not None and task.lifted_sql is not None
         # A counterfactual answer puts the rows without the featured rule beside the rows with it.
-        base_rows = wh.execute_readonly(task.lifted_sql, task.lifted_params).rows if needs_base_rows(task) else None
+        base_rows = wh.execute_readonly(task.lifted_sql, task.lifted_params, exact=True).rows if needs_base_rows(task) else None
         pr = PairingRun(wh, task, metric, AnswerContract.model_validate(task.contract), base_rows)
         # Other candidates exclude the rules already in force (applying one twice proves nothing).
         in_force = {p.split("@", 1)[0] for p in task.policy} | {task.featured_rule}

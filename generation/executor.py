@@ -39,7 +39,7 @@ class Executor:
     plan_log: list[str] = field(default_factory=list)  # per answered statement: "grouped" or "legacy: why"
 
     def run(self, sql: str, params: dict[str, Any], *, cache: bool = True, exact: bool = False) -> QueryResult:
-        """`exact`: NUMERIC values stay Decimal (Warehouse.execute_readonly), for partials."""
+        """`exact`: NUMERIC values stay Decimal (Warehouse.execute_readonly), for partials and answers."""
         if not cache:
             return self._execute(sql, params, exact)
         key = (sql, json.dumps(params, sort_keys=True, default=str), exact)

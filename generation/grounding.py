@@ -18,6 +18,7 @@ from typing import Any, TypeVar, cast
 
 from sqlglot import exp
 
+from dibench.core.answers import label
 from dibench.core.errors import RewriteError
 from dibench.core.models import LLMEffects, MetricSpec
 from dibench.generation import grouped as grouped_plan
@@ -25,7 +26,7 @@ from dibench.generation.executor import Executor, Part, Shape, Statement
 from dibench.generation.skeletons import Skeleton
 from dibench.sqlops import grouped as grouped_sql
 from dibench.sqlops.dialect import parse, parse_expression, render
-from dibench.sqlops.ops import AnyEffect, Bound, apply_effects
+from dibench.sqlops.ops import AnyEffect, Bound, apply_effects, numeric_parameters
 from dibench.sqlops.shape import combine, distinct_values, rename_placeholders
 from dibench.sqlops.tree import aliased_column, column
 from dibench.stores.pack_data import as_date, metric_window
@@ -132,6 +133,8 @@ class Context:
             tree = parse(m.template, where=f"metric {m.id}: sql")
             tree.meta["time_column"] = m.time_ref
             bound = apply_effects(Bound(tree), self.effects(key, m), m, winners)
+            # after the effects: an override may write the metric's parameters anew (:lgd)
+            bound = Bound(numeric_parameters(bound.tree, m.params), bound.params)
             if name:
                 bound = Bound(rename_placeholders(bound.tree, f"{name}__", WINDOW),
                               {f"{name}__{k}": v for k, v in bound.params.items()})
@@ -209,11 +212,12 @@ class Context:
             return planned
         self.ex.plan_log.append(f"legacy: {planned}")
         if self.ex.grouped:  # one statement for the shape under every rule set, when they combine
-            batch = grouped_plan.batched(self, rule_ids, shape, window, extra)
+            batch = grouped_plan.batched(self, rule_ids, shape, window, extra, exact=True)
             if batch is not None:
                 return batch
         st = statement()
-        return self.ex.run(st.sql, st.params)
+        # NUMERIC values stay Decimal: answers are rounded on the exact value (core.answers.rnd).
+        return self.ex.run(st.sql, st.params, exact=True)
 
     def statement(self, rule_ids: frozenset[str]) -> Statement:
         """The last shaped query under `rule_ids` (not run)."""
@@ -237,7 +241,7 @@ class Context:
 
         res = self.planned(frozenset(), shape, window, extra,
                            lambda: Statement(render(shape(self.base.tree)), {**self.window_params(window), **extra}))
-        return [str(v) for v, n in res.rows if v is not None and n >= min_rows]
+        return [label(v) for v, n in res.rows if v is not None and n >= min_rows]
 
 
 def month_add(d: dt.date, months: int) -> dt.date:

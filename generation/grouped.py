@@ -298,7 +298,7 @@ def _answer(ctx: Context, p: Partials, tree: exp.Expression, window: tuple[dt.da
     def run(first: str, last: str) -> QueryResult:
         keep = [i for i, period in enumerate(p.columns[grouped.PERIOD]) if first <= period < last]
         params = {**p.params, **extra, **{grouped.PARAM_PREFIX + c: [v[i] for i in keep] for c, v in p.columns.items()}}
-        return ctx.ex.run(sql, params, cache=False)
+        return ctx.ex.run(sql, params, cache=False, exact=True)
 
     if period is not None:
         every = ctx.ex.remember(("answer", p.key, sql, None, extra_key), lambda: run("", "~"))

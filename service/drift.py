@@ -101,7 +101,7 @@ class _Runner:
     def rows(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         key = (sql, canonical(params))
         if key not in self.cache:
-            res = self.wh.execute_readonly(sql, params)
+            res = self.wh.execute_readonly(sql, params, exact=True)
             self.statements += 1
             self.seconds += res.elapsed_s
             self.cache[key] = res.rows

@@ -227,8 +227,9 @@ class Warehouse:
         """Run one checked query in a READ ONLY transaction with a statement timeout, always rolled
         back. With `schema` (or a default from `for_schema`), it runs as that domain's read-only role
         (see stores.pgroles), which can read that schema only; without, as the admin role (only
-        for callers with no domain). NUMERIC values come back as floats, as answers are read;
-        `exact` keeps them Decimal (partial aggregates that are summed again)."""
+        for callers with no domain). NUMERIC values come back as floats; `exact` keeps them
+        Decimal (partial aggregates that are summed again, and answers, which core.answers rounds
+        on the exact value as PostgreSQL's ROUND(numeric, d) does)."""
         checked_readonly(sql)
         schema = schema if schema is not None else self.default_schema
         timeout_ms = int(1000 * (timeout_s if timeout_s is not None else self.settings.statement_timeout_s))

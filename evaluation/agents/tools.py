@@ -36,11 +36,12 @@ class Toolbox:
     turn: int = 0
 
     # -- direct forms (reference agents): results as objects, errors raised ---------------
-    def sql(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
+    def sql(self, sql: str, params: dict[str, Any] | None = None, *, exact: bool = False) -> QueryResult:
+        """`exact`: NUMERIC values stay Decimal (reference agents round them as generation does)."""
         started = time.perf_counter()
         event: dict[str, Any] = {"turn": self.turn, "tool": "sql_query", "args": {"sql": sql, "params": params or {}}}
         try:
-            result = self.wh.execute_readonly(sql, params or {}, schema=self.schema)
+            result = self.wh.execute_readonly(sql, params or {}, schema=self.schema, exact=exact)
         except DibenchError as exc:
             event.update(ok=False, error=str(exc))
             raise

@@ -1,0 +1,105 @@
+"""Gold numbers are rounded on the exact value, half away from zero, as PostgreSQL's
+ROUND(numeric, d): checked on a metric whose exact value is a tie at the cent (the freight
+pack's two quotes average 417.325), against PostgreSQL itself and a recomputation with Python's
+Decimal; and the answer contract accepts the rounded and the exact value, not the value a
+binary float rounds to."""
+from __future__ import annotations
+
+import random
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+
+import pytest
+
+from dibench.core.answers import rnd
+from dibench.core.contracts import check_answer, task_contract
+from dibench.core.pack import Pack, load_pack
+from dibench.generation.analyses import decomposition, point_query
+from dibench.generation.executor import Executor
+from dibench.generation.grounding import Context, data_window
+from dibench.generation.skeletons import Skeleton
+from dibench.ingest.database import load_database
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.warehouse import Warehouse
+
+FREIGHTPACK = Path(__file__).resolve().parent / "fixtures" / "freightpack"
+
+
+@pytest.fixture(scope="module")
+def pack(warehouse: Warehouse) -> Pack:
+    pk = load_pack(FREIGHTPACK)
+    if "quotes" not in schema_columns(warehouse, pk.schema):
+        load_database(pk, warehouse)
+    return pk
+
+
+@pytest.mark.parametrize(("value", "digits", "rounded"), [
+    (Decimal("417.325"), 2, 417.33),   # a float 417.325 is 417.32499999...: round() gives 417.32
+    (Decimal("-417.325"), 2, -417.33),  # away from zero, as PostgreSQL
+    (Decimal("2.5"), 0, 3.0),           # not to even, as Python's round() does
+    (Decimal("417.32499999999999999"), 2, 417.32),  # exactly below the tie: down
+    (Decimal("-0.001"), 2, 0.0),        # NUMERIC has no negative zero
+    (417.325, 2, 417.33),               # a double precision value: through its 15 digits, as ROUND(x::numeric)
+    (7, 2, 7.0),
+])
+def test_rounding_is_half_away_from_zero_on_the_exact_value(value: object, digits: int, rounded: float) -> None:
+    assert rnd(value, digits) == rounded
+    assert str(rnd(value, digits)) != "-0.0"
+
+
+def test_rounding_matches_postgresql_round(warehouse: Warehouse) -> None:
+    cases = ["417.325", "-417.325", "0.005", "-0.005", "1.0049999999999999", "123456789.125", "2.5", "-2.5"]
+    for text in cases:
+        for digits in (0, 1, 2, 3):
+            pg = warehouse.execute_readonly("SELECT ROUND(CAST(:v AS NUMERIC), :d)", {"v": text, "d": digits},
+                                            exact=True).rows[0][0]
+            assert rnd(Decimal(text), digits) == float(pg), (text, digits)
+
+
+def tie_skeleton(pack: Pack) -> Skeleton:
+    return Skeleton(pack.name, "FR-QUOTE-001", "orders.shipped_at", "temporal", "shipping date", 500, ("quotes",),
+                    (), ())
+
+
+def test_a_tie_at_the_cent_is_rounded_up_in_the_gold(pack: Pack, warehouse: Warehouse) -> None:
+    metric = pack.metric_by_id["FR-QUOTE-001"]
+    for grouped in (True, False):  # the grouped plan and one statement per answer alike
+        ctx = Context(metric, tie_skeleton(pack), Executor(warehouse, schema=pack.schema, grouped=grouped),
+                      random.Random(0), data_window(warehouse, metric, schema=pack.schema), {})
+        out = point_query.build(ctx)
+        assert out is not None
+        # the recomputation: the two quotes as PostgreSQL stores them, averaged and rounded by Decimal
+        amounts = [r[0] for r in warehouse.execute_readonly("SELECT amount FROM freight.quotes ORDER BY quote_id",
+                                                            {}, exact=True).rows]
+        exact = sum(amounts, Decimal(0)) / len(amounts)
+        assert exact == Decimal("417.325")
+        expected = float(exact.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+        assert out.gold_answer == {"value": expected} == {"value": 417.33}
+        assert round(float(exact), 2) == 417.32  # what reading the value as a float first gave
+
+
+def test_the_contract_accepts_the_rounded_and_the_exact_value() -> None:
+    contract = task_contract("point_query", 2)
+    gold = {"value": 417.33}
+    for answer in (417.33, 417.325, 417.3250001, 417.334):
+        assert check_answer(contract, gold, {"value": answer}).passed, answer
+    for answer in (417.32, 417.34, 417.3):
+        assert not check_answer(contract, gold, {"value": answer}).passed, answer
+
+
+def test_decomposition_rows_are_recomputed_with_decimal(pack: Pack, warehouse: Warehouse) -> None:
+    """Every row of a decomposition of freight by carrier against the test's own SQL, rounded
+    with Decimal half up (no rule in force: the plain metric)."""
+    metric = pack.metric_by_id["FR-TOTAL-001"]
+    sk = Skeleton(pack.name, "FR-TOTAL-001", "orders.carrier", "categorical", "carrier", 3, ("orders", "customers"),
+                  (), ())
+    for seed in range(3):
+        ctx = Context(metric, sk, Executor(warehouse, schema=pack.schema), random.Random(seed),
+                      data_window(warehouse, metric, schema=pack.schema), {})
+        out = decomposition.build(ctx)
+        assert out is not None
+        rows = warehouse.execute_readonly(
+            "SELECT o.carrier, SUM(o.freight) FROM freight.orders o WHERE o.shipped_at >= :s AND o.shipped_at < :e "
+            "GROUP BY o.carrier ORDER BY o.carrier", {"s": out.facts["start"], "e": out.facts["end"]}, exact=True).rows
+        expected = [{"group": g, "value": float(v.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))} for g, v in rows]
+        assert out.gold_answer == {"rows": expected}
