@@ -10,7 +10,6 @@ See docs/contracts.md.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -20,6 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dibench.core.answers import TREND_PCT_DIGITS
 from dibench.core.errors import DibenchError
+from dibench.core.facts import fact_found, strays
+
+__all__ = ["ANALYSIS_TYPES", "AnalysisType", "AnswerContract", "ContractError", "check_answer", "fact_found",
+           "make_contract", "shape_problems", "task_contract", "validate_expected"]
 
 AnalysisType = Literal[
     "knowledge_retrieval", "point_query", "trend_analysis", "comparison", "ranking",
@@ -33,6 +36,9 @@ P_VALUE_REL_TOL = 1e-3
 P_VALUE_ABS_TOL = 5e-4
 # A reason lists this many mismatches, then counts the rest: a 27-row decomposition stays readable.
 MAX_REASONS = 3
+# Numbers or dates a knowledge answer may state beyond what its sources state (a version, a
+# year, an example of its own); a dump of every number in the knowledge base states dozens.
+MAX_STRAYS = 3
 
 
 class ContractError(DibenchError):
@@ -73,10 +79,14 @@ class RowsRule(_Strict):
 
 
 class KnowledgeRule(_Strict):
-    """Every fact in expected[facts_field] must appear in answer[text_field]."""
+    """Every fact in expected[facts_field] must appear in answer[text_field]; and when the
+    expected answer lists what its sources state (`sources_field`), the answer may state at most
+    `max_strays` other numbers or dates (a list of every number of every document is no answer)."""
 
     text_field: str = "text"
     facts_field: str = "must_include"
+    sources_field: str = "sources_state"
+    max_strays: int = Field(MAX_STRAYS, ge=0)
 
 
 class AnswerContract(_Strict):
@@ -95,7 +105,7 @@ class AnswerContract(_Strict):
         if self.rows:
             known.add(self.rows.field)
         if self.knowledge:
-            known |= {self.knowledge.text_field, self.knowledge.facts_field}
+            known |= {self.knowledge.text_field, self.knowledge.facts_field, self.knowledge.sources_field}
         return known
 
 
@@ -165,8 +175,11 @@ def validate_expected(contract: AnswerContract, expected: Any, *, what: str) -> 
             problems = [f"field(s) {', '.join(unknown)} are neither scored nor ignored by the contract"]
     if not problems and contract.knowledge:
         facts = expected[contract.knowledge.facts_field]
+        sources = expected.get(contract.knowledge.sources_field, [])
         if not (isinstance(facts, list) and facts and all(isinstance(f, str) and f.strip() for f in facts)):
             problems = [f"{contract.knowledge.facts_field} must be a non-empty list of non-empty strings"]
+        elif not (isinstance(sources, list) and all(isinstance(v, str) for v in sources)):
+            problems = [f"{contract.knowledge.sources_field} must be a list of strings"]
     if problems:
         raise ContractError(f"{contract.analysis_type} {what}: {'; '.join(problems)}")
 
@@ -207,11 +220,22 @@ def check_answer(contract: AnswerContract, expected: dict[str, Any], answer: Any
     if contract.rows:
         mismatches += _rows_mismatches(contract.rows, expected[contract.rows.field], answer[contract.rows.field])
     if contract.knowledge:
-        missing = [f for f in expected[contract.knowledge.facts_field]
-                   if not fact_found(f, answer[contract.knowledge.text_field])]
-        if missing:
-            mismatches.append("missing fact(s) " + ", ".join(repr(f) for f in missing))
+        mismatches += _knowledge_mismatches(contract.knowledge, expected, answer[contract.knowledge.text_field])
     return Check(passed=not mismatches, malformed=False, mismatches=tuple(mismatches), notes=tuple(notes))
+
+
+def _knowledge_mismatches(rule: KnowledgeRule, expected: dict[str, Any], text: str) -> list[str]:
+    out = []
+    missing = [f for f in expected[rule.facts_field] if not fact_found(f, text)]
+    if missing:
+        out.append("missing fact(s) " + ", ".join(repr(f) for f in missing))
+    if rule.sources_field in expected:
+        extra = strays(text, list(expected[rule.sources_field]))
+        if len(extra) > rule.max_strays:
+            shown = ", ".join(repr(v) for v in extra[:MAX_REASONS])
+            out.append(f"states {len(extra)} numbers or dates its sources do not ({shown}, ...; at most "
+                       f"{rule.max_strays}): a list of guesses is not an answer")
+    return out
 
 
 def shape_problems(contract: AnswerContract, answer: Any) -> list[str]:
@@ -335,32 +359,6 @@ def _order_ok(rule: RowsRule, expected: list[dict[str, Any]], got: list[dict[str
             return False
         i = j
     return True
-
-
-# ------------------------------------------------------------------------------ knowledge facts
-_NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
-# A number in free text: not glued to a preceding word, digit or decimal point ("v2", "1.2.3").
-NUMBER_IN_TEXT = re.compile(r"(?<![\w.])" + _NUMBER)
-NUMERIC_FACT = re.compile(r"^\s*(" + _NUMBER + r")\s*%?\s*$")
-
-
-def fact_found(fact: str, text: str) -> bool:
-    """A numeric fact ("30", "1,000", "4.5%") must equal a number in the text; any other fact is a
-    case-insensitive substring (whitespace runs count as one space)."""
-    numeric = NUMERIC_FACT.match(fact)
-    if numeric:
-        target = _to_float(numeric.group(1))
-        return any(abs(_to_float(m.group(0)) - target) <= FLOAT_SLACK * max(1.0, abs(target))
-                   for m in NUMBER_IN_TEXT.finditer(text))
-    return _squash(fact) in _squash(text)
-
-
-def _to_float(number: str) -> float:
-    return float(number.replace(",", ""))
-
-
-def _squash(s: str) -> str:
-    return " ".join(s.split()).casefold()
 
 
 # ------------------------------------------------------------------------------ small helpers

@@ -3,15 +3,18 @@ scorer and to show the knowledge-to-computation gap (docs/evaluation.md).
 
 `oracle` runs the gold SQL and derives the answer with `core.answers` (must score 100%);
 `no-rule` runs the base SQL; `featured-rule-only` runs the task's SQL with its featured rule
-alone; `retrieval-only` answers knowledge tasks with the top policy document and computes nothing.
+alone; `retrieval-only` answers knowledge tasks with the top policy document and computes nothing;
+`keyword-dump` answers every knowledge task with every number and date of every document.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from dibench.core.facts import renderings, stated
 from dibench.evaluation.agents.base import Agent, AgentRun
 from dibench.evaluation.agents.tools import Toolbox
+from dibench.evaluation.kb import KnowledgeBase
 from dibench.evaluation.rederive import derive_answer, hypothetical_statement, needs_base_rows
 from dibench.evaluation.tasks import TaskRecord
 
@@ -38,11 +41,11 @@ class OracleAgent:
             return _answered({"text": text}, tools, "gold knowledge text and facts")
         if task.gold_sql is None:
             return _no_answer(tools, "task has no gold SQL")
-        rows = tools.sql(task.gold_sql, task.params).rows
+        rows = tools.sql(task.gold_sql, task.params, exact=True).rows
         base = None
         if needs_base_rows(task):
             sql, params = hypothetical_statement(task)
-            base = tools.sql(sql, params).rows if sql else None
+            base = tools.sql(sql, params, exact=True).rows if sql else None
         return _answered(derive_answer(task, rows, base), tools, "gold SQL executed")
 
 
@@ -54,7 +57,7 @@ class NoRuleAgent:
     def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
         if task.analysis_type == KNOWLEDGE or task.base_sql is None:
             return _no_answer(tools, "no base SQL: the no-rule agent only computes the plain metric")
-        rows = tools.sql(task.base_sql, task.base_params).rows
+        rows = tools.sql(task.base_sql, task.base_params, exact=True).rows
         # Without rules the counterfactual's "current" and "hypothetical" are the same rows.
         return _answered(derive_answer(task, rows, rows), tools, "base SQL executed")
 
@@ -71,8 +74,8 @@ class FeaturedRuleOnlyAgent:
                                                                                            task.base_params)
         if sql is None:
             return _no_answer(tools, "task has no SQL")
-        rows = tools.sql(sql, params).rows
-        base = tools.sql(task.base_sql, task.base_params).rows if needs_base_rows(task) and task.base_sql else None
+        rows = tools.sql(sql, params, exact=True).rows
+        base = tools.sql(task.base_sql, task.base_params, exact=True).rows if needs_base_rows(task) and task.base_sql else None
         return _answered(derive_answer(task, rows, base), tools, "featured rule alone executed")
 
 
@@ -90,6 +93,26 @@ class RetrievalOnlyAgent:
         return _answered({"text": hits[0].text}, tools, f"top policy document {hits[0].doc_id}")
 
 
+def every_value(kb: KnowledgeBase) -> str:
+    """Every number and date of every document of the knowledge base, each once, in one line."""
+    return " ".join(renderings([v for d in kb.documents for v in stated(f"{d.title}\n{d.text}", words=False)]))
+
+
+@dataclass(frozen=True)
+class KeywordDumpAgent:
+    """An adversary of the knowledge contract: it answers every knowledge task with every number
+    and date found in every document, the same line for every task, and reads no question. A
+    knowledge score it reaches is a score that guessing reaches."""
+
+    name: str = "keyword-dump"
+    model: str = "reference:keyword-dump"
+
+    def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
+        if task.analysis_type != KNOWLEDGE:
+            return _no_answer(tools, "keyword dump: answers knowledge tasks only")
+        return _answered({"text": every_value(tools.kb)}, tools, "every number and date of every document")
+
+
 REFERENCE_AGENTS: dict[str, Callable[[], Agent]] = {
     "oracle": OracleAgent, "no-rule": NoRuleAgent, "featured-rule-only": FeaturedRuleOnlyAgent,
-    "retrieval-only": RetrievalOnlyAgent}
+    "retrieval-only": RetrievalOnlyAgent, "keyword-dump": KeywordDumpAgent}

@@ -1,42 +1,100 @@
 """Knowledge retrieval: a substantive answer from the rule document itself, with the facts it
-must include (effective date and the numbers the rule uses). No SQL. {"text", "must_include"}"""
+must include: what the rule sets (threshold, weight or cap values, the minimum group size, the
+slice of a conditional rule, the date of effect of a temporal rule), as far as the document
+states them; and the numbers and dates its sources state (`sources_state`: an answer stating
+many others is a list of guesses, core/contracts.py). No SQL. {"text", "must_include", "sources_state"}"""
 from __future__ import annotations
 
 import json
-import re
+from decimal import Decimal
 from typing import Any
 
-from dibench.core.contracts import fact_found
+from sqlglot import exp
+
+from dibench.core.errors import RewriteError
+from dibench.core.facts import fact_found, renderings, stated
+from dibench.core.models import MetricSpec
 from dibench.generation.analyses.base import Outcome
 from dibench.generation.grounding import Context
 from dibench.generation.skeletons import Skeleton
+from dibench.sqlops.dialect import parse_expression
 
 NAME = "knowledge_retrieval"
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+MAX_FACTS = 4
+# Literals that set nothing a reader looks for: an identity weight, a zero, a percent scale.
+NEUTRAL = frozenset({Decimal(0), Decimal(1), Decimal(100)})
 
 
 def compatible(sk: Skeleton) -> bool:
     return bool(sk.rules)
 
 
-def effect_numbers(effects: list[dict[str, Any]]) -> list[str]:
+def _number_text(v: Any) -> str:
+    return format(Decimal(str(v)).normalize(), "f")
+
+
+def literal_values(expression: str) -> list[str]:
+    """The values a document's SQL expression writes: numbers (not 0, 1 or 100) and strings."""
+    try:
+        tree = parse_expression(expression, where="knowledge facts")
+    except RewriteError:
+        return []
+    out = []
+    for lit in tree.find_all(exp.Literal):
+        if lit.is_string:
+            if str(lit.this).strip():
+                out.append(str(lit.this))
+        elif Decimal(str(lit.this)) not in NEUTRAL:
+            out.append(_number_text(lit.this))
+    return out
+
+
+def flag_names(predicate: str) -> list[str]:
+    """The yes/no columns a predicate tests as they stand ("t.is_spam OR c.is_internal" tests
+    spam and internal): what such a rule sets is which flags exclude or keep a row."""
+    try:
+        tree = parse_expression(predicate, where="knowledge facts")
+    except RewriteError:
+        return []
+    out = []
+    for col in tree.find_all(exp.Column):
+        parent = col.parent
+        while isinstance(parent, exp.Paren):
+            parent = parent.parent
+        if parent is None or isinstance(parent, (exp.And, exp.Or, exp.Not)):
+            name = col.name
+            for prefix in ("is_", "has_"):
+                name = name[len(prefix):] if name.startswith(prefix) else name
+            out.append(name.replace("_", " "))
+    return out
+
+
+def effect_facts(effects: list[dict[str, Any]], temporal: bool) -> list[str]:
+    """What the effects set, each once, in order: the threshold value, the minimum group size, the
+    values written in predicates, weights and expressions (and the flags a predicate tests), the
+    slice value of `applies_when`, and (only for a temporal rule) the `from_date`."""
     out: list[str] = []
     for e in effects:
-        for k in ("value", "min_n"):
-            if isinstance(e.get(k), (int, float)) and not isinstance(e.get(k), bool):
-                out.append(f"{e[k]:g}")
+        if e.get("op") == "threshold" and e.get("value") is not None:
+            v = e["value"]
+            out.append(_number_text(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v))
+        if e.get("op") == "suppress" and e.get("min_n") is not None:
+            out.append(str(e["min_n"]))
         for k in ("predicate", "weight", "expression"):
             if isinstance(e.get(k), str):
-                out += [n for n in _NUMBER.findall(e[k]) if n not in ("0", "1", "100", "100.0")]
+                out += literal_values(e[k]) + (flag_names(e[k]) if k == "predicate" else [])
         if e.get("applies_when"):
             out.append(str(e["applies_when"]["value"]))
-        if e.get("from_date"):
+        if temporal and e.get("from_date"):
             out.append(str(e["from_date"]))
-    seen: list[str] = []
-    for x in out:
-        if x not in seen:
-            seen.append(x)
-    return seen[:4]
+    return list(dict.fromkeys(out))
+
+
+def document_facts(effects: list[dict[str, Any]], doc: Any, temporal: bool) -> list[str]:
+    """The effects' facts that the document states (in any rendering: "three" states 3), at most
+    MAX_FACTS; none when it states none of them (no scorable task: an effective date or a lone
+    digit would not need the rule)."""
+    return [f for f in effect_facts(effects, temporal) if fact_found(f, doc.body)][:MAX_FACTS]
 
 
 def summary_text(body: str, limit: int = 600) -> str:
@@ -50,14 +108,6 @@ def summary_text(body: str, limit: int = 600) -> str:
     return text[:limit]
 
 
-def document_facts(effects: list[dict[str, Any]], doc: Any) -> list[str]:
-    """The effect's values that the document states, matched as the scorer matches them (numbers
-    numerically: "2000" is stated by "2,000"); else its effective date (part of the document an
-    agent retrieves)."""
-    facts = [n for n in effect_numbers(effects) if fact_found(n, doc.body)]
-    return facts or [doc.front.effective_date.isoformat()]
-
-
 def answer_text(doc: Any, facts: list[str]) -> str:
     """A summary of the document that states every must-include fact, so that the gold answer
     passes its own check: the summary, then the first passage stating each fact not yet in it."""
@@ -66,9 +116,67 @@ def answer_text(doc: Any, facts: list[str]) -> str:
     for fact in facts:
         if fact_found(fact, text):
             continue
-        stated = next((p for p in passages if fact_found(fact, p)), None)
-        text += " " + (stated if stated is not None else f"The policy is effective from {fact}.")
+        stated_in = next((p for p in passages if fact_found(fact, p)), None)
+        if stated_in is not None:
+            text += " " + stated_in
     return text
+
+
+def metric_text(m: MetricSpec) -> str:
+    """What the metric's catalog entry says (as the knowledge base shows it to an agent)."""
+    return "\n".join(str(x) for x in (m.id, m.name, f"tier {m.tier}", m.description, m.formula, m.unit,
+                                      f"{m.rounding} decimals", m.target if m.target is not None else "",
+                                      json.dumps(m.params), m.sql or "", " ".join(m.dimensions)))
+
+
+def document_text(doc: Any) -> str:
+    f = doc.front
+    return f"{f.id}\n{f.title}\n{f.owner}\nversion {f.version}\n{f.effective_date.isoformat()}\n{doc.body}"
+
+
+def sources_state(ctx: Context) -> list[str]:
+    """Every number and date the task's sources state: the metric's catalog entry and the
+    documents of its policy (the featured one among them)."""
+    texts = [metric_text(ctx.metric)]
+    ids = list(dict.fromkeys([r.rule_id for r in ctx.skeleton.rules] + [r.rule_id for r in ctx.skeleton.policy]))
+    texts += [document_text(ctx.rule_docs[r]) for r in ids if r in ctx.rule_docs]
+    return sorted(renderings([v for t in texts for v in stated(t)]))
+
+
+def natural(column: str) -> str:
+    """A column as words: "countries.country_name" -> "country", "o.is_test" -> "is test"."""
+    name = column.rsplit(".", 1)[-1]
+    for suffix in ("_name", "_id", "_code"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+    return name.replace("_", " ")
+
+
+def expression_columns(text: str) -> list[str]:
+    try:
+        tree = parse_expression(text, where="knowledge question")
+    except RewriteError:
+        return []
+    return list(dict.fromkeys(natural(c.name) for c in tree.find_all(exp.Column)))
+
+
+def topic(effects: list[dict[str, Any]], temporal: bool) -> dict[str, Any]:
+    """What a knowledge question asks about, without naming the document: the kind of change the
+    first effect makes, the columns it reads, and whether it concerns one slice or a date."""
+    e = effects[0]
+    op = str(e.get("op"))
+    cols: list[str] = []
+    for k in ("predicate", "weight", "expression"):
+        if isinstance(e.get(k), str):
+            cols += expression_columns(e[k])
+    if op == "adjust":
+        cols = [natural(str(e["column"]))]
+    if op == "threshold":
+        cols = [str(e["param"]).replace("_", " ")]
+    when = e.get("applies_when")
+    return {"op": op, "columns": list(dict.fromkeys(cols))[:2],
+            "slice": natural(str(when["dimension"])) if when else None,
+            "dated": bool(temporal and any(x.get("from_date") for x in effects))}
 
 
 def build(ctx: Context) -> Outcome | None:
@@ -77,8 +185,9 @@ def build(ctx: Context) -> Outcome | None:
     if doc is None:
         return None
     effects = [e for e in rule.effects_json() if e.get("metric") == ctx.metric.id] or rule.effects_json()
-    facts = document_facts(effects, doc)
-    answer = {"text": answer_text(doc, facts), "must_include": facts}
+    temporal = rule.rule_type == "temporal"
+    facts = document_facts(effects, doc, temporal)
+    answer = {"text": answer_text(doc, facts), "must_include": facts, "sources_state": sources_state(ctx)}
     return Outcome(answer, {"text": "", "must_include": facts}, None, None, {}, {},
                    {"rule": rule.rule_id, "title": doc.front.title, "effective_date": doc.front.effective_date.isoformat(),
-                    "effects": json.dumps(effects)})
+                    "effects": json.dumps(effects), "topic": topic(effects, temporal)})
