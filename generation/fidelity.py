@@ -2,9 +2,10 @@
 
 A phraser (above all an LLM) can drift: a window of August 2023 to July 2024 becomes "July 2024
 to August 2024", a ranking loses its k, a threshold its direction, a question gives the answer
-away. Each check reads the question's text (dates normalised: month names and abbreviations,
-ISO months, quarters, years; numbers with separators, k/m suffixes and number words) and
-compares it with the facts. Each returns a one-line problem or None.
+away, a no-rule variant forgets to say that it asks for the catalog's definition alone. Each
+check reads the question's text (dates normalised: month names and abbreviations, ISO months,
+quarters, years; numbers with separators, k/m suffixes and number words) and compares it with
+the facts. Each returns a one-line problem or None.
 """
 from __future__ import annotations
 
@@ -148,11 +149,32 @@ def leak_problem(q: str, analysis: str, gold: dict[str, Any], facts: dict[str, A
     return None
 
 
+_SET_ASIDE = re.compile(r"\b(?:before|without|ignoring|excluding|disregarding|not applying|setting aside)\s+"
+                        r"(?:any|all|the|our|every)?\s*(?:of\s+)?(?:our\s+|the\s+|company\s+)*polic(?:y|ies)")
+
+
+def asks_catalog_only(q: str) -> bool:
+    """Whether the question asks, in words, for the catalog's definition before any policy."""
+    text = q.lower()
+    return "catalog" in text and _SET_ASIDE.search(text) is not None
+
+
+def variant_problem(q: str, facts: dict[str, Any]) -> str | None:
+    """A no-rule variant (facts `catalog_only`) must ask for the catalog's definition alone; any
+    other question must not, since its answer applies the metric's policy."""
+    if facts.get("catalog_only") and not asks_catalog_only(q):
+        return "variant: the question does not ask for the catalog's definition alone, before any policy adjustments"
+    if not facts.get("catalog_only") and asks_catalog_only(q):
+        return "variant: the question asks to set the policies aside, but its answer applies them"
+    return None
+
+
 def fidelity_problems(question: str, analysis: str, facts: dict[str, Any], gold: dict[str, Any]) -> list[str]:
     """Every way the question departs from the task's facts (empty: faithful)."""
     if analysis == "knowledge_retrieval":
         return []
     found = [window_problem(question, facts["start"], facts["end"]) if "start" in facts else None,
              group_problem(question, facts), k_problem(question, facts), threshold_problem(question, facts),
-             rank_direction_problem(question, analysis, facts), leak_problem(question, analysis, gold, facts)]
+             rank_direction_problem(question, analysis, facts), leak_problem(question, analysis, gold, facts),
+             variant_problem(question, facts)]
     return [p for p in found if p]

@@ -29,7 +29,7 @@ from dibench.generation.runs import Heartbeat, OpenedRun, finish, open_run
 from dibench.generation.selection import quality, select
 from dibench.generation.skeletons import Skeleton, enumerate_all
 from dibench.generation.workers import die_with_parent, work, work_entry
-from dibench.generation.writeback import GOLD_VERSION
+from dibench.generation.writeback import GOLD_MEANING, GOLD_VERSION, reject_ambiguous
 from dibench.stores import fingerprint
 from dibench.stores.graph import DEADLOCK, Graph, retries_between, retry_counts
 from dibench.stores.llm import configured_model, describe, merge_counts
@@ -63,6 +63,7 @@ class RunSummary:
     stage2: str = "skipped"
     skipped_metrics: dict[str, str] = field(default_factory=dict)  # metric -> why its policy is incomplete
     migrated: int = 0  # tasks of an older gold meaning retired before this run
+    ambiguous: int = 0  # tasks rejected: another task with a different answer asks the same question
     resumed: bool = False
     llm: dict[str, dict[str, int]] = field(default_factory=dict)  # calls, cache hits, failures, prompt tokens per stage
     llm_failures: int = 0  # model calls that failed for good (each recorded against its candidate)
@@ -255,8 +256,7 @@ def migrate(graph: Graph, domain: str, run_key: str) -> int:
     every task of an older graph one current run. The number of tasks retired."""
     graph.write("migrate_one_run_per_task", domain=domain)
     key = f"migration:{domain}/gold-v{GOLD_VERSION}@{run_key}"
-    reason = (f"gold meaning changed to v{GOLD_VERSION}: the gold answer applies the metric's whole policy, "
-              f"not only the skeleton's rule; regenerated tasks are admitted again")
+    reason = f"gold meaning changed to v{GOLD_VERSION}: {GOLD_MEANING}; regenerated tasks are admitted again"
     retired = int(graph.write_returning("migrate_retire_old_gold", domain=domain, gold_version=GOLD_VERSION,
                                         reason=reason, key=key)[0]["retired"])
     if retired:
@@ -337,7 +337,14 @@ def _generate(pack: Pack, graph: Graph, pool: Pool | None, started: float, *, ta
             stats += process(graph, run_key, pack, seed, workers, pool, counter, beat,
                              calls_so_far=llm_calls(stats))
             summary = summarise(graph, run_key, pack, len(planned))
+    # One question, one answer, across the whole domain (earlier runs included): a task whose
+    # question another task with a different gold shares is rejected with the reason.
+    ambiguous = reject_ambiguous(graph, pack.name)
+    if ambiguous:
+        say(f"{ambiguous} tasks rejected: their question is another task's, with a different answer")
+        summary = summarise(graph, run_key, pack, len(planned))
     finish(graph, run_key)
+    summary.ambiguous = ambiguous
     summary.skeletons = len(planned)
     summary.skipped_metrics, summary.migrated = enum.skipped, migrated
     summary.wall_seconds = round(time.perf_counter() - started, 2)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dibench.core.config import get_settings
 from dibench.stores.llm import ask_structured, estimate_tokens, shape_text
 
-PROMPT_VERSION = "phrase/2"
+PROMPT_VERSION = "phrase/3"
 
 
 NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
@@ -115,9 +115,47 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
         return _pick(rng, [f"Break down the {name} by {dim_label} {when}.",
                            f"What was the {name} for each {dim_label} {when}?"])
     if analysis == "knowledge_retrieval":
-        return _pick(rng, [f"What does our policy say about how the {name} must be calculated, and which specific figures or conditions does it set?",
-                           f"How are we supposed to treat special cases when reporting the {name}? Name the concrete conditions and numbers."])
+        return knowledge_question(name, facts.get("topic") or {}, rng)
     raise ValueError(f"unknown analysis type {analysis}")
+
+
+def _about(columns: list[str]) -> str:
+    return f", as far as the {' and the '.join(columns)} {'are' if len(columns) > 1 else 'is'} concerned" \
+        if columns else ""
+
+
+def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random) -> str:
+    """A knowledge question about one rule of the metric, told apart from its other rules by the
+    kind of change the rule makes and the columns it reads (knowledge.topic), never by its document."""
+    op, about = topic.get("op"), _about(list(topic.get("columns") or []))
+    asks = {
+        "where": f"Which records count towards the {name} under our policy{about}?",
+        "exclude": f"Which cases does our policy leave out of the {name}{about}?",
+        "having": f"When does our policy leave a group out of the {name}{about}?",
+        "suppress": f"When must a {name} figure be withheld for privacy reasons?",
+        "threshold": f"What does our policy set as the {' and '.join(topic.get('columns') or ['threshold'])} "
+                     f"of the {name}?",
+        "adjust": f"How does our policy adjust the {' and '.join(topic.get('columns') or ['values'])} that goes "
+                  f"into the {name}?",
+        "weight": f"How does our policy weight individual records in the {name}{about}?",
+        "override": f"How does our policy redefine the calculation of the {name}?",
+    }.get(str(op), f"What does our policy say about how the {name} must be calculated?")
+    if topic.get("slice"):
+        asks += f" Which {topic['slice']} does it concern?"
+    if topic.get("dated"):
+        asks += " From which date does it apply?"
+    return asks + _pick(rng, [" Name the exact figures and conditions it sets.",
+                              " State the concrete conditions and numbers."])
+
+
+# The no-rule variant's opt-out: its answer is the catalog's plain metric, and the question says so.
+CATALOG_ONLY = "by the metric catalog's definition alone, before any policy adjustments"
+
+
+def catalog_only(question: str) -> str:
+    """The no-rule variant of a question: the same question, asking in words for the metric
+    catalog's definition alone (an agent that applies the company's policies must not be wrong)."""
+    return f"{question.rstrip()} Answer {CATALOG_ONLY}."
 
 
 class PhrasedQuestion(BaseModel):
@@ -130,17 +168,20 @@ PHRASE_SYSTEM = (
     "Be natural. Never mention database tables, column names, identifiers or which document to read. State "
     "exactly the period of the facts (start month and year to the month before `end`), the group values, k for "
     "rankings and the threshold with its direction (at least / at most) for threshold questions. Never state "
-    "the answer's numbers. Reply with JSON {\"question\": \"...\"} only."
+    "the answer's numbers. When `catalog_only` is true, the answer ignores every policy document: the question "
+    f"must ask for the figure {CATALOG_ONLY}, in those words; otherwise never ask to set policies aside. "
+    "Reply with JSON {\"question\": \"...\"} only."
 )
 
 
 def llm_question(llm: BaseChatModel, analysis: str, metric_name: str, gold_answer: dict[str, Any],
                  facts: dict[str, Any], rule_texts: list[str], where: str,
-                 rewrite: tuple[str, list[str]] | None = None) -> str:
+                 rewrite: tuple[str, list[str]] | None = None, catalog: bool = False) -> str:
     """Phrase the question; `rewrite` = (previous question, the judge's objections) asks for a
-    better phrasing of the same question after a phrasing-only judge failure."""
+    better phrasing of the same question after a phrasing-only judge failure; `catalog`: the
+    no-rule variant, whose answer is the catalog's definition alone (the question must say so)."""
     payload: dict[str, Any] = {"metric": metric_name, "analysis_type": analysis, "answer": gold_answer,
-                               "facts": facts, "rule_documents": []}
+                               "facts": facts, "catalog_only": catalog, "rule_documents": []}
     if rewrite is not None:
         payload["previous_question"], payload["reviewer_objections"] = rewrite[0], rewrite[1]
     payload["rule_documents"] = fitting_documents(payload, rule_texts, get_settings().llm_context)

@@ -5,7 +5,7 @@ import hashlib
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -16,7 +16,7 @@ from dibench.core.pack import Pack
 from dibench.generation.analyses import Analysis, Outcome, registry
 from dibench.generation.executor import Executor, Statement
 from dibench.generation.grounding import Context, data_window
-from dibench.generation.questions import answer_format, llm_question, template_question
+from dibench.generation.questions import answer_format, catalog_only, llm_question, template_question
 from dibench.generation.skeletons import Skeleton
 from dibench.generation.validation import (
     NOT_DISCRIMINATIVE, PHRASING_DIMENSIONS, Candidate, Vocabulary, judge, rule_changes_answer, stage1,
@@ -220,6 +220,14 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
             pass
         except LLM_FAILURES as exc:
             c.rejections.append(f"llm: {exc}")
+    if c.tier == "K+A+R" and analysis in NO_RULE_VARIANT and not failed:
+        def phrase_no_rule(rewrite: tuple[str, list[str]] | None) -> str:
+            assert llm is not None
+            return llm_question(llm, analysis, metric.name, result.base_answer, {**result.facts, "catalog_only": True},
+                                rule_texts, where=f"phrasing {sk.key} {analysis} (no-rule variant)", rewrite=rewrite,
+                                catalog=True)
+
+        no_rule_variant(c, vocab, llm if phrased else None, phrase_no_rule)
     if not c.rejections:
         def rephrase(previous: str, objections: list[str]) -> str:
             assert llm is not None
@@ -229,6 +237,41 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
         c.judge = run_judge(llm if judge else None, c, vocab, rephrase,
                             skipped="no LLM configured" if llm is None else "judge disabled (--no-judge)")
     return c
+
+
+# Analyses with a no-rule variant: a counterfactual asks about the policy itself (its value with
+# and without a rule), so "before any policy adjustments" would ask nothing.
+NO_RULE_VARIANT = frozenset({"point_query", "trend_analysis", "comparison", "ranking", "significance_testing",
+                             "threshold_crossing", "decomposition"})
+NoRulePhraser = Callable[[tuple[str, list[str]] | None], str]
+
+
+def no_rule_variant(c: Candidate, vocab: Vocabulary, llm: BaseChatModel | None, phrase: NoRulePhraser) -> None:
+    """Phrase and check the no-rule variant of rule task `c`: its answer is the base answer, so
+    its question asks for the catalog's definition alone (questions.catalog_only, or the LLM
+    phraser told so); stage 1 checks it as a task of its own, a drifting LLM question is
+    rewritten once. Sets c.no_rule_question and c.no_rule_rejections."""
+    question = catalog_only(c.question)
+    failure: str | None = None
+    if llm is not None:
+        try:
+            question = phrase(None)
+        except BudgetExhausted:
+            pass  # the template's opt-out of the standard question stands
+        except LLM_FAILURES as exc:
+            failure = f"llm: {exc}"
+    variant = replace(c, question=question, gold_answer=c.base_answer or {}, rejections=[],
+                      facts={**c.facts, "catalog_only": True})
+    problems = [failure] if failure else stage1(variant, vocab)
+    if llm is not None and not failure and any(p.startswith("phrasing_fidelity") for p in problems):
+        try:
+            variant.question = phrase((variant.question, problems))
+            problems = stage1(variant, vocab)
+        except BudgetExhausted:
+            pass
+        except LLM_FAILURES as exc:
+            problems = [f"llm: {exc}"]
+    c.no_rule_question, c.no_rule_rejections = variant.question, problems
 
 
 Rephrase = Callable[[str, list[str]], str]

@@ -51,6 +51,10 @@ class Candidate:
     featured_sql: str | None = None  # the featured rule alone (what a one-rule analyst computes)
     featured_params: dict[str, Any] = field(default_factory=dict)
     sql_plan: str = ""  # how its statements were answered (generation.tasks.sql_plan)
+    # The no-rule variant of a rule task: its own question (the catalog's definition alone) and
+    # what stage 1 found wrong with it; None when the task has no such variant.
+    no_rule_question: str | None = None
+    no_rule_rejections: list[str] = field(default_factory=list)
 
 
 def rule_changes_answer(analysis_type: str, gold: dict[str, Any], base: dict[str, Any], rounding: int) -> bool:

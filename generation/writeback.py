@@ -1,19 +1,28 @@
 """Write-back: admitted tasks (and rejected candidates, with reasons) as Task nodes linked to
 their skeleton, metric, decisive rules (USES_RULE, with the version used), tables, dimension and
 Run. Each task records the policy it considered (rule id @ version), its featured rule, its
-decisive rules, and the answers without any rule and without the featured rule."""
+decisive rules, and the answers without any rule and without the featured rule. An admitted
+rule task also gets its variants: `oracle` (the policy text in the question, the same gold) and
+`no_rule` (its own question, asking for the catalog's definition alone; the base answer)."""
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from dibench.core.ambiguity import Asked, ambiguous
 from dibench.core.keys import dimension_key, metric_key, rule_key, rule_version_key, table_key
 from dibench.core.pack import Pack
 from dibench.generation.validation import Candidate
+from dibench.stores.graph import Graph
 
-# What a task's gold means: 2 = the metric's whole policy (1 = the skeleton's one rule). A domain
-# generated with an older meaning is retired, with a changelog entry, when it is generated again.
-GOLD_VERSION = 2
+# What a task's gold means: 1 = the skeleton's one rule, 2 = the metric's whole policy, 3 = the
+# same, rounded on the exact value, with no-rule variants that ask for the catalog's definition
+# and knowledge facts that need the rule. A domain generated with an older meaning is retired,
+# with a changelog entry, when it is generated again.
+GOLD_VERSION = 3
+GOLD_MEANING = ("the gold answer applies the metric's whole policy, rounded as PostgreSQL's ROUND(numeric) on "
+                "the exact value; no-rule variants ask for the catalog's definition alone; knowledge facts are "
+                "what the rule sets")
 
 
 def _params_json(p: dict[str, Any]) -> str:
@@ -28,19 +37,25 @@ def task_rows(cands: list[Candidate], pack: Pack, run_key: str) -> list[dict[str
     docs = {r.id: r for r in pack.rules}
     rows = []
     for c in cands:
-        status = "rejected" if c.rejections else "admitted"
         variants = [("standard", c)]
-        if status == "admitted" and c.tier == "K+A+R":
-            variants += [("oracle", c), ("no_rule", c)]
+        if not c.rejections and c.tier == "K+A+R":
+            variants.append(("oracle", c))
+            if c.no_rule_question is not None:
+                variants.append(("no_rule", c))
         for variant, cand in variants:
             key = cand.key if variant == "standard" else f"{cand.key}:{variant}"
             question = cand.question
             gold = cand.gold_answer
+            facts = cand.facts
+            rejections = cand.rejections
             if variant == "oracle":
                 texts = "\n\n".join(f"Policy \"{docs[r].front.title}\":\n{docs[r].body}" for r in cand.rule_ids if r in docs)
                 question = f"{cand.question}\n\nRelevant policy text:\n{texts}"
             if variant == "no_rule":
-                gold = cand.base_answer or {}
+                # Its own question: the catalog's definition alone (generation.tasks.no_rule_variant).
+                question, gold, rejections = str(cand.no_rule_question), cand.base_answer or {}, cand.no_rule_rejections
+                facts = {**cand.facts, "catalog_only": True}
+            status = "rejected" if rejections else "admitted"
             props = {
                 "domain": cand.domain, "analysis_type": cand.analysis_type, "tier": cand.tier, "variant": variant,
                 "question": question, "answer_format": cand.answer_format,
@@ -50,10 +65,10 @@ def task_rows(cands: list[Candidate], pack: Pack, run_key: str) -> list[dict[str
                 "gold_params": _params_json(cand.gold_params if variant != "no_rule" else cand.base_params),
                 "base_params": _params_json(cand.base_params),
                 "metric_id": cand.metric_id, "rule_ids": cand.rule_ids, "rule_versions": cand.rule_versions,
-                "dimension": cand.dimension, "status": status, "rejections": cand.rejections,
+                "dimension": cand.dimension, "status": status, "rejections": rejections,
                 "featured_rule": cand.featured_rule, "decisive_rules": cand.decisive_rules, "policy": cand.policy,
                 "gold_version": GOLD_VERSION,
-                "judge": json.dumps(cand.judge, sort_keys=True), "facts": json.dumps(cand.facts, sort_keys=True, default=str),
+                "judge": json.dumps(cand.judge, sort_keys=True), "facts": json.dumps(facts, sort_keys=True, default=str),
                 "run_key": run_key, "skeleton_key": cand.skeleton_key, "version": 1, "sql_plan": cand.sql_plan,
             }
             if variant != "no_rule":  # the no-rule variant has no rule to lift or feature
@@ -74,3 +89,30 @@ def task_rows(cands: list[Candidate], pack: Pack, run_key: str) -> list[dict[str
                 "standard": cand.key, "variant": variant,
             })
     return rows
+
+
+AMBIGUOUS = "ambiguous_question"
+
+
+def asked(graph: Graph, domain: str, keys: list[str] | None = None) -> list[Asked]:
+    """The admitted tasks of `domain` (of `keys` when given) as the invariant reads them."""
+    return [Asked(r["key"], r["question"] or "", r["analysis_type"], json.loads(r["gold"] or "{}"), int(r["rounding"]))
+            for r in graph.read("tasks_questions", domain=domain, keys=keys)]
+
+
+def reject_ambiguous(graph: Graph, domain: str) -> int:
+    """Reject every admitted task of `domain` that shares its normalised question with a task of
+    a different gold answer (core/ambiguity.py): neither can be answered right for both. The
+    number of tasks rejected."""
+    tasks = asked(graph, domain)
+    found = ambiguous(tasks)
+    reasons = {k: f"{AMBIGUOUS}: the same question as {len(others)} admitted task(s) with another answer "
+                  f"(e.g. {others[0]})" for k, others in found.items()}
+    # The variants of a rejected standard task go with it: a variant stands for its task.
+    for t in tasks:
+        standard, _, variant = t.key.rpartition(":")
+        if variant in ("oracle", "no_rule") and standard in reasons and t.key not in reasons:
+            reasons[t.key] = f"{AMBIGUOUS}: its standard task {standard} is rejected as ambiguous"
+    if reasons:
+        graph.write("tasks_reject_ambiguous", rows=[{"key": k, "reason": r} for k, r in sorted(reasons.items())])
+    return len(reasons)

@@ -24,7 +24,9 @@ from typing import Any
 
 from sqlglot import exp
 
+from dibench.core.ambiguity import ambiguous
 from dibench.core.errors import DibenchError
+from dibench.generation.writeback import asked
 from dibench.sqlops.dialect import parse, render
 from dibench.sqlops.transpile import transpile_all
 from dibench.stores.cypher_guard import check_text, run_user_query
@@ -267,11 +269,14 @@ def _view_files(fmt: str, view: str, records: list[dict[str, Any]]) -> dict[str,
 
 
 def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any], audience: str = "public",
-                policies: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, bytes]:
+                policies: dict[str, list[dict[str, Any]]] | None = None,
+                unambiguous: int | None = None, policy_order: dict[str, list[str]] | None = None) -> dict[str, bytes]:
     """{relative path: bytes} of an export, manifest included. Pure. A public export holds the
     public view only, and its manifest hashes public records (a hash of a private record would
     let anyone check a guessed gold answer). `policies`: per domain, the metrics whose policy is
-    incomplete (a conflict, a rule without effects): generation skipped them."""
+    incomplete (a conflict, a rule without effects): generation skipped them. `unambiguous`: the
+    admitted tasks checked for one answer per question (`check_unambiguous`). `policy_order`: the
+    rules of each exported task's metric in the order their effects apply (what gold applied)."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
     tasks = [r["task"] for r in snap.rows]
@@ -293,6 +298,8 @@ def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any], au
         "graph_update_seq": {c["domain"]: c["seq"] for c in snap.clock if c["domain"] in fp},
         "data_fingerprint": fp, "runs": [runs[k] for k in sorted(runs)],
         "incomplete_policies": policies or {},
+        "policy_order": policy_order or {},
+        "invariants": {"one_answer_per_question": {"admitted_tasks": unambiguous, "violations": 0}},
         "tasks": {rec["task_id"]: {"sha256": sha256(dumps(rec).encode()), "rule_versions": t.get("rule_versions") or [],
                                    "data_fingerprint": _loads(t.get("data_fingerprint"))}
                   for rec, t in zip(hashed, tasks)},
@@ -312,6 +319,20 @@ def with_dialects(snap: Snapshot, dialects: Sequence[str]) -> Snapshot:
     return snap
 
 
+def check_unambiguous(graph: Graph, snap: Snapshot) -> int:
+    """The number of admitted tasks in the export, after checking that no two of them share a
+    question and differ in gold (core/ambiguity.py); ExportError names a pair otherwise."""
+    keys = [r["task"]["key"] for r in snap.rows]
+    tasks = asked(graph, snap.domain, keys) if keys else []
+    found = ambiguous(tasks)
+    if found:
+        first, others = next(iter(found.items()))
+        raise ExportError(f"{len(found)} admitted tasks of the export share their question with a task of another "
+                          f"answer (e.g. {first} and {others[0]}): an agent cannot answer both right",
+                          hint=f"run `dibench generate {snap.domain}` again: it rejects ambiguous questions")
+    return len(tasks)
+
+
 def export(graph: Graph, wh: Warehouse, q: ExportQuery, fmt: str, out: Path, *, domain: str | None = None,
            audience: str = "public", dialects: Sequence[str] = ()) -> dict[str, Any]:
     """Run the export of one domain for one audience and write its files under `out`; returns
@@ -321,9 +342,14 @@ def export(graph: Graph, wh: Warehouse, q: ExportQuery, fmt: str, out: Path, *, 
     output_folder(out, create=False)  # refuse a bad -o before the query runs
     snap = with_dialects(read_snapshot(graph, q, domain, audience), () if _public(audience) else dialects)
     schemas = {c["domain"]: c["schema"] for c in snap.clock}
-    incomplete = [p.as_dict() for p in domain_policies(graph, snap.domain).values() if not p.complete]
+    policies = domain_policies(graph, snap.domain)
+    incomplete = [p.as_dict() for p in policies.values() if not p.complete]
+    # Rule ids say which document to consult: the order goes into private manifests only.
+    exported = {r["task"].get("metric_id") for r in snap.rows} if not _public(audience) else set()
+    order = {m: p.order() for m, p in sorted(policies.items()) if m in exported and p.order()}
+    checked = check_unambiguous(graph, snap)
     files = build_files(snap, q, fmt, fingerprint(wh, {snap.domain: schemas.get(snap.domain) or ""}), audience,
-                        {snap.domain: incomplete} if incomplete else {})
+                        {snap.domain: incomplete} if incomplete else {}, checked, order)
     write_files(output_folder(out), files)
     return dict(json.loads(files["manifest.json"]))
 
@@ -332,6 +358,7 @@ def stream_records(graph: Graph, q: ExportQuery, audience: str = "public", domai
                    dialects: Sequence[str] = ()) -> Iterator[str]:
     """JSONL lines of one consistent snapshot (the HTTP API streams these)."""
     snap = with_dialects(read_snapshot(graph, q, domain, audience), () if _public(audience) else dialects)
+    check_unambiguous(graph, snap)
     make = public_record if _public(audience) else private_record
     for r in snap.rows:
         yield dumps(make(r["task"])) + "\n"

@@ -26,6 +26,7 @@ from dibench.generation.analyses import (
 )
 from dibench.generation.fidelity import fidelity_problems
 from dibench.generation.pipeline import RunSummary, generate
+from dibench.generation.questions import CATALOG_ONLY
 from dibench.generation.validation import NOT_DISCRIMINATIVE, STAGE1, rule_changes_answer
 from dibench.ingest.pipeline import ingest_pack
 from dibench.stores.graph import Graph
@@ -145,7 +146,10 @@ def test_stored_gold_sql_reexecutes_to_the_stored_answer(gen: Generated, warehou
         got = derive(p["analysis_type"], props(t, "facts"), rows, base_rows, digits)
         assert got == props(t, "gold_answer"), t["key"]
         checked[p["variant"]] += 1
-    assert checked["standard"] > 40 and checked["oracle"] > 10 and checked["no_rule"] == checked["oracle"]
+        checked["oracle counterfactual"] += p["variant"] == "oracle" and p["analysis_type"] == "counterfactual"
+    # A counterfactual asks about the policy itself: it has no no-rule variant.
+    assert checked["standard"] > 40 and checked["oracle"] > 10
+    assert checked["no_rule"] == checked["oracle"] - checked["oracle counterfactual"]
 
 
 def test_rule_tasks_have_gold_different_from_base(gen: Generated) -> None:
@@ -173,6 +177,9 @@ def test_no_rule_variant_carries_the_base_answer(gen: Generated) -> None:
         std = by_key[v["key"].rsplit(":", 1)[0]]
         assert props(v, "gold_answer") == props(std, "base_answer")
         assert v["props"]["gold_sql"] == std["props"]["base_sql"]
+        # its own question: the standard one, asking in words for the catalog's definition alone
+        assert v["props"]["question"] == f"{std['props']['question']} Answer {CATALOG_ONLY}."
+        assert props(v, "facts")["catalog_only"] is True
     for o in admitted(gen.first_tasks, variant="oracle"):
         std = by_key[o["key"].rsplit(":", 1)[0]]
         assert props(o, "gold_answer") == props(std, "gold_answer")

@@ -1,0 +1,57 @@
+"""One question, one answer: no two admitted tasks of a domain may have the same normalised
+question text and different gold answers, or an agent that answers one of them correctly must
+fail the other. Generation rejects such tasks when it admits them, exports refuse to carry them.
+
+Two golds differ when the scorer tells them apart: either fails the other's answer contract
+(core.contracts), so a ranking whose tied rows come in another order is the same answer. Pure.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from dibench.core.contracts import check_answer, shape_problems, task_contract
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the invariant reads of a task."""
+
+    key: str
+    question: str
+    analysis_type: str
+    gold: dict[str, Any]
+    rounding: int
+
+
+def normalised(question: str) -> str:
+    """The question as the invariant compares it: case-folded, whitespace runs as one space."""
+    return " ".join(question.split()).casefold()
+
+
+def different(a: Asked, b: Asked) -> bool:
+    """Whether one correct answer cannot pass both tasks."""
+    if a.analysis_type != b.analysis_type:
+        return True
+    ca, cb = task_contract(a.analysis_type, a.rounding), task_contract(b.analysis_type, b.rounding)
+    if shape_problems(ca, b.gold) or shape_problems(cb, a.gold):
+        return a.gold != b.gold
+    return not (check_answer(ca, a.gold, b.gold).passed and check_answer(cb, b.gold, a.gold).passed)
+
+
+def ambiguous(tasks: Iterable[Asked]) -> dict[str, list[str]]:
+    """{task key: keys of the tasks it shares its question with and differs from in gold}, for
+    every task that breaks the invariant (empty: it holds)."""
+    by_question: dict[str, list[Asked]] = defaultdict(list)
+    for t in tasks:
+        by_question[normalised(t.question)].append(t)
+    out: dict[str, list[str]] = {}
+    for group in by_question.values():
+        for i, a in enumerate(group):
+            for b in group[i + 1:]:
+                if different(a, b):
+                    out.setdefault(a.key, []).append(b.key)
+                    out.setdefault(b.key, []).append(a.key)
+    return {k: sorted(v) for k, v in sorted(out.items())}
