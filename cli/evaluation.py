@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import click
 
 from dibench.cli.common import console, err_console, handle_errors, print_json, print_table
+from dibench.core.errors import DibenchError
+from dibench.evaluation.chance import ChanceLevels, chance_columns, chance_rows
 from dibench.evaluation.reporting_tables import bucket_rows
 from dibench.evaluation.scoring import Report
 from dibench.service import library
@@ -27,54 +29,81 @@ if TYPE_CHECKING:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of tables.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the JSON report to FILE.")
-def score(tasks: Path, answers: Path, as_json: bool, output: Path | None) -> None:
+@click.option("--chance/--no-chance", default=True, show_default=True,
+              help="Also run the reference agents no-rule, featured-rule-only and keyword-dump on the same tasks "
+                   "(needs the tasks' warehouse and graph) and show their accuracy beside the answers'.")
+def score(tasks: Path, answers: Path, as_json: bool, output: Path | None, chance: bool) -> None:
     """Score ANSWERS (JSONL of {task_id, answer}) against TASKS (JSONL task records).
 
     Prints one verdict per task with its reason and failure class, then accuracy overall and by
-    domain, analysis type, knowledge tier and variant. A task with no answer line fails as no_answer.
+    domain, analysis type, knowledge tier and variant, each with its 95% (Wilson) interval; by
+    tier and analysis type, beside the chance levels of the reference agents. A task with no
+    answer line fails as no_answer.
     """
 
-    handle_errors(_score)(tasks, answers, as_json, output)
+    handle_errors(_score)(tasks, answers, as_json, output, chance)
 
 
-def _score(tasks: Path, answers: Path, as_json: bool, output: Path | None) -> None:
+def _score(tasks: Path, answers: Path, as_json: bool, output: Path | None, chance: bool = True) -> None:
     report = library.score(tasks, answers)
     data = report.model_dump(mode="json")
+    levels = None
+    if chance:
+        try:
+            levels = library.chance_levels(tasks)
+        except DibenchError as exc:
+            err_console.print(f"chance levels not computed: {str(exc).splitlines()[0]} (--no-chance skips them)",
+                              highlight=False, soft_wrap=True)
+        else:
+            data["chance_levels"] = levels.model_dump(mode="json")
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if as_json:
         print_json(data)
     else:
-        print_report(report)
+        print_report(report, levels)
 
 
-def print_report(report: Report) -> None:
+COLUMNS = ["tasks", "passed", "accuracy %", "95% CI"]
+
+
+def print_chance_tables(report: Report, chance: ChanceLevels | None) -> None:
+    """Accuracy by knowledge tier and by analysis type, each with its interval and task count,
+    beside what the reference agents score on the same tasks."""
+    columns = chance_columns(chance)
+    print_table("by knowledge tier (all variants)", ["tier", *columns], chance_rows(report, chance, "tier"))
+    print_table("by analysis type", ["analysis type", *columns], chance_rows(report, chance, "analysis_type"))
+    if chance is not None:
+        click.echo("chance levels: no-rule computes the plain metric, featured-rule-only one rule at a time, "
+                   "keyword-dump lists every number and date of every document; computed on the same tasks, no LLM")
+
+
+def print_report(report: Report, chance: ChanceLevels | None = None) -> None:
     """The verdict table, then the aggregate tables."""
 
     print_table("verdicts", ["task", "domain", "type", "tier", "verdict", "failure", "reason"],
                 [[r.verdict.task_id, r.domain, r.analysis_type, r.tier, "pass" if r.verdict.passed else "FAIL",
                   r.verdict.failure_class or "", r.verdict.reason] for r in report.tasks])
-    columns = ["tasks", "passed", "accuracy %"]
-    print_table("overall", ["", *columns], bucket_rows({"all": report.overall}))
-    print_table("by domain", ["domain", *columns], bucket_rows(report.by_domain))
-    print_table("by analysis type", ["analysis type", *columns], bucket_rows(report.by_analysis_type))
-    print_table("by knowledge tier", ["tier", *columns], bucket_rows(report.by_tier))
-    print_table("by variant", ["variant", *columns], bucket_rows(report.by_variant))
+    print_table("overall", ["", *COLUMNS], bucket_rows({"all": report.overall}))
+    print_table("by domain", ["domain", *COLUMNS], bucket_rows(report.by_domain))
+    print_chance_tables(report, chance)
+    print_table("by variant", ["variant", *COLUMNS], bucket_rows(report.by_variant))
     print_table("failure classes", ["class", "tasks"], [[c, n] for c, n in report.failure_classes.items()])
     if report.unmatched_answers:
         print_table("answers naming no task", ["task_id"], [[a] for a in report.unmatched_answers])
 
 
 # ------------------------------------------------------------------------------ eval
-AGENT_CHOICES = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "llm")
+AGENT_CHOICES = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "keyword-dump", "llm")
 VARIANT_CHOICES = ("standard", "oracle", "no_rule")
 
 
 @click.command("eval")
 @click.option("--agent", "agent_name", type=click.Choice(AGENT_CHOICES), required=True,
-              help="oracle (gold SQL), no-rule (base SQL), retrieval-only (top policy document), or llm "
-                   "(the chat model of DIBENCH_LLM / DIBENCH_LLM_PROVIDER).")
+              help="oracle (gold SQL), no-rule (base SQL), featured-rule-only (one rule), retrieval-only (top "
+                   "policy document), keyword-dump (every number and date of every document), or llm (the chat "
+                   "model of DIBENCH_LLM / DIBENCH_LLM_PROVIDER).")
 @click.option("--domain", required=True, help="Domain whose admitted tasks are evaluated.")
 @click.option("--run", "run_key", default=None, help="Only the tasks of this generation Run (its key).")
 @click.option("--variant", "variants", multiple=True, type=click.Choice(VARIANT_CHOICES),
@@ -86,22 +115,27 @@ VARIANT_CHOICES = ("standard", "oracle", "no_rule")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default out/eval/<domain>/<agent>).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@click.option("--chance/--no-chance", default=True, show_default=True,
+              help="Then run the reference agents no-rule, featured-rule-only and keyword-dump on the same tasks "
+                   "(no LLM; chance.json) and show their accuracy beside the agent's.")
 def eval_cmd(agent_name: str, domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
              max_turns: int, max_tokens: int | None, max_seconds: float | None, out_dir: Path | None,
-             as_json: bool) -> None:
+             as_json: bool, chance: bool) -> None:
     """Give each task of DOMAIN to an agent with SQL, knowledge-base search and final-answer tools.
 
     Writes tasks.jsonl, answers.jsonl ({task_id, answer} per line), trace.jsonl (turns, tool calls,
-    tokens, messages), score.json and summary.json, then prints accuracy tables.
+    tokens, messages), score.json, summary.json and chance.json, then prints accuracy tables with
+    95% (Wilson) intervals beside the reference agents' chance levels.
     """
     from dibench.evaluation.agents.llm import Budget
 
     handle_errors(_eval)(agent_name, domain, run_key, variants, limit, max_turns, out_dir, as_json,
-                         Budget(max_turns, max_tokens, max_seconds))
+                         Budget(max_turns, max_tokens, max_seconds), chance)
 
 
 def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
-          max_turns: int, out_dir: Path | None, as_json: bool, budget: Budget | None = None) -> None:
+          max_turns: int, out_dir: Path | None, as_json: bool, budget: Budget | None = None,
+          chance: bool = True) -> None:
     from dibench.evaluation.harness import evaluate
     from dibench.stores.graph import get_graph
     from dibench.stores.warehouse import get_warehouse
@@ -110,11 +144,12 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
     with err_console.status(f"{agent_name} on {domain}") as status:
         result = evaluate(get_graph(), get_warehouse(), domain=domain, agent_name=agent_name, out_dir=out,
                           run=run_key, variants=list(variants) or None, limit=limit, max_turns=max_turns, budget=budget,
-                          progress=lambda i, n, key: status.update(f"{agent_name} on {domain}: task {i}/{n} {key}"))
+                          progress=lambda i, n, key: status.update(f"{agent_name} on {domain}: task {i}/{n} {key}"),
+                          chance=chance)
     if as_json:
         print_json(result.summary.model_dump(mode="json"))
         return
-    print_eval_tables(result.report)
+    print_eval_tables(result.report, result.chance)
     s = result.summary
     tokens = f", tokens {s.tokens['total_tokens']}" if s.tokens else ""
     failed = (s.stop_reasons or {}).get("error", 0)
@@ -123,15 +158,14 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
                f"{s.answered} answered{errors}{tokens}, {s.wall_seconds}s; files in {out}")
 
 
-def print_eval_tables(report: Report) -> None:
-    """Aggregates only (the per-task verdicts are in score.json): overall, tiers, variants, types, failures."""
+def print_eval_tables(report: Report, chance: ChanceLevels | None = None) -> None:
+    """Aggregates only (the per-task verdicts are in score.json): overall, tiers and types (with
+    chance levels), variants, failures."""
     from dibench.evaluation.ablation import variant_rows
 
-    columns = ["tasks", "passed", "accuracy %"]
-    print_table("overall", ["", *columns], bucket_rows({"all": report.overall}))
-    print_table("by knowledge tier (all variants)", ["tier", *columns], bucket_rows(report.by_tier))
-    print_table("rule tasks (K+A+R) by variant", ["variant", *columns], bucket_rows(variant_rows(report)))
-    print_table("by analysis type", ["analysis type", *columns], bucket_rows(report.by_analysis_type))
+    print_table("overall", ["", *COLUMNS], bucket_rows({"all": report.overall}))
+    print_chance_tables(report, chance)
+    print_table("rule tasks (K+A+R) by variant", ["variant", *COLUMNS], bucket_rows(variant_rows(report)))
     print_table("failure classes", ["class", "tasks"], [[c, n] for c, n in report.failure_classes.items()])
 
 
@@ -196,8 +230,7 @@ def _ablation_variants(results: tuple[Path, ...]) -> None:
     from dibench.service.report import find_runs
 
     for run in find_runs(list(results)):
-        print_table(f"{run.label}: rule tasks by variant", ["variant", "tasks", "passed", "accuracy %"],
-                    bucket_rows(variant_rows(run.report)))
+        print_table(f"{run.label}: rule tasks by variant", ["variant", *COLUMNS], bucket_rows(variant_rows(run.report)))
 
 
 # ------------------------------------------------------------------------------ report

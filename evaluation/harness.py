@@ -3,7 +3,8 @@
 `evaluate` loads tasks from the graph, builds the knowledge base and schema prompt, runs one
 agent per task with a fresh Toolbox, and writes `tasks.jsonl` (private records), `answers.jsonl`
 (`{"task_id", "answer"}`, null = no answer), `trace.jsonl`, `score.json` and `summary.json`;
-`dibench score out/tasks.jsonl out/answers.jsonl` reproduces `score.json`.
+`dibench score out/tasks.jsonl out/answers.jsonl` reproduces `score.json`; `chance.json` holds
+what the no-LLM reference agents score on the same tasks (evaluation/chance.py).
 """
 from __future__ import annotations
 
@@ -19,11 +20,12 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict
 
-from dibench.core.errors import ConfigError, DibenchError, NotFound
-from dibench.evaluation.agents.base import Agent, AgentRun
+from dibench.core.errors import ConfigError, NotFound
+from dibench.evaluation.agents.base import Agent, AgentRun, run_one
 from dibench.evaluation.agents.llm import MAX_TURNS, Budget, LlmAgent
 from dibench.evaluation.agents.reference import REFERENCE_AGENTS
 from dibench.evaluation.agents.tools import Toolbox, jsonable, schema_description
+from dibench.evaluation.chance import ChanceLevels, chance_levels
 from dibench.evaluation.kb import KnowledgeBase, load_knowledge_base
 from dibench.evaluation.scoring import Report, score_run
 from dibench.evaluation.tasks import TaskRecord, load_tasks, task_dicts, write_tasks_jsonl
@@ -31,7 +33,7 @@ from dibench.stores.graph import Graph
 from dibench.stores.llm import configured_model, session
 from dibench.stores.warehouse import Warehouse
 
-AGENT_NAMES: tuple[str, ...] = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "llm")
+AGENT_NAMES: tuple[str, ...] = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "keyword-dump", "llm")
 
 
 class EvalSummary(BaseModel):
@@ -62,6 +64,7 @@ class EvalSummary(BaseModel):
 class EvalResult:
     summary: EvalSummary
     report: Report
+    chance: ChanceLevels | None = None  # the reference agents on the same tasks (chance.json)
 
 
 def make_agent(name: str, *, schema: str, max_turns: int = MAX_TURNS,
@@ -90,7 +93,7 @@ def domain_schema(graph: Graph, domain: str) -> str:
 def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_dir: Path, run: str | None = None,
              variants: Sequence[str] | None = None, limit: int | None = None, max_turns: int = MAX_TURNS,
              chat_model: BaseChatModel | None = None, budget: Budget | None = None,
-             progress: Callable[[int, int, str], None] | None = None) -> EvalResult:
+             progress: Callable[[int, int, str], None] | None = None, chance: bool = True) -> EvalResult:
     """Load the domain's tasks and run one agent on them (see the module docstring)."""
     db_schema = domain_schema(graph, domain)
     schema = schema_description(wh, db_schema)
@@ -99,18 +102,22 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
     kb = load_knowledge_base(graph, domain)
     return run_tasks(tasks, agent, wh.for_schema(domain_schema(graph, domain)), kb, out_dir, domain=domain, run=run,
                      variants=sorted(set(variants or ("standard", "oracle", "no_rule"))), max_turns=max_turns,
-                     progress=progress, db_schema=db_schema)
+                     progress=progress, db_schema=db_schema, chance=chance)
 
 
 def run_tasks(tasks: Sequence[TaskRecord], agent: Agent, wh: Warehouse, kb: KnowledgeBase, out_dir: Path, *,
               domain: str, run: str | None = None, variants: Sequence[str] = (), max_turns: int = MAX_TURNS,
-              progress: Callable[[int, int, str], None] | None = None, db_schema: str | None = None) -> EvalResult:
+              progress: Callable[[int, int, str], None] | None = None, db_schema: str | None = None,
+              chance: bool = True) -> EvalResult:
     """Run `agent` on each task, write answers and traces line by line, then score. A task whose
     agent fails (a provider error, a failing tool) is recorded with the reason and no answer; if
-    the run itself stops early (Ctrl-C), the tasks finished so far are still scored."""
+    the run itself stops early (Ctrl-C), the tasks finished so far are still scored. With `chance`,
+    the reference agents of evaluation/chance.py then run on the same tasks (chance.json)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {name: out_dir / f"{name}.{ext}" for name, ext in
              (("tasks", "jsonl"), ("answers", "jsonl"), ("trace", "jsonl"), ("score", "json"), ("summary", "json"))}
+    if chance:
+        files["chance"] = out_dir / "chance.json"
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     started = time.perf_counter()
     answers: dict[str, Any] = {}
@@ -155,17 +162,32 @@ def run_tasks(tasks: Sequence[TaskRecord], agent: Agent, wh: Warehouse, kb: Know
             llm=session().since(llm_before),
         )
         files["summary"].write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    return EvalResult(summary, report)
+    levels = None
+    if chance:
+        levels = chance_levels(done, wh, kb, db_schema=db_schema)
+        files["chance"].write_text(levels.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return EvalResult(summary, report, levels)
 
 
-def run_one(agent: Agent, task: TaskRecord, tools: Toolbox) -> AgentRun:
-    """One task; a DibenchError (e.g. a reference agent's failing SQL) ends this task only."""
+def chance_for_records(graph: Graph, wh: Warehouse, records: Sequence[dict[str, Any]]) -> ChanceLevels:
+    """Chance levels for the task records of a scored file (one domain): the reference agents
+    run on each record (an evaluation's private record as it is; an export's, as the graph holds
+    the task) and are scored against the file's own records."""
+    domains = sorted({str(r.get("domain")) for r in records})
+    if len(domains) != 1:
+        raise ConfigError(f"chance levels are computed for one domain at a time; the tasks hold {', '.join(domains)}")
+    db_schema = domain_schema(graph, domains[0])
     try:
-        return agent.run(task, tools)
-    except DibenchError as exc:
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return AgentRun(answer=None, stop_reason="error", stop_detail=detail, turns=tools.turn,
-                        tool_calls=len(tools.events))
+        tasks = [TaskRecord.model_validate(r) for r in records]
+    except ValueError:
+        stored = {t.task_id: t for t in load_tasks(graph, domains[0], statuses=("admitted", "retired"))}
+        missing = [r["task_id"] for r in records if r["task_id"] not in stored]
+        if missing:
+            raise NotFound(f"{len(missing)} of the {len(records)} tasks are not in the graph (e.g. {missing[0]})",
+                           hint="chance levels run the reference agents on the tasks' SQL") from None
+        tasks = [stored[r["task_id"]] for r in records]
+    return chance_levels(tasks, wh.for_schema(db_schema), load_knowledge_base(graph, domains[0]),
+                         db_schema=db_schema, scored=records)
 
 
 def trace_row(task: TaskRecord, agent: Agent, result: AgentRun, tools: Toolbox, elapsed: float) -> dict[str, Any]:

@@ -1,10 +1,11 @@
-"""Aggregation helpers: accuracy per group (counts and %) and failure-class counts.
+"""Aggregation helpers: accuracy per group (counts, %, 95% Wilson interval) and failure-class counts.
 
 Pure functions over (group, passed) pairs, so that the scorer, the HTML report and the
 ablations aggregate the same way.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
@@ -14,14 +15,38 @@ TIER_ORDER: tuple[str, ...] = ("K", "K+A", "K+A+R")
 FAILURE_CLASSES: tuple[str, ...] = ("no_answer", "malformed", "rule_ignored", "computation_wrong", "wrong_answer")
 
 
+Z95 = 1.959963984540054  # the standard normal quantile of 0.975
+
+
+def wilson(passed: int, total: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of the share passed/total (95% by default), in percent. With no
+    task it is the whole range (0, 100): nothing is known. Unlike the normal approximation it
+    stays inside [0, 100] and is not empty at 0 or total passes (30 of 30: 88.6 .. 100)."""
+    if total <= 0:
+        return 0.0, 100.0
+    p = passed / total
+    spread = z * z / total
+    centre = (p + spread / 2) / (1 + spread)
+    half = z * math.sqrt(p * (1 - p) / total + spread / (4 * total)) / (1 + spread)
+    return round(100.0 * max(0.0, centre - half), 2), round(100.0 * min(1.0, centre + half), 2)
+
+
 class Bucket(BaseModel):
-    """Accuracy of one group of tasks."""
+    """Accuracy of one group of tasks, with its 95% Wilson interval (absent in older reports)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     total: int
     passed: int
     accuracy_pct: float
+    ci95_low_pct: float | None = None
+    ci95_high_pct: float | None = None
+
+    def interval(self) -> tuple[float, float]:
+        """The 95% Wilson interval in percent (computed when an older report lacks it)."""
+        if self.ci95_low_pct is not None and self.ci95_high_pct is not None:
+            return self.ci95_low_pct, self.ci95_high_pct
+        return wilson(self.passed, self.total)
 
 
 def bucket(passed: Iterable[bool]) -> Bucket:
@@ -29,7 +54,8 @@ def bucket(passed: Iterable[bool]) -> Bucket:
     hits = sum(flags)
     # An empty group has no accuracy to speak of; 0.0 keeps the field a number for JSON readers.
     pct = round(100.0 * hits / len(flags), 2) if flags else 0.0
-    return Bucket(total=len(flags), passed=hits, accuracy_pct=pct)
+    low, high = wilson(hits, len(flags))
+    return Bucket(total=len(flags), passed=hits, accuracy_pct=pct, ci95_low_pct=low, ci95_high_pct=high)
 
 
 def accuracy_by(pairs: Iterable[tuple[str, bool]], order: Sequence[str] = ()) -> dict[str, Bucket]:
@@ -50,6 +76,11 @@ def failure_counts(classes: Iterable[str | None]) -> dict[str, int]:
     return counts
 
 
+def interval_text(b: Bucket) -> str:
+    low, high = b.interval()
+    return f"{low:.1f} .. {high:.1f}"
+
+
 def bucket_rows(buckets: dict[str, Bucket]) -> list[list[str]]:
-    """Table rows: group, tasks, passed, accuracy %."""
-    return [[g, str(b.total), str(b.passed), f"{b.accuracy_pct:.1f}"] for g, b in buckets.items()]
+    """Table rows: group, tasks, passed, accuracy %, its 95% interval."""
+    return [[g, str(b.total), str(b.passed), f"{b.accuracy_pct:.1f}", interval_text(b)] for g, b in buckets.items()]

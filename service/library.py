@@ -19,6 +19,8 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from dibench.core.pack import Pack, load_pack as _load_pack
+from dibench.evaluation.chance import ChanceLevels
+from dibench.evaluation.harness import chance_for_records
 from dibench.evaluation.scoring import Report, load_answers, load_tasks, score_run
 from dibench.generation.pipeline import Counter_, RunSummary, generate as _generate
 from dibench.ingest.pipeline import IngestReport, ingest_pack as _ingest_pack
@@ -28,7 +30,7 @@ from dibench.stores.llm import configured_model
 from dibench.stores.pack_data import warehouse_for
 from dibench.stores.warehouse import Warehouse, get_warehouse
 
-__all__ = ["export", "export_lines", "generate", "ingest_pack", "load_pack", "score"]
+__all__ = ["chance_levels", "export", "export_lines", "generate", "ingest_pack", "load_pack", "score"]
 
 
 def load_pack(name_or_path: str | Path) -> Pack:
@@ -89,3 +91,11 @@ def score(tasks: str | Path | Sequence[Mapping[str, Any]], answers: str | Path |
     records = load_tasks(tasks) if isinstance(tasks, (str, Path)) else tasks
     given = load_answers(answers) if isinstance(answers, (str, Path)) else answers
     return score_run(records, given)
+
+
+def chance_levels(tasks: str | Path | Sequence[Mapping[str, Any]], *, graph: Graph | None = None,
+                  warehouse: Warehouse | None = None) -> ChanceLevels:
+    """What the reference agents no-rule, featured-rule-only and keyword-dump score on the same
+    task records (a file or the records), run on the domain's warehouse and knowledge base."""
+    records = load_tasks(tasks) if isinstance(tasks, (str, Path)) else tasks
+    return chance_for_records(graph or get_graph(), warehouse or get_warehouse(), [dict(r) for r in records])

@@ -2,10 +2,11 @@
 
 Sections, as in the published study: the benchmark of each domain (tasks by tier and variant,
 task mix by analysis type, metric x rule coverage heat map); accuracy of each evaluated agent by
-domain, by analysis type and by knowledge tier (with a plot), matched variants and failure
-classes, read from `dibench eval` output folders; the pairing ablation from `dibench ablation
-pairing -o FILE` outputs; and the routing results kept by `dibench routing eval` (the
-routing section). Collecting (graph and files) is separate from rendering (pure).
+domain, by analysis type and by knowledge tier (with a plot and 95% intervals), the chance levels
+of the reference agents on the same tasks, matched variants and failure classes, read from
+`dibench eval` output folders; the pairing ablation from `dibench ablation pairing -o FILE`
+outputs; and the routing results kept by `dibench routing eval` (the routing section).
+Collecting (graph and files) is separate from rendering (pure).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from typing import Any
 from dibench.core.contracts import ANALYSIS_TYPES
 from dibench.core.errors import DibenchError, NotFound
 from dibench.evaluation.ablation import PairingReport, variant_rows
+from dibench.evaluation.chance import ChanceLevels, chance_columns, chance_rows
 from dibench.evaluation.harness import EvalSummary, read_summary
 from dibench.evaluation.plots import bar_chart, grouped_bars, heatmap
 from dibench.evaluation.reporting_tables import FAILURE_CLASSES, TIER_ORDER, Bucket
@@ -51,6 +53,7 @@ class RunData:
     summary: EvalSummary
     report: Report
     path: Path
+    chance: ChanceLevels | None = None  # the reference agents on the same tasks (chance.json)
 
     @property
     def label(self) -> str:
@@ -81,9 +84,11 @@ def find_runs(paths: Sequence[Path]) -> list[RunData]:
             score = s.parent / "score.json"
             if not score.is_file():
                 raise ReportInputError(f"{s.parent}: summary.json without score.json")
+            levels = s.parent / "chance.json"
             try:
                 runs.append(RunData(read_summary(s), Report.model_validate_json(score.read_text(encoding="utf-8")),
-                                    s.parent))
+                                    s.parent, ChanceLevels.model_validate_json(levels.read_text(encoding="utf-8"))
+                                    if levels.is_file() else None))
             except ValueError as exc:
                 raise ReportInputError(f"{s.parent}: unreadable result: {str(exc).splitlines()[0]}") from exc
     return runs
@@ -149,8 +154,29 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 def _cell(c: object) -> str:
     if isinstance(c, Bucket):
         cls = ' class="hi"' if c.total and c.accuracy_pct >= 80 else (' class="lo"' if c.total and c.accuracy_pct < 20 else "")
-        return f"<td{cls}>{c.accuracy_pct:.1f}% <span class=\"note\">({c.passed}/{c.total})</span></td>"
+        low, high = c.interval()
+        return (f"<td{cls}>{c.accuracy_pct:.1f}% <span class=\"note\">[{low:.1f}, {high:.1f}] "
+                f"({c.passed}/{c.total})</span></td>")
     return f"<td>{escape(str(c))}</td>"
+
+
+def render_chance(runs: Sequence[RunData]) -> str:
+    """Per run: accuracy by tier and analysis type with its interval and task count, beside the
+    reference agents' accuracy on the same tasks."""
+    parts = []
+    for r in runs:
+        if r.chance is None:
+            continue
+        head = ["group", *chance_columns(r.chance)]
+        rows = chance_rows(r.report, r.chance, "tier") + chance_rows(r.report, r.chance, "analysis_type")
+        parts += [f"<h3>{escape(r.label)}: against chance</h3>", _table(head, rows)]
+    if not parts:
+        return ""
+    return "".join(["<h3>Chance levels</h3>",
+                    '<p class="note">Each score with its 95% Wilson interval and task count, beside what trivial '
+                    "strategies score on the same tasks: no-rule computes the plain metric, featured-rule-only "
+                    "applies one rule at a time, keyword-dump lists every number and date of every document "
+                    "(computed in the same run, without an LLM).</p>", *parts])
 
 
 def _dash(b: Bucket | None) -> object:
@@ -239,6 +265,7 @@ def render_accuracy(runs: Sequence[RunData]) -> str:
         '<p class="note">standard: the agent must retrieve and apply the rule; oracle: the rule text is in the '
         "question; no_rule: the plain metric is the gold answer.</p>",
         _table(["variant", *labels], by_variant),
+        render_chance(runs),
         "<h3>Failure classes</h3>", _table(["class", *labels], failures),
         "<h3>Runs</h3>", _table(["run", "model", "tasks", "answered", "max turns", "temperature", "tokens", "started"],
                                 settings),

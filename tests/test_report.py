@@ -39,13 +39,17 @@ def report_file(eval_domain: EvalDomain, tmp_path_factory: pytest.TempPathFactor
 def test_report_is_one_self_contained_file(report_file: Path, eval_domain: EvalDomain) -> None:  # noqa: F811
     html = report_file.read_text()
     for heading in ("Benchmark: " + eval_domain.name, "By agent and domain", "By knowledge tier", "By analysis type",
-                    "Matched variants", "Pairing ablation"):
+                    "Matched variants", "Pairing ablation", "Chance levels", "oracle @ " + eval_domain.name
+                    + ": against chance"):
         assert heading in html
     assert html.count("<svg") >= 4  # task mix, heat map, accuracy by tier, ablation
     for external in ("<script", "<link", "src=", "url(", "@import"):
         assert external not in html
     assert set(re.findall(r"https?://[^\"' ]+", html)) == {"http://www.w3.org/2000/svg"}
-    assert "100.0% <span class=\"note\">(" in html  # the oracle's accuracy cell
+    # the oracle's accuracy cell, with its 95% Wilson interval and task count
+    assert re.search(r'100\.0% <span class="note">\[\d+\.\d, 100\.0\] \(\d+/\d+\)', html)
+    # beside it, the reference agents' chance levels on the same tasks
+    assert "keyword-dump %" in html and "featured-rule-only %" in html
 
 
 def test_report_renders_in_headless_chromium(report_file: Path, tmp_path: Path) -> None:

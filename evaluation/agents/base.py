@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from dibench.core.errors import DibenchError
 from dibench.evaluation.agents.tools import Toolbox
 from dibench.evaluation.tasks import TaskRecord
 
@@ -57,3 +58,13 @@ class Agent(Protocol):
         ...
 
     def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun: ...
+
+
+def run_one(agent: Agent, task: TaskRecord, tools: Toolbox) -> AgentRun:
+    """One task; a DibenchError (e.g. a reference agent's failing SQL) ends this task only."""
+    try:
+        return agent.run(task, tools)
+    except DibenchError as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return AgentRun(answer=None, stop_reason="error", stop_detail=detail, turns=tools.turn,
+                        tool_calls=len(tools.events))
