@@ -21,7 +21,7 @@ Z95 = 1.959963984540054  # the standard normal quantile of 0.975
 def wilson(passed: int, total: int, z: float = Z95) -> tuple[float, float]:
     """The Wilson score interval of the share passed/total (95% by default), in percent. With no
     task it is the whole range (0, 100): nothing is known. Unlike the normal approximation it
-    stays inside [0, 100] and is not empty at 0 or total passes (30 of 30: 88.6 .. 100)."""
+    stays inside [0, 100] and is not empty at 0 or total passes (30 of 30: 88.65 .. 100)."""
     if total <= 0:
         return 0.0, 100.0
     p = passed / total

@@ -220,7 +220,7 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
             pass
         except LLM_FAILURES as exc:
             c.rejections.append(f"llm: {exc}")
-    if c.tier == "K+A+R" and analysis in NO_RULE_VARIANT and not failed:
+    if c.tier == "K+A+R" and analysis in NO_RULE_VARIANT and not c.rejections:  # variants only of admitted tasks
         def phrase_no_rule(rewrite: tuple[str, list[str]] | None) -> str:
             assert llm is not None
             return llm_question(llm, analysis, metric.name, result.base_answer, {**result.facts, "catalog_only": True},

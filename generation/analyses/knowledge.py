@@ -33,35 +33,47 @@ def _number_text(v: Any) -> str:
     return format(Decimal(str(v)).normalize(), "f")
 
 
-def literal_values(expression: str) -> list[str]:
-    """The values a document's SQL expression writes: numbers (not 0, 1 or 100) and strings."""
+def _parsed(expression: str) -> exp.Expression | None:
     try:
-        tree = parse_expression(expression, where="knowledge facts")
+        return parse_expression(expression, where="knowledge facts")
     except RewriteError:
+        return None
+
+
+def literal_values(expression: str, predicate: bool = False) -> list[str]:
+    """The values a document's SQL expression writes: strings, and numbers (in a weight or a
+    formula not 0, 1 or 100, which set nothing a reader looks for; in a predicate every number,
+    `amount = 0` sets 0); a median for a 0.5 percentile."""
+    tree = _parsed(expression)
+    if tree is None:
         return []
     out = []
     for lit in tree.find_all(exp.Literal):
-        if lit.is_string:
+        if isinstance(lit.parent, exp.Interval) and str(lit.this).strip() == "1":
+            continue  # INTERVAL '1 day' is a unit (days), not a value
+        if isinstance(lit.parent, (exp.PercentileCont, exp.PercentileDisc)) and Decimal(str(lit.this)) == Decimal("0.5"):
+            out.append("median")
+        elif lit.is_string:
             if str(lit.this).strip():
                 out.append(str(lit.this))
-        elif Decimal(str(lit.this)) not in NEUTRAL:
+        elif predicate or Decimal(str(lit.this)) not in NEUTRAL:
             out.append(_number_text(lit.this))
     return out
 
 
 def flag_names(predicate: str) -> list[str]:
     """The yes/no columns a predicate tests as they stand ("t.is_spam OR c.is_internal" tests
-    spam and internal): what such a rule sets is which flags exclude or keep a row."""
-    try:
-        tree = parse_expression(predicate, where="knowledge facts")
-    except RewriteError:
+    spam and internal), or tests for a missing value (`r.return_date IS NULL`): what such a rule
+    sets is which flags exclude or keep a row."""
+    tree = _parsed(predicate)
+    if tree is None:
         return []
     out = []
     for col in tree.find_all(exp.Column):
         parent = col.parent
         while isinstance(parent, exp.Paren):
             parent = parent.parent
-        if parent is None or isinstance(parent, (exp.And, exp.Or, exp.Not)):
+        if parent is None or isinstance(parent, (exp.And, exp.Or, exp.Not, exp.Is)):
             name = col.name
             for prefix in ("is_", "has_"):
                 name = name[len(prefix):] if name.startswith(prefix) else name
@@ -69,10 +81,21 @@ def flag_names(predicate: str) -> list[str]:
     return out
 
 
-def effect_facts(effects: list[dict[str, Any]], temporal: bool) -> list[str]:
+def new_columns(expression: str, metric_sql: str | None) -> list[str]:
+    """The columns a formula (override, adjustment, weight) reads that the metric's own SQL does
+    not: what it brings in ("LEAST(p.amount, f.rental_rate)" brings in the rental rate)."""
+    tree, own = _parsed(expression), _parsed(f"({metric_sql})") if metric_sql else None
+    if tree is None:
+        return []
+    known = {c.name for c in own.find_all(exp.Column)} if own is not None else set()
+    return [c.name.replace("_", " ") for c in tree.find_all(exp.Column) if c.name not in known]
+
+
+def effect_facts(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | None = None) -> list[str]:
     """What the effects set, each once, in order: the threshold value, the minimum group size, the
-    values written in predicates, weights and expressions (and the flags a predicate tests), the
-    slice value of `applies_when`, and (only for a temporal rule) the `from_date`."""
+    values written in predicates, weights and expressions (the flags a predicate tests, the
+    columns a formula brings in), the slice value of `applies_when`, and (only for a temporal
+    rule) the `from_date`."""
     out: list[str] = []
     for e in effects:
         if e.get("op") == "threshold" and e.get("value") is not None:
@@ -80,9 +103,11 @@ def effect_facts(effects: list[dict[str, Any]], temporal: bool) -> list[str]:
             out.append(_number_text(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v))
         if e.get("op") == "suppress" and e.get("min_n") is not None:
             out.append(str(e["min_n"]))
-        for k in ("predicate", "weight", "expression"):
+        if isinstance(e.get("predicate"), str):
+            out += literal_values(e["predicate"], predicate=True) + flag_names(e["predicate"])
+        for k in ("weight", "expression"):
             if isinstance(e.get(k), str):
-                out += literal_values(e[k]) + (flag_names(e[k]) if k == "predicate" else [])
+                out += literal_values(e[k]) + new_columns(e[k], metric_sql)
         if e.get("applies_when"):
             out.append(str(e["applies_when"]["value"]))
         if temporal and e.get("from_date"):
@@ -90,11 +115,11 @@ def effect_facts(effects: list[dict[str, Any]], temporal: bool) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def document_facts(effects: list[dict[str, Any]], doc: Any, temporal: bool) -> list[str]:
+def document_facts(effects: list[dict[str, Any]], doc: Any, temporal: bool, metric_sql: str | None = None) -> list[str]:
     """The effects' facts that the document states (in any rendering: "three" states 3), at most
     MAX_FACTS; none when it states none of them (no scorable task: an effective date or a lone
     digit would not need the rule)."""
-    return [f for f in effect_facts(effects, temporal) if fact_found(f, doc.body)][:MAX_FACTS]
+    return [f for f in effect_facts(effects, temporal, metric_sql) if fact_found(f, doc.body)][:MAX_FACTS]
 
 
 def summary_text(body: str, limit: int = 600) -> str:
@@ -186,7 +211,7 @@ def build(ctx: Context) -> Outcome | None:
         return None
     effects = [e for e in rule.effects_json() if e.get("metric") == ctx.metric.id] or rule.effects_json()
     temporal = rule.rule_type == "temporal"
-    facts = document_facts(effects, doc, temporal)
+    facts = document_facts(effects, doc, temporal, ctx.metric.sql)
     answer = {"text": answer_text(doc, facts), "must_include": facts, "sources_state": sources_state(ctx)}
     return Outcome(answer, {"text": "", "must_include": facts}, None, None, {}, {},
                    {"rule": rule.rule_id, "title": doc.front.title, "effective_date": doc.front.effective_date.isoformat(),
