@@ -1,15 +1,19 @@
 """Reference agents on a real generated benchmark (mini pack copy in the real Neo4j and Postgres):
-the oracle scores 100%, the no-rule agent 0% on rule tasks and 100% on K+A tasks, and answers
-are re-derived from executed rows exactly as generation derived them."""
+the oracle scores 100%, the no-rule agent 0% on rule tasks and 100% on K+A tasks, keyword-dump
+no knowledge task; answers are re-derived from executed rows exactly as generation derived them;
+eval and score print each score's interval beside the reference agents' chance levels."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from dibench.evaluation.agents.reference import NoRuleAgent, OracleAgent, RetrievalOnlyAgent
+from dibench.cli.main import main
+from dibench.evaluation.agents.reference import NoRuleAgent, OracleAgent, RetrievalOnlyAgent, every_value
 from dibench.evaluation.agents.tools import Toolbox, schema_description
+from dibench.evaluation.chance import ChanceLevels
 from dibench.evaluation.harness import EvalResult, evaluate
 from dibench.evaluation.kb import KnowledgeBase
 from dibench.evaluation.rederive import DerivationError, derive_answer, hypothetical_statement, needs_base_rows
@@ -21,7 +25,8 @@ from tests.fixtures.evaldomain import EvalDomain, eval_domain, kb, tasks  # noqa
 
 
 def _run(agent: str, domain: EvalDomain, graph: Graph, wh: Warehouse, out: Path) -> EvalResult:
-    return evaluate(graph, wh, domain=domain.name, agent_name=agent, out_dir=out)
+    # the chance levels (three more reference agents) have their own test below
+    return evaluate(graph, wh, domain=domain.name, agent_name=agent, out_dir=out, chance=False)
 
 
 def _accuracy(result: EvalResult, tier: str, variant: str) -> Bucket:
@@ -166,3 +171,38 @@ def test_schema_description_lists_tables_columns_and_keys(warehouse: Warehouse) 
     assert "- orders(" in text
     assert "customer_id INTEGER" in text
     assert "foreign key: (customer_id) -> customers(customer_id)" in text
+
+
+def test_keyword_dump_passes_no_knowledge_task(eval_domain: EvalDomain, graph: Graph, warehouse: Warehouse,  # noqa: F811
+                                              kb: KnowledgeBase, tmp_path: Path) -> None:  # noqa: F811
+    """Every number and date of every document, the same line for every knowledge task: it holds
+    the numeric facts, and states dozens of numbers the task's sources do not."""
+    result = _run("keyword-dump", eval_domain, graph, warehouse, tmp_path)
+    knowledge = result.report.by_analysis_type["knowledge_retrieval"]
+    assert knowledge.total >= 3 and knowledge.passed == 0
+    line = every_value(kb)
+    assert len(line.split()) > 10 and "2023-01-01" in line
+    reasons = [t.verdict.reason for t in result.report.tasks if t.analysis_type == "knowledge_retrieval"]
+    assert all("numbers or dates its sources do not" in r for r in reasons), reasons
+    assert {t.verdict.failure_class for t in result.report.tasks if t.analysis_type != "knowledge_retrieval"} == {
+        "no_answer"}
+
+
+def test_eval_and_score_print_intervals_beside_the_chance_levels(eval_domain: EvalDomain,  # noqa: F811
+                                                                 tmp_path: Path) -> None:
+    out = tmp_path / "oracle"
+    result = CliRunner().invoke(main, ["eval", "--agent", "oracle", "--domain", eval_domain.name, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    for column in ("95% CI", "no-rule %", "featured-rule-only %", "keyword-dump %"):
+        assert column in result.output, result.output
+    levels = ChanceLevels.model_validate_json((out / "chance.json").read_text())
+    assert set(levels.agents) == {"no-rule", "featured-rule-only", "keyword-dump"}
+    assert levels.agents["no-rule"].by_variant["no_rule"].accuracy_pct == 100.0
+    assert levels.agents["no-rule"].by_tier["K"].passed == 0
+    assert levels.agents["keyword-dump"].by_analysis_type["knowledge_retrieval"].passed == 0
+    # score recomputes them on the file's own tasks: the same figures
+    scored = CliRunner().invoke(main, ["score", str(out / "tasks.jsonl"), str(out / "answers.jsonl"), "--json"])
+    assert scored.exit_code == 0, scored.output
+    assert ChanceLevels.model_validate(json.loads(scored.stdout)["chance_levels"]) == levels
+    plain = CliRunner().invoke(main, ["score", str(out / "tasks.jsonl"), str(out / "answers.jsonl"), "--no-chance"])
+    assert plain.exit_code == 0 and "keyword-dump %" not in plain.output and "95% CI" in plain.output

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from dibench.core.contracts import (
     ANALYSIS_TYPES, AnswerContract, ContractError, check_answer, fact_found, make_contract,
 )
+from dibench.core.facts import renderings, stated, strays
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -383,3 +384,37 @@ def test_contract_json_round_trip_and_tolerance() -> None:
     assert contract.numbers["value_a"].abs_tol > 0.05
     with pytest.raises(ValueError, match="extra"):
         AnswerContract.model_validate({**stored, "surprise": 1})
+
+
+@pytest.mark.parametrize(("fact", "text", "found"), [
+    ("3", "neutral reviews of three stars are left out", True),
+    ("10%", "freight is divided by 1.1, i.e. net of 0.1 of it", True),
+    ("10%", "a ten percent surcharge", True),
+    ("0.1", "weighted at 10 per cent", True),
+    ("25", "after twenty-five days", True),
+    ("205", "two hundred and five orders", True),
+    ("2024-06-01", "from 1 June 2024 on", True),
+    ("2024-06-01", "from June 1st, 2024", True),
+    ("2024-06-01", "from 1 July 2024", False),
+    ("B", "loans of status B or D", True),
+    ("B", "Both kinds of loans", False),
+    ("enterprise", "two enterprises", True),
+    ("3", "rated 13 or 30", False),
+])
+def test_facts_match_in_any_rendering(fact: str, text: str, found: bool) -> None:
+    assert fact_found(fact, text) is found
+
+
+def test_a_list_of_every_number_is_not_an_answer() -> None:
+    sources = ["Policy RULE-X: ratings of 3 stars are excluded; version 2; effective 2023-01-01.",
+               "Metric CSAT: share of 4-5 star ratings, in percent, 2 decimals."]
+    gold = {"text": "Ratings of 3 stars are excluded.", "must_include": ["3"],
+            "sources_state": renderings([v for s in sources for v in stated(s)])}
+    contract = contract_for("knowledge_retrieval", gold)
+    assert check_answer(contract, gold, {"text": "Three-star ratings are excluded since 1 January 2023 (v2)."}).passed
+    assert check_answer(contract, gold, {"text": "Ratings of 3 are out, from 2023; see also 17 and 99."}).passed
+    dump = {"text": "3 17 99 30 2000 2024-06-01 45 10%"}
+    check = check_answer(contract, gold, dump)
+    assert not check.passed
+    assert "states 7 numbers or dates its sources do not ('2024-06-01', '17', '99', ...; at most 3)" in check.reason
+    assert strays("3 and 2023 and 5", gold["sources_state"]) == []  # 5 is stated by "4-5"

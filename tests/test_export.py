@@ -274,3 +274,33 @@ def test_generate_gives_each_task_of_an_older_graph_one_run(pack: Pack, graph: G
         assert old in tasks_of(graph, DOMAIN)[task]["previous_runs"]
     finally:
         graph.write("test_export_extra_run_delete", run=old)
+
+
+def test_an_export_refuses_two_tasks_that_ask_the_same_and_differ_in_gold(pack: Pack, graph: Graph,
+                                                                         warehouse: Warehouse, tmp_path: Path) -> None:
+    """(Last in this module: it rejects two of its tasks.) No agent can answer both right, so the
+    export is refused; the admission check of generation rejects both, and the export holds again."""
+    from dibench.generation.writeback import AMBIGUOUS, reject_ambiguous
+
+    tasks = {k: t for k, t in tasks_of(graph, DOMAIN).items() if t["status"] == "admitted" and t["variant"] == "standard"}
+    a = next(k for k, t in sorted(tasks.items()) if t["analysis_type"] == "point_query")
+    b = next(k for k, t in sorted(tasks.items()) if t["analysis_type"] == "threshold_crossing")
+    q = preset_query("domain", {"domain": DOMAIN})
+    before = export(graph, warehouse, q, "jsonl", tmp_path / "before", domain=DOMAIN, audience="private")
+    assert before["invariants"]["one_answer_per_question"] == {
+        "admitted_tasks": sum(1 for t in tasks_of(graph, DOMAIN).values() if t["status"] == "admitted"),
+        "violations": 0}
+    graph.write("test_set_question", key=b, question=f"  {tasks[a]['question'].upper()} ")  # the same, normalised
+    with pytest.raises(ExportError, match="share their question with a task of another answer"):
+        export(graph, warehouse, q, "jsonl", tmp_path / "refused", domain=DOMAIN)
+    assert not (tmp_path / "refused").exists()
+    assert reject_ambiguous(graph, DOMAIN) >= 2
+    after = tasks_of(graph, DOMAIN)
+    for key in (a, b):
+        assert after[key]["status"] == "rejected" and after[key]["rejections"][-1].startswith(AMBIGUOUS)
+    for key, t in after.items():  # their variants go with them
+        if key.rsplit(":", 1)[0] in (a, b) and key not in (a, b):
+            assert t["status"] == "rejected", key
+    manifest = export(graph, warehouse, q, "jsonl", tmp_path / "after", domain=DOMAIN)
+    assert manifest["invariants"]["one_answer_per_question"]["violations"] == 0
+    assert reject_ambiguous(graph, DOMAIN) == 0

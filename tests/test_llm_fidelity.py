@@ -9,7 +9,7 @@ import pytest
 
 from dibench.generation.analyses.threshold import roundest_between
 from dibench.generation.fidelity import fidelity_problems
-from dibench.generation.questions import template_question
+from dibench.generation.questions import catalog_only, template_question
 
 WINDOW = {"start": "2023-08-01", "end": "2024-08-01"}
 
@@ -96,6 +96,19 @@ def test_every_template_question_is_faithful(analysis: str, seed: int) -> None:
     q = template_question(analysis, "Revenue", "country" if spatial else "support channel", FACTS[analysis],
                           random.Random(seed), "percent", "spatial" if spatial else "categorical")
     assert fidelity_problems(q, analysis, FACTS[analysis], {}) == [], q
+
+
+@pytest.mark.parametrize("analysis", sorted(set(FACTS) - {"counterfactual", "knowledge_retrieval"}))
+def test_the_no_rule_question_asks_for_the_catalog_definition_alone(analysis: str) -> None:
+    """The no-rule variant's answer ignores every policy: its question says so, the others do not."""
+    q = template_question(analysis, "Revenue", "support channel", FACTS[analysis], random.Random(0), "percent")
+    variant = {**FACTS[analysis], "catalog_only": True}
+    assert fidelity_problems(q, analysis, variant, {}) == [
+        "variant: the question does not ask for the catalog's definition alone, before any policy adjustments"]
+    assert fidelity_problems(catalog_only(q), analysis, variant, {}) == []
+    assert catalog_only(q).endswith("Answer by the metric catalog's definition alone, before any policy adjustments.")
+    assert fidelity_problems(catalog_only(q), analysis, FACTS[analysis], {}) == [
+        "variant: the question asks to set the policies aside, but its answer applies them"]
 
 
 def test_templates_read_like_a_business_user() -> None:

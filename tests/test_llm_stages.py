@@ -29,8 +29,9 @@ from dibench.evaluation.harness import run_tasks
 from dibench.evaluation.kb import KnowledgeBase
 from dibench.evaluation.tasks import TaskRecord
 from dibench.generation.executor import Executor
-from dibench.generation.questions import PHRASE_REPLY_TOKENS, llm_question, template_question
+from dibench.generation.questions import CATALOG_ONLY, PHRASE_REPLY_TOKENS, llm_question, template_question
 from dibench.generation.tasks import build_candidates, vocabulary
+from dibench.generation.writeback import task_rows
 from dibench.ingest.extract import REPLY_TOKENS, bounded_prompt, extract_effects, rank_metrics
 from dibench.ingest.pipeline import ingest_pack
 from dibench.stores import llm as llm_mod
@@ -264,6 +265,42 @@ def test_drifting_question_over_http_is_rewritten_once_then_rejected(stub: StubS
     for c in fixed:
         if "start" in c.facts and not any(r.startswith("rule_not_discriminative") for r in c.rejections):
             assert c.question.startswith("Quick one: ") and c.rejections == [], (c.question, c.rejections)
+
+
+def catalog_phrasing(keep_opt_out: bool) -> Any:
+    """A faithful phraser that, asked for a no-rule variant (`catalog_only`), first forgets to say
+    so, and says so on the rewrite only when `keep_opt_out`."""
+    def reply(body: dict[str, Any]) -> str:
+        payload = json.loads(body["messages"][1]["content"])
+        q = json.loads(faithful_phrasing(body))["question"]
+        if payload["catalog_only"] and keep_opt_out and "previous_question" in payload:
+            q = f"{q} Please use {CATALOG_ONLY}."
+        return json.dumps({"question": q})
+    return reply
+
+
+@pytest.mark.parametrize("keep_opt_out", [True, False])
+def test_the_llm_phraser_keeps_the_no_rule_opt_out(keep_opt_out: bool, stub: StubServer, warehouse: Warehouse) -> None:
+    """A rule task's no-rule variant is phrased by the model as a question of its own, asking for
+    the catalog's definition alone; stage 1 rejects the variant whose question forgets to say so."""
+    pack = load_pack(MINIPACK)
+    vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(warehouse, pack.schema).items()})
+    stub.default = catalog_phrasing(keep_opt_out)
+    got = build_candidates(skeleton(pack, "MINI-SAT-001", "customers.plan", ["MINI-R-PHONE"]), pack,
+                           Executor(warehouse), vocab, seed=42, llm=model(stub), judge=False)
+    rule_tasks = [c for c in got if c.no_rule_question is not None]
+    assert rule_tasks, "some rule task has a no-rule variant"
+    asked = [json.loads(r["messages"][1]["content"]) for r in stub.requests]
+    assert any(p["catalog_only"] and p["answer"] == rule_tasks[0].base_answer for p in asked)
+    assert all(not p["catalog_only"] for p in asked if p["answer"] == rule_tasks[0].gold_answer)
+    for c in rule_tasks:
+        assert not c.rejections
+        if keep_opt_out:
+            assert c.no_rule_question.endswith(f"Please use {CATALOG_ONLY}.") and c.no_rule_rejections == []
+        else:  # the standard task's question with another answer: the variant is rejected
+            assert [r for r in c.no_rule_rejections if "does not ask for the catalog's definition alone" in r]
+    rows = [r for r in task_rows(rule_tasks, pack, "run:test") if r["variant"] == "no_rule"]
+    assert {r["props"]["status"] for r in rows} == ({"admitted"} if keep_opt_out else {"rejected"})
 
 
 def test_phrasing_prompt_stays_within_the_context(stub: StubServer) -> None:

@@ -4,7 +4,9 @@ with its stored parameters, to its stored gold answer; every point-query and thr
 equals a recomputation through the library that applies every verified rule of the metric (read
 from the graph's edges, not from the task's SQL); and every point-query, threshold, comparison,
 ranking and decomposition gold of Berka and Pagila equals the hand-written policy of its metric
-(tests/fixtures/policy_by_hand.py), rounded with Decimal half up."""
+(tests/fixtures/policy_by_hand.py), rounded with Decimal half up. Across all variants no two
+admitted tasks share a question and differ in gold; the oracle passes every variant, the
+keyword-dump agent at most 5% of the knowledge tasks."""
 from __future__ import annotations
 
 import datetime as dt
@@ -14,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from dibench.core.ambiguity import Asked, ambiguous
 from dibench.core.answers import rnd
 from dibench.core.models import LLMEffects
 from dibench.core.pack import DOMAINS_DIR, Pack, load_pack
+from dibench.evaluation.chance import chance_levels
+from dibench.evaluation.kb import load_knowledge_base
 from dibench.evaluation.rederive import derive_answer, hypothetical_statement, needs_base_rows
 from dibench.evaluation.tasks import TaskRecord, load_tasks
 from dibench.generation.pipeline import generate
@@ -129,3 +134,25 @@ def test_gold_equals_the_hand_written_policy(generated: Generated, graph: Graph,
         assert expected == task.gold_answer, (task.task_id, m.id, task.analysis_type)
         checked[task.analysis_type] += 1
     assert sum(checked.values()) >= 10, checked
+
+
+def test_one_answer_per_question_across_every_variant(generated: Generated) -> None:
+    """No two admitted tasks of the domain, of any variant, share a question and differ in gold."""
+    pack, tasks = generated
+    variants = Counter(t.variant for t in tasks)
+    assert variants["standard"] and variants["oracle"] and variants["no_rule"], variants
+    assert ambiguous(Asked(t.task_id, t.question, t.analysis_type, t.gold_answer, t.rounding) for t in tasks) == {}
+
+
+def test_oracle_passes_every_variant_and_keyword_dump_no_knowledge_task(generated: Generated, graph: Graph,
+                                                                      warehouse: Warehouse) -> None:
+    pack, tasks = generated
+    levels = chance_levels(tasks, warehouse.for_schema(pack.schema), load_knowledge_base(graph, pack.name),
+                           db_schema=pack.schema, agents=("oracle", "keyword-dump", "no-rule"))
+    oracle, dump, plain = (levels.agents[a] for a in ("oracle", "keyword-dump", "no-rule"))
+    assert {v: b.accuracy_pct for v, b in oracle.by_variant.items()} == {v: 100.0 for v in oracle.by_variant}
+    knowledge = dump.by_analysis_type["knowledge_retrieval"]
+    assert knowledge.total >= 3 and knowledge.accuracy_pct <= 5.0, knowledge
+    # an agent that ignores the policy passes the no-rule variant and fails its twins
+    assert plain.by_variant["no_rule"].accuracy_pct == 100.0
+    assert plain.by_variant["oracle"].passed == 0

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from dibench.cli.main import main
 from dibench.core.contracts import AnswerContract, check_answer, make_contract
 from dibench.evaluation.scoring import RecordFileError, TaskRecordError, load_answers, load_tasks, score_run, score_task
+from dibench.evaluation.reporting_tables import wilson
 from tests.test_contracts import GOLD, roundings
 
 
@@ -216,3 +217,13 @@ def test_every_command_has_help_text() -> None:
     assert "dibench score" in dict(commands)
     missing = [name for name, cmd in commands if not (cmd.help or getattr(cmd.callback, "__doc__", None) or "").strip()]
     assert missing == []
+
+
+@pytest.mark.parametrize(("passed", "total", "interval"), [
+    (30, 30, (88.65, 100.0)), (0, 30, (0.0, 11.35)), (15, 30, (33.15, 66.85)), (2, 5, (11.76, 76.93)),
+    (0, 0, (0.0, 100.0)),  # no task: nothing is known
+])
+def test_wilson_interval(passed: int, total: int, interval: tuple[float, float]) -> None:
+    assert wilson(passed, total) == interval
+    low, high = interval
+    assert 0.0 <= low <= (100.0 * passed / total if total else 0.0) <= high <= 100.0
