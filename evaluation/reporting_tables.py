@@ -5,30 +5,23 @@ ablations aggregate the same way.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
+
+from dibench.core import intervals
 
 # Display order of the knowledge tiers and failure classes; other groups sort by name.
 TIER_ORDER: tuple[str, ...] = ("K", "K+A", "K+A+R")
 FAILURE_CLASSES: tuple[str, ...] = ("no_answer", "malformed", "rule_ignored", "computation_wrong", "wrong_answer")
 
 
-Z95 = 1.959963984540054  # the standard normal quantile of 0.975
-
-
-def wilson(passed: int, total: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of the share passed/total (95% by default), in percent. With no
-    task it is the whole range (0, 100): nothing is known. Unlike the normal approximation it
-    stays inside [0, 100] and is not empty at 0 or total passes (30 of 30: 88.65 .. 100)."""
-    if total <= 0:
-        return 0.0, 100.0
-    p = passed / total
-    spread = z * z / total
-    centre = (p + spread / 2) / (1 + spread)
-    half = z * math.sqrt(p * (1 - p) / total + spread / (4 * total)) / (1 + spread)
-    return round(100.0 * max(0.0, centre - half), 2), round(100.0 * min(1.0, centre + half), 2)
+def wilson_pct(passed: int, total: int) -> tuple[float, float]:
+    """The 95% Wilson interval of passed/total (`core.intervals.wilson`) in percent, to 2 decimals.
+    With no task it is the whole range (0, 100): nothing is known. Unlike the normal approximation
+    it stays inside [0, 100] and is not empty at 0 or total passes (30 of 30: 88.65 .. 100)."""
+    low, high = intervals.wilson(passed, total)
+    return round(100.0 * low, 2), round(100.0 * high, 2)
 
 
 class Bucket(BaseModel):
@@ -46,7 +39,7 @@ class Bucket(BaseModel):
         """The 95% Wilson interval in percent (computed when an older report lacks it)."""
         if self.ci95_low_pct is not None and self.ci95_high_pct is not None:
             return self.ci95_low_pct, self.ci95_high_pct
-        return wilson(self.passed, self.total)
+        return wilson_pct(self.passed, self.total)
 
 
 def bucket(passed: Iterable[bool]) -> Bucket:
@@ -54,7 +47,7 @@ def bucket(passed: Iterable[bool]) -> Bucket:
     hits = sum(flags)
     # An empty group has no accuracy to speak of; 0.0 keeps the field a number for JSON readers.
     pct = round(100.0 * hits / len(flags), 2) if flags else 0.0
-    low, high = wilson(hits, len(flags))
+    low, high = wilson_pct(hits, len(flags))
     return Bucket(total=len(flags), passed=hits, accuracy_pct=pct, ci95_low_pct=low, ci95_high_pct=high)
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dibench.cli.main import main
 from dibench.core.contracts import AnswerContract, check_answer, make_contract
 from dibench.evaluation.scoring import RecordFileError, TaskRecordError, load_answers, load_tasks, score_run, score_task
-from dibench.evaluation.reporting_tables import wilson
+from dibench.evaluation.reporting_tables import wilson_pct
 from tests.test_contracts import GOLD, roundings
 
 
@@ -224,6 +224,6 @@ def test_every_command_has_help_text() -> None:
     (0, 0, (0.0, 100.0)),  # no task: nothing is known
 ])
 def test_wilson_interval(passed: int, total: int, interval: tuple[float, float]) -> None:
-    assert wilson(passed, total) == interval
+    assert wilson_pct(passed, total) == interval
     low, high = interval
     assert 0.0 <= low <= (100.0 * passed / total if total else 0.0) <= high <= 100.0
