@@ -347,7 +347,7 @@ def test_generate_cli_caps_llm_calls_records_them_and_prints_only_json(
     assert run["phraser"] == "CompatibleChatOpenAI:stub" and run["judge"] == "skipped"
     assert json.loads(run["llm_usage"])["calls"] == {"phrase": 3}
     # Every prompt version behind the run's tasks, the extraction of the rule effects included.
-    versions = {"phrase": "phrase/2",
+    versions = {"phrase": "phrase/3",  # the prompt tells the model when a question asks for the catalog alone
                 "extract": [{"model": "CompatibleChatOpenAI:stub", "prompt_version": "extract-effects/2"}]}
     assert json.loads(run["prompt_versions"]) == versions
     assert (summary["llm_model"], summary["prompt_versions"]) == ("CompatibleChatOpenAI:stub", versions)
