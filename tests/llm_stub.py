@@ -48,6 +48,9 @@ class StubServer:
         self.script: list[Entry] = []
         self.default: Entry | None = None
         self.requests: list[dict[str, Any]] = []
+        # Set to serve llama.cpp's token count route (request body -> prompt tokens); None: 404 like vLLM's.
+        self.count_tokens: Callable[[dict[str, Any]], int] | None = None
+        self.counted: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -73,6 +76,8 @@ class StubServer:
         self.script.clear()
         self.requests.clear()
         self.default = None
+        self.count_tokens = None
+        self.counted.clear()
 
     def prompt(self, i: int) -> str:
         """All message texts of request i, joined."""
@@ -95,6 +100,13 @@ class StubServer:
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                if self.path.rstrip("/") == "/v1/chat/completions/input_tokens" and stub.count_tokens is not None:
+                    stub.counted.append(body)
+                    self._send(200, {"input_tokens": stub.count_tokens(body), "object": "response.input_tokens"})
+                    return
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    self._send(404, {"error": {"message": "File Not Found", "type": "not_found_error", "code": 404}})
+                    return
                 reply = stub._next(body)
                 if isinstance(reply, Error):
                     self._send(reply.status, {"error": {"message": reply.message, "type": "invalid_request_error",
