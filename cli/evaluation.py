@@ -7,6 +7,7 @@ Registered on `cli.main.main` by cli/main.py; imports only cli.common and the ev
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -80,15 +81,23 @@ VARIANT_CHOICES = ("standard", "oracle", "no_rule")
 @click.option("--variant", "variants", multiple=True, type=click.Choice(VARIANT_CHOICES),
               help="Only these task variants (repeatable; default all).")
 @click.option("--limit", type=int, default=None, help="At most this many tasks (in key order).")
+@click.option("--task-ids", "task_ids_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Only the tasks listed in FILE (one id a line, or JSONL with task_id, e.g. a tasks.jsonl), in order.")
 @click.option("--max-turns", type=int, default=20, show_default=True, help="Turn limit of the llm agent.")
 @click.option("--max-tokens", type=int, default=None, help="Token budget per task of the llm agent.")
 @click.option("--max-seconds", type=float, default=None, help="Wall-clock budget per task of the llm agent.")
+@click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Attempts per task; with more than one the score adds pass@1, pass^k and pass@k.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tasks run at once (a task's trials run one after another).")
+@click.option("--resume", is_flag=True,
+              help="Continue an interrupted run in the same -o folder: attempts already written are kept.")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default out/eval/<domain>/<agent>).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 def eval_cmd(agent_name: str, domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
-             max_turns: int, max_tokens: int | None, max_seconds: float | None, out_dir: Path | None,
-             as_json: bool) -> None:
+             task_ids_file: Path | None, max_turns: int, max_tokens: int | None, max_seconds: float | None,
+             trials: int, concurrency: int, resume: bool, out_dir: Path | None, as_json: bool) -> None:
     """Give each task of DOMAIN to an agent with SQL, knowledge-base search and final-answer tools.
 
     Writes tasks.jsonl, answers.jsonl ({task_id, answer} per line), trace.jsonl (turns, tool calls,
@@ -97,19 +106,49 @@ def eval_cmd(agent_name: str, domain: str, run_key: str | None, variants: tuple[
     from dibench.evaluation.agents.llm import Budget
 
     handle_errors(_eval)(agent_name, domain, run_key, variants, limit, max_turns, out_dir, as_json,
-                         Budget(max_turns, max_tokens, max_seconds))
+                         Budget(max_turns, max_tokens, max_seconds), task_ids_file,
+                         RunOptions(trials, concurrency, resume))
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    trials: int = 1
+    concurrency: int = 1
+    resume: bool = False
+
+
+def read_task_ids(path: Path) -> list[str]:
+    """Task ids of FILE: one a line, or JSON objects with a task_id (blank lines skipped)."""
+    ids = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("{"):
+            try:
+                text = str(json.loads(text)["task_id"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise click.ClickException(f"{path}:{number}: a JSON line needs a task_id ({exc})") from exc
+        ids.append(text)
+    if not ids:
+        raise click.ClickException(f"{path}: no task ids")
+    return ids
 
 
 def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
-          max_turns: int, out_dir: Path | None, as_json: bool, budget: Budget | None = None) -> None:
+          max_turns: int, out_dir: Path | None, as_json: bool, budget: Budget | None = None,
+          task_ids_file: Path | None = None, options: RunOptions | None = None) -> None:
     from dibench.evaluation.harness import evaluate
     from dibench.stores.graph import get_graph
     from dibench.stores.warehouse import get_warehouse
 
     out = out_dir or Path("out") / "eval" / domain / agent_name
+    opts = options or RunOptions()
     with err_console.status(f"{agent_name} on {domain}") as status:
         result = evaluate(get_graph(), get_warehouse(), domain=domain, agent_name=agent_name, out_dir=out,
                           run=run_key, variants=list(variants) or None, limit=limit, max_turns=max_turns, budget=budget,
+                          task_ids=read_task_ids(task_ids_file) if task_ids_file else None,
+                          trials=opts.trials, concurrency=opts.concurrency, resume=opts.resume,
                           progress=lambda i, n, key: status.update(f"{agent_name} on {domain}: task {i}/{n} {key}"))
     if as_json:
         print_json(result.summary.model_dump(mode="json"))

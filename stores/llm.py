@@ -208,7 +208,7 @@ def _openai_compatible(s: Settings, provider: str) -> BaseChatModel:
     # Local servers ignore the key but the client insists on one.
     key = s.llm_api_key or os.environ.get("OPENAI_API_KEY") or ("ollama" if provider == "ollama" else "not-needed")
     return compatible_chat_model(base_url=base_url, model=s.llm_model, api_key=key, timeout_s=s.llm_timeout_s,
-                                 max_tokens=s.llm_max_tokens)
+                                 max_tokens=s.llm_max_tokens, record=s.llm_record)
 
 
 def model_id(llm: Runnable[Any, Any]) -> str:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -128,7 +130,33 @@ def estimate_payload(payload: dict[str, Any]) -> int:
     return estimate_tokens(text) + estimate_tokens(tools) + 6 * len(messages)
 
 
+class Recorder:
+    """Appends every chat request and the server's reply to a JSONL cassette (DIBENCH_LLM_RECORD),
+    which tests replay over the stub server."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def __call__(self, response: httpx.Response) -> None:
+        if not response.request.url.path.endswith("/chat/completions"):
+            return
+        response.read()
+        try:
+            reply: Any = response.json()
+        except ValueError:
+            reply = response.text
+        entry = {"request": json.loads(response.request.content or b"{}"), "status": response.status_code,
+                 "response": reply}
+        with self._lock, self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry, sort_keys=True) + "\n")
+
+
 def compatible_chat_model(*, base_url: str | None, model: str, api_key: str, timeout_s: float,
-                          max_tokens: int) -> BaseChatModel:
+                          max_tokens: int, record: Path | None = None) -> BaseChatModel:
+    extra: dict[str, Any] = {}
+    if record is not None:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        extra["http_client"] = httpx.Client(timeout=timeout_s, event_hooks={"response": [Recorder(record)]})
     return CompatibleChatOpenAI(model=model, base_url=base_url, api_key=api_key,  # type: ignore[arg-type]
-                                timeout=timeout_s, max_retries=0, temperature=0.0, max_tokens=max_tokens)
+                                timeout=timeout_s, max_retries=0, temperature=0.0, max_tokens=max_tokens, **extra)
