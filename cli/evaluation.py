@@ -63,8 +63,30 @@ def print_report(report: Report) -> None:
     print_table("by knowledge tier", ["tier", *columns], bucket_rows(report.by_tier))
     print_table("by variant", ["variant", *columns], bucket_rows(report.by_variant))
     print_table("failure classes", ["class", "tasks"], [[c, n] for c, n in report.failure_classes.items()])
+    print_reliability(report)
     if report.unmatched_answers:
         print_table("answers naming no task", ["task_id"], [[a] for a in report.unmatched_answers])
+
+
+def print_reliability(report: Report) -> None:
+    """pass@1, pass^k and pass@k with 95% intervals, overall, per tier and per analysis type."""
+    rel = report.reliability
+    if rel is None:
+        return
+    rows = []
+    for label, groups in (("all", {"": rel.overall}), ("tier", rel.by_tier), ("type", rel.by_analysis_type)):
+        for name, g in groups.items():
+            last = g.by_k[-1]
+            rows.append([f"{label} {name}".strip(), str(g.tasks), f"{g.pass_at_1:.1f}",
+                         f"{last.pass_hat_k:.1f} [{last.pass_hat_ci[0]:.1f}, {last.pass_hat_ci[1]:.1f}]",
+                         f"{last.pass_at_k:.1f} [{last.pass_at_ci[0]:.1f}, {last.pass_at_ci[1]:.1f}]"])
+    k = rel.trials
+    print_table(f"reliability over {k} trials (95% Wilson intervals)",
+                ["group", "tasks", "pass@1 %", f"pass^{k} %", f"pass@{k} %"], rows)
+    print_table(f"pass^k by k (all tasks){'; ' + str(rel.incomplete_tasks) + ' tasks with fewer trials left out' if rel.incomplete_tasks else ''}",
+                ["k", "pass^k %", "95% CI", "pass@k %"],
+                [[str(e.k), f"{e.pass_hat_k:.1f}", f"[{e.pass_hat_ci[0]:.1f}, {e.pass_hat_ci[1]:.1f}]",
+                  f"{e.pass_at_k:.1f}"] for e in rel.overall.by_k])
 
 
 # ------------------------------------------------------------------------------ eval
@@ -73,9 +95,12 @@ VARIANT_CHOICES = ("standard", "oracle", "no_rule")
 
 
 @click.command("eval")
-@click.option("--agent", "agent_name", type=click.Choice(AGENT_CHOICES), required=True,
+@click.option("--agent", "agent_name", type=click.Choice(AGENT_CHOICES), default=None,
               help="oracle (gold SQL), no-rule (base SQL), retrieval-only (top policy document), or llm "
                    "(the chat model of DIBENCH_LLM / DIBENCH_LLM_PROVIDER).")
+@click.option("--agent-cmd", default=None, metavar="COMMAND",
+              help="Run COMMAND once per task instead: the task as JSON on stdin, the MCP server in "
+                   "DIBENCH_MCP_URL / DIBENCH_MCP_TOKEN, the answer as JSON on stdout (or submit_answer).")
 @click.option("--domain", required=True, help="Domain whose admitted tasks are evaluated.")
 @click.option("--run", "run_key", default=None, help="Only the tasks of this generation Run (its key).")
 @click.option("--variant", "variants", multiple=True, type=click.Choice(VARIANT_CHOICES),
@@ -83,9 +108,11 @@ VARIANT_CHOICES = ("standard", "oracle", "no_rule")
 @click.option("--limit", type=int, default=None, help="At most this many tasks (in key order).")
 @click.option("--task-ids", "task_ids_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Only the tasks listed in FILE (one id a line, or JSONL with task_id, e.g. a tasks.jsonl), in order.")
-@click.option("--max-turns", type=int, default=20, show_default=True, help="Turn limit of the llm agent.")
-@click.option("--max-tokens", type=int, default=None, help="Token budget per task of the llm agent.")
-@click.option("--max-seconds", type=float, default=None, help="Wall-clock budget per task of the llm agent.")
+@click.option("--max-turns", type=int, default=20, show_default=True,
+              help="Turn limit per task: model calls of the llm agent, MCP tool calls of a command.")
+@click.option("--max-tokens", type=int, default=None,
+              help="Token budget per task (the llm agent's; a command's where it reports usage).")
+@click.option("--max-seconds", type=float, default=None, help="Wall-clock budget per task (a command is killed).")
 @click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True,
               help="Attempts per task; with more than one the score adds pass@1, pass^k and pass@k.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
@@ -95,7 +122,7 @@ VARIANT_CHOICES = ("standard", "oracle", "no_rule")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default out/eval/<domain>/<agent>).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
-def eval_cmd(agent_name: str, domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
+def eval_cmd(agent_name: str | None, agent_cmd: str | None, domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
              task_ids_file: Path | None, max_turns: int, max_tokens: int | None, max_seconds: float | None,
              trials: int, concurrency: int, resume: bool, out_dir: Path | None, as_json: bool) -> None:
     """Give each task of DOMAIN to an agent with SQL, knowledge-base search and final-answer tools.
@@ -105,9 +132,11 @@ def eval_cmd(agent_name: str, domain: str, run_key: str | None, variants: tuple[
     """
     from dibench.evaluation.agents.llm import Budget
 
-    handle_errors(_eval)(agent_name, domain, run_key, variants, limit, max_turns, out_dir, as_json,
+    if (agent_name is None) == (agent_cmd is None):
+        raise click.UsageError("give exactly one of --agent NAME or --agent-cmd COMMAND")
+    handle_errors(_eval)(agent_name or "command", domain, run_key, variants, limit, max_turns, out_dir, as_json,
                          Budget(max_turns, max_tokens, max_seconds), task_ids_file,
-                         RunOptions(trials, concurrency, resume))
+                         RunOptions(trials, concurrency, resume, agent_cmd))
 
 
 @dataclass(frozen=True)
@@ -115,6 +144,7 @@ class RunOptions:
     trials: int = 1
     concurrency: int = 1
     resume: bool = False
+    agent_cmd: str | None = None
 
 
 def read_task_ids(path: Path) -> list[str]:
@@ -149,6 +179,7 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
                           run=run_key, variants=list(variants) or None, limit=limit, max_turns=max_turns, budget=budget,
                           task_ids=read_task_ids(task_ids_file) if task_ids_file else None,
                           trials=opts.trials, concurrency=opts.concurrency, resume=opts.resume,
+                          agent_cmd=opts.agent_cmd,
                           progress=lambda i, n, key: status.update(f"{agent_name} on {domain}: task {i}/{n} {key}"))
     if as_json:
         print_json(result.summary.model_dump(mode="json"))
@@ -172,6 +203,62 @@ def print_eval_tables(report: Report) -> None:
     print_table("rule tasks (K+A+R) by variant", ["variant", *columns], bucket_rows(variant_rows(report)))
     print_table("by analysis type", ["analysis type", *columns], bucket_rows(report.by_analysis_type))
     print_table("failure classes", ["class", "tasks"], [[c, n] for c, n in report.failure_classes.items()])
+    print_reliability(report)
+
+
+# ------------------------------------------------------------------------------ mcp
+@click.command("mcp")
+@click.option("--domain", required=True, help="Domain whose admitted tasks the session serves.")
+@click.option("--run", "run_key", default=None, help="Only the tasks of this generation Run (its key).")
+@click.option("--variant", "variants", multiple=True, type=click.Choice(VARIANT_CHOICES),
+              help="Only these task variants (repeatable; default all).")
+@click.option("--limit", type=int, default=None, help="At most this many tasks (in key order).")
+@click.option("--task-ids", "task_ids_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Only the tasks listed in FILE (one id a line, or JSONL with task_id), in order.")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio (the client starts this command) or streamable HTTP at http://HOST:PORT/mcp.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="HTTP address; any but loopback needs a bearer token.")
+@click.option("--port", type=int, default=8765, show_default=True, help="HTTP port.")
+@click.option("--token", envvar="DIBENCH_MCP_TOKEN", default=None,
+              help="Bearer token HTTP clients must send (env DIBENCH_MCP_TOKEN).")
+@click.option("--max-turns", type=int, default=20, show_default=True, help="Tool calls allowed per task.")
+@click.option("--agent-name", default="mcp", show_default=True, help="The agent's name in the run's summary and report.")
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Run folder (default out/eval/<domain>/<agent-name>).")
+def mcp_cmd(domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
+            task_ids_file: Path | None, transport: str, host: str, port: int, token: str | None, max_turns: int,
+            agent_name: str, out_dir: Path | None) -> None:
+    """Serve DOMAIN's tasks to any agent as an MCP server; one session is one evaluation run.
+
+    Tools: list_tasks, get_task, describe_schema, sql_query, search_knowledge, read_document,
+    submit_answer (the built-in harness's tools, public views only). Each submission is written and
+    scored into the run folder (answers.jsonl, trace.jsonl, score.json, summary.json), which
+    `dibench report --results DIR` shows like any `dibench eval` run.
+    """
+    handle_errors(_mcp)(domain, run_key, variants, limit, task_ids_file, transport, host, port, token, max_turns,
+                        agent_name, out_dir)
+
+
+def _mcp(domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None, task_ids_file: Path | None,
+         transport: str, host: str, port: int, token: str | None, max_turns: int, agent_name: str,
+         out_dir: Path | None) -> None:
+    from dibench.evaluation.mcp_session import SessionOptions, open_session, serve
+    from dibench.stores.graph import get_graph
+    from dibench.stores.warehouse import get_warehouse
+
+    out = out_dir or Path("out") / "eval" / domain / agent_name
+    opts = SessionOptions(domain=domain, out_dir=out, run=run_key, variants=list(variants) or None, limit=limit,
+                          task_ids=read_task_ids(task_ids_file) if task_ids_file else None, max_turns=max_turns,
+                          agent_name=agent_name)
+    session = open_session(get_graph(), get_warehouse(), opts)
+    where = "stdio" if transport == "stdio" else f"http://{host}:{port}/mcp"
+    # stdout is the protocol channel under stdio: every message of ours goes to stderr.
+    err_console.print(f"dibench mcp: {len(session.tasks)} tasks of {domain} on {where}; run folder {out}")
+    result = serve(session, "stdio" if transport == "stdio" else "http", host=host, port=port, token=token)
+    s = result.summary
+    err_console.print(f"dibench mcp: {s.answered} answered, {s.passed}/{s.tasks} passed = {s.accuracy_pct:.2f}%; "
+                      f"files in {out}")
 
 
 # ------------------------------------------------------------------------------ ablation

@@ -746,7 +746,7 @@ def serve_cmd(host: str, port: int, insecure_local: bool) -> None:
 # The command modules register here, last: they import cli.common, never this module.
 from dibench.cli import evaluation as _evaluation, routing as _routing  # noqa: E402
 
-for _command in (_evaluation.score, _evaluation.eval_cmd, _evaluation.report_cmd, _evaluation.ablation_cmd,
+for _command in (_evaluation.score, _evaluation.eval_cmd, _evaluation.mcp_cmd, _evaluation.report_cmd, _evaluation.ablation_cmd,
                  _routing.catalog, _routing.routing):
     main.add_command(_command)
 

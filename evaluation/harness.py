@@ -8,6 +8,7 @@ agent per task with a fresh Toolbox, and writes `tasks.jsonl` (private records),
 from __future__ import annotations
 
 import datetime as dt
+import secrets
 import threading
 import time
 from collections import Counter
@@ -28,7 +29,7 @@ from dibench.evaluation.agents.tools import Toolbox, jsonable, schema_descriptio
 from dibench.evaluation.kb import KnowledgeBase, load_knowledge_base
 from dibench.evaluation.run_files import RunFiles
 from dibench.evaluation.scoring import Report, score_run
-from dibench.evaluation.tasks import TaskRecord, load_tasks, task_dicts
+from dibench.evaluation.tasks import VARIANTS, TaskRecord, load_tasks, task_dicts
 from dibench.stores.graph import Graph
 from dibench.stores.llm import configured_model, session
 from dibench.stores.warehouse import Warehouse
@@ -96,17 +97,34 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
              chat_model: BaseChatModel | None = None, budget: Budget | None = None,
              progress: Callable[[int, int, str], None] | None = None,
              task_ids: Sequence[str] | None = None, trials: int = 1, concurrency: int = 1,
-             resume: bool = False) -> EvalResult:
+             resume: bool = False, agent_cmd: str | None = None) -> EvalResult:
     """Load the domain's tasks and run one agent on them (see the module docstring); `task_ids`
-    picks tasks by id, in that order."""
+    picks tasks by id, in that order. `agent_cmd` runs a program per attempt instead
+    (`agents.command`), with the task environment served over MCP for the run's duration."""
     db_schema = domain_schema(graph, domain)
     schema = schema_description(wh, db_schema)
-    agent = make_agent(agent_name, schema=schema, max_turns=max_turns, chat_model=chat_model, budget=budget)
     tasks = select_tasks(load_tasks(graph, domain, run=run, variants=variants), task_ids, limit)
     kb = load_knowledge_base(graph, domain)
-    return run_tasks(tasks, agent, wh.for_schema(domain_schema(graph, domain)), kb, out_dir, domain=domain, run=run,
-                     variants=sorted(set(variants or ("standard", "oracle", "no_rule"))), max_turns=max_turns,
-                     progress=progress, db_schema=db_schema, trials=trials, concurrency=concurrency, resume=resume)
+    domain_wh = wh.for_schema(db_schema)
+    kwargs: dict[str, Any] = dict(domain=domain, run=run, variants=sorted(set(variants or VARIANTS)),
+                                  max_turns=max_turns, progress=progress, db_schema=db_schema, trials=trials,
+                                  concurrency=concurrency, resume=resume)
+    if agent_cmd is None:
+        agent = make_agent(agent_name, schema=schema, max_turns=max_turns, chat_model=chat_model, budget=budget)
+        return run_tasks(tasks, agent, domain_wh, kb, out_dir, **kwargs)
+    from dibench.evaluation.agents.command import CommandAgent
+    from dibench.evaluation.environment import TaskEnvironment
+    from dibench.evaluation.mcp_server import HttpServer, build_server
+
+    env = TaskEnvironment(tasks, domain_wh, kb, schema, db_schema=db_schema, max_turns=max_turns, autostart=False)
+    token = secrets.token_urlsafe(24)
+    server = HttpServer(build_server(env), token=token).start()
+    try:
+        b = budget or Budget(turns=max_turns)
+        command = CommandAgent(agent_cmd, env, server.url, token, max_seconds=b.seconds, max_tokens=b.tokens)
+        return run_tasks(tasks, command, domain_wh, kb, out_dir, **kwargs)
+    finally:
+        server.stop()
 
 
 def select_tasks(tasks: Sequence[TaskRecord], task_ids: Sequence[str] | None, limit: int | None) -> list[TaskRecord]:
@@ -221,7 +239,7 @@ def run_one(agent: Agent, task: TaskRecord, tools: Toolbox) -> AgentRun:
                         tool_calls=len(tools.events))
 
 
-def trace_row(task: TaskRecord, agent: Agent, result: AgentRun, tools: Toolbox, elapsed: float) -> dict[str, Any]:
+def trace_row(task: TaskRecord, agent: Agent | AgentInfo, result: AgentRun, tools: Toolbox, elapsed: float) -> dict[str, Any]:
     return {
         "task_id": task.task_id, "agent": agent.name, "model": agent.model, "analysis_type": task.analysis_type,
         "tier": task.tier, "variant": task.variant, "stop_reason": result.stop_reason,

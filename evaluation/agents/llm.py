@@ -94,6 +94,8 @@ class LlmAgent:
         try:
             # tool_choice: small models served by llama.cpp ignore bound tools unless told to call one.
             bound = self.chat_model.bind_tools(tool_specs, tool_choice="any")
+            # The last turn offers final_answer alone: a model that keeps exploring still answers.
+            last = self.chat_model.bind_tools(tool_specs[-1:], tool_choice="any")
         except NotImplementedError as exc:
             raise ConfigError(f"chat model {self.model} does not support tool calling (bind_tools)") from exc
         messages: list[BaseMessage] = [
@@ -112,18 +114,20 @@ class LlmAgent:
         estimated = 0  # prompt tokens sent so far, for servers that report no usage
         settings = get_settings()
         notes: list[str] = []
+        seen: dict[str, int] = {}  # each tool call made (name and arguments) -> its turn
         for turn in range(1, self.max_turns + 1):
+            llm = last if turn == self.max_turns and turn > 1 else bound
             over = self.budget.exceeded(usage.total_tokens if usage.reported_turns else estimated, started)
             if over:
                 return stop("budget", over, turn - 1)
             # Old tool results give way (oldest first) before the prompt outgrows the context.
-            trimmed = fit_context(bound, messages, context=settings.llm_context, reserve=settings.llm_max_tokens)
+            trimmed = fit_context(llm, messages, context=settings.llm_context, reserve=settings.llm_max_tokens)
             if trimmed:
                 notes.append(f"turn {turn}: {trimmed} earlier tool result(s) trimmed to fit the context")
             estimated += messages_tokens(messages)
             tools.turn = turn
             try:
-                reply = llm_call(bound, messages, where=f"task {task.task_id} turn {turn}", stage="agent")
+                reply = llm_call(llm, messages, where=f"task {task.task_id} turn {turn}", stage="agent")
             except LLM_FAILURES as exc:
                 # This task ends without an answer; the run goes on with the next one.
                 return stop("error", str(exc), turn)
@@ -143,7 +147,17 @@ class LlmAgent:
                     return AgentRun(answer=answer, stop_reason="answered", stop_detail=f"final_answer at turn {turn}",
                                     turns=turn, tool_calls=calls, usage=usage, messages=dump(messages),
                                     notes=notes + decoded)
-                messages.append(ToolMessage(tools.call_tool(call["name"], call["args"]), tool_call_id=call["id"] or ""))
+                signature = json.dumps([call["name"], call["args"]], sort_keys=True, default=str)
+                if signature in seen:
+                    # Small models repeat a call whose result they already have; running it again
+                    # would only grow the context.
+                    content = tools.refuse(call["name"], call["args"], f"you made this exact call at turn "
+                                           f"{seen[signature]}; its result is above. Use it, make a different "
+                                           f"call, or submit with final_answer")
+                else:
+                    seen[signature] = turn
+                    content = tools.call_tool(call["name"], call["args"])
+                messages.append(ToolMessage(content, tool_call_id=call["id"] or ""))
         return stop("no_answer", f"turn limit ({self.max_turns}) reached", self.max_turns)
 
 
