@@ -7,7 +7,9 @@ through the same `Toolbox` (one per sample): sql_query (read-only, as the domain
 search_knowledge, read_document. The model ends with its answer as one JSON object, which the
 scorer judges with dibench's answer contracts (`evaluation.scoring.score_task`), its verdict's
 reason as the explanation; metrics: accuracy overall and by knowledge tier. Needs the `inspect`
-extra, and the graph and warehouse of the export's domain (DIBENCH_* settings).
+extra, and the graph and warehouse of the export's domain (DIBENCH_* settings). Inspect estimates
+tokens with tiktoken's o200k_base, which an offline machine cannot download: there the estimate
+falls back to ~4 characters per token (`offline_token_counts`), so the mock model runs too.
 """
 from __future__ import annotations
 
@@ -158,9 +160,24 @@ def dibench_tools(env: _Environment) -> Any:
     return solve
 
 
+def offline_token_counts() -> None:
+    """Inspect's token estimate without tiktoken's downloadable encoding (offline machines)."""
+    import tiktoken
+
+    try:
+        tiktoken.get_encoding("o200k_base")
+    except Exception:  # noqa: BLE001 - any failure to load the encoding (no network, no cache)
+        import inspect_ai.model._model as inspect_model
+
+        from dibench.stores.llm_request import estimate_tokens
+
+        inspect_model.count_text_tokens = lambda text: max(1, int(estimate_tokens(text) * 1.1))  # type: ignore[attr-defined]
+
+
 @task
 def dibench(export: str, max_messages: int = 40) -> Task:
     """The tasks of a dibench export, with the harness's tools and dibench's answer contracts."""
+    offline_token_counts()
     recs = records(Path(export))
     domains = sorted({r["domain"] for r in recs})
     if len(domains) != 1:
