@@ -19,10 +19,14 @@ from typing import Any
 
 import anyio
 import uvicorn
-from mcp.server.fastmcp import FastMCP
-from mcp.server.transport_security import TransportSecuritySettings
 
 from dibench.core.errors import ConfigError
+
+try:
+    from mcp.server.fastmcp import FastMCP
+    from mcp.server.transport_security import TransportSecuritySettings
+except ImportError as exc:  # the `mcp` extra
+    raise ConfigError("the MCP server needs the official MCP SDK", hint="pip install 'dibench[mcp]'") from exc
 from dibench.evaluation.environment import TaskEnvironment, ToolRefused
 
 INSTRUCTIONS = ("A benchmark of business questions about one company's data. list_tasks or get_task gives a "
