@@ -1,8 +1,8 @@
 """A scripted OpenAI-compatible chat server on 127.0.0.1 for tests (the only thing faked: the model).
 
 `StubServer` serves POST /v1/chat/completions from a script: each request takes the next entry
-(a reply text, a `tool_call(...)`, an `error(status, message)`, or a callable of the request body
-returning one of those); when the script runs out, `default` (if set) answers. Every request body
+(a reply text, a `tool_call(...)`, an `error(status, message)`, a recorded `Raw` reply, or a
+callable of the request body returning one of those); when the script runs out, `default` (if set) answers. Every request body
 is kept in `requests` so a test can check what the real client sent (tool_choice, null content,
 response_format, the prompt).
 """
@@ -31,6 +31,14 @@ class ToolCall:
     content: str | None = None
 
 
+@dataclass(frozen=True)
+class Raw:
+    """A recorded reply, sent exactly as the real server sent it (a cassette's entry)."""
+
+    status: int
+    payload: Any
+
+
 def error(status: int, message: str) -> Error:
     return Error(status, message)
 
@@ -39,7 +47,7 @@ def tool_call(name: str, **args: Any) -> ToolCall:
     return ToolCall(name, args)
 
 
-Reply = str | Error | ToolCall
+Reply = str | Error | ToolCall | Raw
 Entry = Reply | Callable[[dict[str, Any]], Reply]
 
 
@@ -108,7 +116,9 @@ class StubServer:
                     self._send(404, {"error": {"message": "File Not Found", "type": "not_found_error", "code": 404}})
                     return
                 reply = stub._next(body)
-                if isinstance(reply, Error):
+                if isinstance(reply, Raw):
+                    self._send(reply.status, reply.payload)
+                elif isinstance(reply, Error):
                     self._send(reply.status, {"error": {"message": reply.message, "type": "invalid_request_error",
                                                         "code": reply.status}})
                 else:

@@ -75,4 +75,5 @@ def test_inspect_eval_command_with_the_mock_model(eval_domain: EvalDomain, tasks
                          capture_output=True, text=True, env=dict(os.environ), cwd=ROOT, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     out = res.stdout + res.stderr
-    assert "accuracy" in out and "dibench" in out
+    assert "accuracy" in out
+    assert "dibench" in out

@@ -153,11 +153,13 @@ def test_http_needs_the_bearer_token_and_keeps_public_view_and_read_only_limits(
     assert got["other_schema"].startswith("error:")
     many = json.loads(got["many"])
     assert (len(many["rows"]), many["row_count"], many["truncated"]) == (50, 1000, True)
-    assert got["huge"].startswith("error:") and "characters" in got["huge"]
+    assert got["huge"].startswith("error:")
+    assert "characters" in got["huge"]
     assert got["unknown"] == "error: unknown task_id 'task:nope'; list_tasks gives the ids"
     assert all(not any(k in hit for k in PRIVATE) for hit in json.loads(got["search"]))
     assert got["submit"] == f"answer to {task.task_id} recorded"  # never the verdict
-    assert got["after"].startswith("error: task") and "answered" in got["after"]
+    assert got["after"].startswith("error: task")
+    assert "answered" in got["after"]
     assert json.loads(got["budget5"])["rows"] == [[5]]
     assert got["budget6"] == f"error: turn budget (6) of task {other.task_id} reached; sql_query refused"
 
@@ -223,7 +225,8 @@ def test_agent_cmd_over_http_scores_as_through_the_harness(eval_domain: EvalDoma
     first = tasks[:8]  # key order, as `dibench eval --limit` takes them; a process per task is slow
     summary = _eval(eval_domain, out, "--agent-cmd", f"{sys.executable} -m tests.fixtures.scripted_agent",
                     "--concurrency", "2", "--max-seconds", "120", "--limit", str(len(first)))
-    assert summary["agent"] == "command" and summary["tasks"] == len(first)
+    assert summary["agent"] == "command"
+    assert summary["tasks"] == len(first)
     assert _verdicts(out) == _harness_run(first, warehouse, kb, tmp_path / "harness")
     trace = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
     assert {t["stop_detail"].split(" at turn")[0] for t in trace} <= {"submitted over MCP", "the command printed no answer"}
@@ -243,7 +246,8 @@ def test_a_failing_command_is_a_wrong_answer_with_its_reason(eval_domain: EvalDo
     cmd = f"{sys.executable} -c \"{command}\""
     summary = _eval(eval_domain, tmp_path, "--agent-cmd", cmd, "--limit", "2", "--max-seconds", "2",
                     "--max-tokens", "1000")
-    assert summary["tasks"] == 2 and summary["stop_reasons"] == {stop: 2}
+    assert summary["tasks"] == 2
+    assert summary["stop_reasons"] == {stop: 2}
     trace = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
     assert [t["stop_detail"] for t in trace] == [detail, detail]
     verdicts = json.loads((tmp_path / "score.json").read_text())["tasks"]
@@ -264,14 +268,16 @@ def test_resume_runs_only_the_unfinished_attempts(eval_domain: EvalDomain, tmp_p
     assert len((out / "answers.jsonl").read_text().splitlines()) == 6
     other = CliRunner().invoke(main, ["eval", "--agent", "no-rule", "--domain", eval_domain.name, "--limit", "6",
                                       "-o", str(out), "--resume"])
-    assert other.exit_code == 1 and "is a run with another agent" in other.output
+    assert other.exit_code == 1
+    assert "is a run with another agent" in other.output
 
 
 def test_reference_agents_are_deterministic_over_trials(eval_domain: EvalDomain, tmp_path: Path) -> None:  # noqa: F811
     for agent in ("oracle", "no-rule"):
         summary = _eval(eval_domain, tmp_path / agent, "--agent", agent, "--trials", "3")
         rel = json.loads((tmp_path / agent / "score.json").read_text())["reliability"]
-        assert rel["trials"] == 3 and summary["trials"] == 3
+        assert rel["trials"] == 3
+        assert summary["trials"] == 3
         for group in [rel["overall"], *rel["by_tier"].values(), *rel["by_analysis_type"].values()]:
             assert [e["pass_hat_k"] for e in group["by_k"]] == [group["pass_at_1"]] * 3
         assert summary["pass_hat_k"] == rel["overall"]["pass_at_1"] == summary["accuracy_pct"]
