@@ -16,19 +16,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from dibench.core.contracts import ANALYSIS_TYPES
+from dibench.core.intervals import wilson
 from dibench.evaluation.reporting_tables import TIER_ORDER
-
-Z95 = 1.959963984540054
-
-
-def wilson(share: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a share observed over n items (0..1 each way)."""
-    if n <= 0:
-        return 0.0, 0.0
-    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
 
 def pass_hat(c: int, n: int, k: int) -> float:
     """Probability that k of the n trials drawn without replacement all pass (c passed)."""
@@ -79,7 +68,7 @@ def group(counts: Sequence[int], n: int) -> GroupReliability:
         return round(100.0 * sum(vals) / len(vals), 2) if vals else 0.0
 
     def ci(share_pct: float) -> tuple[float, float]:
-        lo, hi = wilson(share_pct / 100.0, tasks)
+        lo, hi = wilson(share_pct / 100.0 * tasks, tasks)
         return round(100 * lo, 2), round(100 * hi, 2)
 
     rows = []

@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from dibench.core.pack import load_pack
-from dibench.evaluation.reliability import pass_at, pass_hat, reliability, wilson
+from dibench.evaluation.reliability import pass_at, pass_hat, reliability
 from dibench.ingest.verify import value_problem
 
 
@@ -29,13 +29,6 @@ def test_pass_hat_and_pass_at_from_counts() -> None:
     assert rel.by_tier["K+A"].by_k[0].pass_hat_k == 0.0
     lo, hi = by_k[3].pass_hat_ci
     assert 0 < lo < 33.33 < hi < 100
-
-
-def test_wilson_interval() -> None:
-    lo, hi = wilson(0.5, 100)
-    assert (round(lo, 4), round(hi, 4)) == (0.4038, 0.5962)
-    assert wilson(0.0, 10)[0] == 0.0
-    assert wilson(1.0, 10)[1] == pytest.approx(1.0)
 
 
 def test_an_effect_of_another_type_or_unit_is_not_verified() -> None:
