@@ -157,6 +157,7 @@ def leak_problem(q: str, analysis: str, gold: dict[str, Any], facts: dict[str, A
     return None
 
 
+QUOTED = re.compile(r'"[^"]*"|\u201c[^\u201d]*\u201d')
 EVERY_GROUP = ("each", "every", "per", "break", "breakdown", "broken down", "all", "by")
 POLICY_WORDS = ("policy", "policies", "rule", "guideline", "defin", "calculat", "comput", "treat", "count as",
                 "counted", "exclud", "includ", "condition", "requir", "must", "should", "report")
@@ -170,7 +171,9 @@ def shape_problem(q: str, analysis: str, facts: dict[str, Any], gold: dict[str, 
     text = q.lower()
     if analysis in ("decomposition", "counterfactual") and not facts.get("by_month"):
         groups = [str(r.get("group")) for r in gold.get("rows") or [] if r.get("group") is not None]
-        named = [g for g in groups if _mentions(q, g)]
+        # A quoted rule title may name a group ("Phone orders of basic customers ..."): not a filter.
+        unquoted = QUOTED.sub(" ", q)
+        named = [g for g in groups if _mentions(unquoted, g)]
         if len(groups) > 1 and named and len(named) < len(groups):
             return f"shape: the answer covers every group, but the question names {named[0]!r} alone"
         if len(groups) > 1 and not _has_any(q, EVERY_GROUP):
