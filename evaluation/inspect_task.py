@@ -5,11 +5,10 @@ The dataset is the export's private records (`DIR/data/private.jsonl`, or a task
 system prompt carries the schema, as the built-in harness's does). Its tools are the harness's,
 through the same `Toolbox` (one per sample): sql_query (read-only, as the domain's role),
 search_knowledge, read_document. The model ends with its answer as one JSON object, which the
-scorer judges with dibench's answer contracts (`evaluation.scoring.score_task`), its verdict's
-reason as the explanation; metrics: accuracy overall and by knowledge tier. Needs the `inspect`
-extra, and the graph and warehouse of the export's domain (DIBENCH_* settings). Inspect estimates
-tokens with tiktoken's o200k_base, which an offline machine cannot download: there the estimate
-falls back to ~4 characters per token (`offline_token_counts`), so the mock model runs too.
+scorer judges with dibench's answer contracts (`evaluation.scoring.score_task`); metrics: accuracy
+overall and by knowledge tier. Needs the `inspect` extra and the export domain's graph and
+warehouse. Offline, Inspect's tiktoken estimate falls back to ~4 characters a token
+(`offline_token_counts`), so the mock model runs too. See docs/evaluation.md.
 """
 from __future__ import annotations
 
