@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -120,10 +121,22 @@ def require_token(app: ASGIApp, token: str) -> ASGIApp:
     return guarded
 
 
+class _ClientGone(logging.Filter):
+    """Drops the SDK's traceback for a client that closed its stream (every command agent does so
+    when it exits): a normal end of a session, not an error of the server."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError))
+
+
 def http_app(mcp: FastMCP, token: str | None) -> ASGIApp:
     if not is_loopback(mcp.settings.host) and not token:
         raise ConfigError(f"an MCP server on {mcp.settings.host} needs a bearer token",
                           hint="set DIBENCH_MCP_TOKEN (or --token), or serve on 127.0.0.1")
+    gone = logging.getLogger("mcp.server.streamable_http")
+    if not any(isinstance(f, _ClientGone) for f in gone.filters):
+        gone.addFilter(_ClientGone())
     app: ASGIApp = mcp.streamable_http_app()  # type: ignore[assignment]
     return require_token(app, token) if token else app
 

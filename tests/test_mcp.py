@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -216,7 +217,9 @@ def _eval(eval_domain: EvalDomain, out: Path, *args: str) -> Any:  # noqa: F811
 def test_agent_cmd_over_http_scores_as_through_the_harness(eval_domain: EvalDomain,  # noqa: F811
                                                            tasks: list[TaskRecord], warehouse: Warehouse,  # noqa: F811
                                                            kb: KnowledgeBase, tmp_path: Path,  # noqa: F811
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
     private = tmp_path / "private.jsonl"
     write_tasks_jsonl(tasks, private)
     monkeypatch.setenv(TASKS_ENV, str(private))
@@ -230,6 +233,8 @@ def test_agent_cmd_over_http_scores_as_through_the_harness(eval_domain: EvalDoma
     assert _verdicts(out) == _harness_run(first, warehouse, kb, tmp_path / "harness")
     trace = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
     assert {t["stop_detail"].split(" at turn")[0] for t in trace} <= {"submitted over MCP", "the command printed no answer"}
+    # a command that exits closes its stream: no traceback from the SDK for that
+    assert not [r.getMessage() for r in caplog.records if r.name.startswith("mcp.")]
 
 
 @pytest.mark.parametrize(("command", "stop", "detail", "failure"), [
