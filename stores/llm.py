@@ -442,11 +442,11 @@ def ask_structured(llm: BaseChatModel, system: str, user: str, model: type[M], *
     runnable: Runnable[Any, Any] | None = structured_runnable(llm, model)
     last_error = ""
     structured_key = f"{model_id(llm)}|structured:{json.dumps(model.model_json_schema(), sort_keys=True)}"
-    limits = {"reply_tokens": reply_tokens, "min_reply": min_reply}
     for _attempt in range(retries + 1):
         try:
             reply = call(runnable or llm, messages, where=where, stage=stage,
-                         model_key=structured_key if runnable is not None else None, **limits)
+                         model_key=structured_key if runnable is not None else None, reply_tokens=reply_tokens,
+                         min_reply=min_reply)
         except ContextOverflow:
             raise
         except LLMError as exc:
@@ -456,7 +456,7 @@ def ask_structured(llm: BaseChatModel, system: str, user: str, model: type[M], *
             # (that refusal is not the item's failure).
             _session.failures[stage] -= 1
             runnable = None
-            reply = call(llm, messages, where=where, stage=stage, **limits)
+            reply = call(llm, messages, where=where, stage=stage, reply_tokens=reply_tokens, min_reply=min_reply)
         try:
             parsed = parse_json_reply(_reply_text(reply), model)
             problems = check(parsed) if check is not None else []

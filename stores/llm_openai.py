@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 from dibench.stores import llm_request
 from dibench.stores.llm_request import estimate_tokens
@@ -79,7 +80,9 @@ class CompatibleChatOpenAI(ChatOpenAI):
         return None
 
     def _post(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
-        key = self.openai_api_key.get_secret_value() if self.openai_api_key else ""
+        secret = self.openai_api_key
+        # langchain-openai also accepts a key callable; the counting route then goes without one
+        key = secret.get_secret_value() if isinstance(secret, SecretStr) else ""
         r = httpx.post(url, json=body, timeout=_COUNT_TIMEOUT_S, headers={"Authorization": f"Bearer {key}"})
         r.raise_for_status()
         out = r.json()
