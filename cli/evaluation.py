@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -94,6 +95,21 @@ AGENT_CHOICES = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "l
 VARIANT_CHOICES = ("standard", "oracle", "no_rule")
 
 
+def task_selection(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options choosing a domain's tasks, shared by `eval` and `mcp`."""
+    for option in reversed([
+        click.option("--run", "run_key", default=None, help="Only the tasks of this generation Run (its key)."),
+        click.option("--variant", "variants", multiple=True, type=click.Choice(VARIANT_CHOICES),
+                     help="Only these task variants (repeatable; default all)."),
+        click.option("--limit", type=int, default=None, help="At most this many tasks (in key order)."),
+        click.option("--task-ids", "task_ids_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     default=None, help="Only the tasks listed in FILE (one id a line, or JSONL with task_id, "
+                                        "e.g. a tasks.jsonl), in order."),
+    ]):
+        f = option(f)
+    return f
+
+
 @click.command("eval")
 @click.option("--agent", "agent_name", type=click.Choice(AGENT_CHOICES), default=None,
               help="oracle (gold SQL), no-rule (base SQL), retrieval-only (top policy document), or llm "
@@ -102,12 +118,7 @@ VARIANT_CHOICES = ("standard", "oracle", "no_rule")
               help="Run COMMAND once per task instead: the task as JSON on stdin, the MCP server in "
                    "DIBENCH_MCP_URL / DIBENCH_MCP_TOKEN, the answer as JSON on stdout (or submit_answer).")
 @click.option("--domain", required=True, help="Domain whose admitted tasks are evaluated.")
-@click.option("--run", "run_key", default=None, help="Only the tasks of this generation Run (its key).")
-@click.option("--variant", "variants", multiple=True, type=click.Choice(VARIANT_CHOICES),
-              help="Only these task variants (repeatable; default all).")
-@click.option("--limit", type=int, default=None, help="At most this many tasks (in key order).")
-@click.option("--task-ids", "task_ids_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Only the tasks listed in FILE (one id a line, or JSONL with task_id, e.g. a tasks.jsonl), in order.")
+@task_selection
 @click.option("--max-turns", type=int, default=20, show_default=True,
               help="Turn limit per task: model calls of the llm agent, MCP tool calls of a command.")
 @click.option("--max-tokens", type=int, default=None,
@@ -209,12 +220,7 @@ def print_eval_tables(report: Report) -> None:
 # ------------------------------------------------------------------------------ mcp
 @click.command("mcp")
 @click.option("--domain", required=True, help="Domain whose admitted tasks the session serves.")
-@click.option("--run", "run_key", default=None, help="Only the tasks of this generation Run (its key).")
-@click.option("--variant", "variants", multiple=True, type=click.Choice(VARIANT_CHOICES),
-              help="Only these task variants (repeatable; default all).")
-@click.option("--limit", type=int, default=None, help="At most this many tasks (in key order).")
-@click.option("--task-ids", "task_ids_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Only the tasks listed in FILE (one id a line, or JSONL with task_id), in order.")
+@task_selection
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
               help="stdio (the client starts this command) or streamable HTTP at http://HOST:PORT/mcp.")
 @click.option("--host", default="127.0.0.1", show_default=True,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -160,3 +161,25 @@ def stub_server() -> Iterator[StubServer]:
 def stub(stub_server: StubServer) -> StubServer:
     stub_server.reset()
     return stub_server
+
+
+@contextmanager
+def openai_settings(monkeypatch: pytest.MonkeyPatch, stub: StubServer, **env: str) -> Iterator[None]:
+    """dibench's OpenAI-compatible client pointed at `stub` (no cache), with these DIBENCH_* values
+    on top; the settings, the LLM session and the learnt token-count routes fresh before and after."""
+    from dibench.core.config import get_settings
+    from dibench.stores import llm as llm_mod
+    from dibench.stores import llm_openai
+
+    for k, v in {"DIBENCH_LLM": "openai", "DIBENCH_LLM_BASE_URL": stub.base_url, "DIBENCH_LLM_MODEL": "stub",
+                 "DIBENCH_LLM_CACHE": "false", **env}.items():
+        monkeypatch.setenv(k, v)
+
+    def fresh() -> None:
+        get_settings.cache_clear()
+        llm_mod.reset_session()
+        llm_openai._ROUTES.clear()
+
+    fresh()
+    yield
+    fresh()

@@ -19,9 +19,8 @@ from dibench.core.errors import ExtractionError
 from dibench.evaluation.agents.context import TRIMMED, fit_context
 from dibench.generation.questions import PhrasedQuestion
 from dibench.stores import llm as llm_mod
-from dibench.stores import llm_openai
 from dibench.stores.llm import ContextOverflow, LLMError, ask_structured, call, configured_model, prompt_size
-from tests.llm_stub import Raw, StubServer, stub, stub_server, tool_call  # noqa: F401 - fixtures
+from tests.llm_stub import Raw, StubServer, openai_settings, stub, stub_server, tool_call  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.timeout(120)
 QUESTION = json.dumps({"question": "What was the first response time in March 2024?"})
@@ -29,17 +28,9 @@ QUESTION = json.dumps({"question": "What was the first response time in March 20
 
 @pytest.fixture(autouse=True)
 def env(monkeypatch: pytest.MonkeyPatch, stub: StubServer, tmp_path: Path) -> Iterator[None]:  # noqa: F811
-    for k, v in {"DIBENCH_LLM": "openai", "DIBENCH_LLM_BASE_URL": stub.base_url, "DIBENCH_LLM_MODEL": "stub",
-                 "DIBENCH_LLM_CACHE": "false", "DIBENCH_LLM_BACKOFF_S": "0.01", "DIBENCH_LLM_RETRIES": "2",
-                 "DIBENCH_LLM_CONTEXT": "1200", "DIBENCH_LLM_MAX_TOKENS": "512"}.items():
-        monkeypatch.setenv(k, v)
-    get_settings.cache_clear()
-    llm_mod.reset_session()
-    llm_openai._ROUTES.clear()
-    yield
-    get_settings.cache_clear()
-    llm_mod.reset_session()
-    llm_openai._ROUTES.clear()
+    with openai_settings(monkeypatch, stub, DIBENCH_LLM_BACKOFF_S="0.01", DIBENCH_LLM_RETRIES="2",
+                         DIBENCH_LLM_CONTEXT="1200", DIBENCH_LLM_MAX_TOKENS="512"):
+        yield
 
 
 def model() -> Any:

@@ -12,13 +12,10 @@ from typing import Any
 
 import pytest
 
-from dibench.core.config import get_settings
 from dibench.evaluation.agents.llm import LlmAgent
 from dibench.evaluation.tasks import TaskRecord
-from dibench.stores import llm as llm_mod
-from dibench.stores import llm_openai
 from dibench.stores.llm import configured_model
-from tests.llm_stub import Raw, StubServer, stub, stub_server  # noqa: F401 - fixtures
+from tests.llm_stub import Raw, StubServer, openai_settings, stub, stub_server  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.timeout(120)
 CASSETTE = Path(__file__).parent / "fixtures" / "cassettes" / "agent-qwen2.5-coder-1.5b.jsonl"
@@ -27,16 +24,8 @@ TURNS = 5
 
 @pytest.fixture(autouse=True)
 def env(monkeypatch: pytest.MonkeyPatch, stub: StubServer) -> Iterator[None]:  # noqa: F811
-    for k, v in {"DIBENCH_LLM": "openai", "DIBENCH_LLM_BASE_URL": stub.base_url, "DIBENCH_LLM_MODEL": "stub",
-                 "DIBENCH_LLM_CACHE": "false", "DIBENCH_LLM_CONTEXT": "8192", "DIBENCH_LLM_MAX_TOKENS": "512"}.items():
-        monkeypatch.setenv(k, v)
-    get_settings.cache_clear()
-    llm_mod.reset_session()
-    llm_openai._ROUTES.clear()
-    yield
-    get_settings.cache_clear()
-    llm_mod.reset_session()
-    llm_openai._ROUTES.clear()
+    with openai_settings(monkeypatch, stub, DIBENCH_LLM_CONTEXT="8192", DIBENCH_LLM_MAX_TOKENS="512"):
+        yield
 
 
 def entries() -> list[dict[str, Any]]:
