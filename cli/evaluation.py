@@ -7,8 +7,10 @@ Registered on `cli.main.main` by cli/main.py; imports only cli.common and the ev
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -90,8 +92,30 @@ def print_report(report: Report, chance: ChanceLevels | None = None) -> None:
     print_chance_tables(report, chance)
     print_table("by variant", ["variant", *COLUMNS], bucket_rows(report.by_variant))
     print_table("failure classes", ["class", "tasks"], [[c, n] for c, n in report.failure_classes.items()])
+    print_reliability(report)
     if report.unmatched_answers:
         print_table("answers naming no task", ["task_id"], [[a] for a in report.unmatched_answers])
+
+
+def print_reliability(report: Report) -> None:
+    """pass@1, pass^k and pass@k with 95% intervals, overall, per tier and per analysis type."""
+    rel = report.reliability
+    if rel is None:
+        return
+    rows = []
+    for label, groups in (("all", {"": rel.overall}), ("tier", rel.by_tier), ("type", rel.by_analysis_type)):
+        for name, g in groups.items():
+            last = g.by_k[-1]
+            rows.append([f"{label} {name}".strip(), str(g.tasks), f"{g.pass_at_1:.1f}",
+                         f"{last.pass_hat_k:.1f} [{last.pass_hat_ci[0]:.1f}, {last.pass_hat_ci[1]:.1f}]",
+                         f"{last.pass_at_k:.1f} [{last.pass_at_ci[0]:.1f}, {last.pass_at_ci[1]:.1f}]"])
+    k = rel.trials
+    print_table(f"reliability over {k} trials (95% Wilson intervals)",
+                ["group", "tasks", "pass@1 %", f"pass^{k} %", f"pass@{k} %"], rows)
+    print_table(f"pass^k by k (all tasks){'; ' + str(rel.incomplete_tasks) + ' tasks with fewer trials left out' if rel.incomplete_tasks else ''}",
+                ["k", "pass^k %", "95% CI", "pass@k %"],
+                [[str(e.k), f"{e.pass_hat_k:.1f}", f"[{e.pass_hat_ci[0]:.1f}, {e.pass_hat_ci[1]:.1f}]",
+                  f"{e.pass_at_k:.1f}"] for e in rel.overall.by_k])
 
 
 # ------------------------------------------------------------------------------ eval
@@ -99,27 +123,51 @@ AGENT_CHOICES = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "k
 VARIANT_CHOICES = ("standard", "oracle", "no_rule")
 
 
+def task_selection(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options choosing a domain's tasks, shared by `eval` and `mcp`."""
+    for option in reversed([
+        click.option("--run", "run_key", default=None, help="Only the tasks of this generation Run (its key)."),
+        click.option("--variant", "variants", multiple=True, type=click.Choice(VARIANT_CHOICES),
+                     help="Only these task variants (repeatable; default all)."),
+        click.option("--limit", type=int, default=None, help="At most this many tasks (in key order)."),
+        click.option("--task-ids", "task_ids_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     default=None, help="Only the tasks listed in FILE (one id a line, or JSONL with task_id, "
+                                        "e.g. a tasks.jsonl), in order."),
+    ]):
+        f = option(f)
+    return f
+
+
 @click.command("eval")
-@click.option("--agent", "agent_name", type=click.Choice(AGENT_CHOICES), required=True,
+@click.option("--agent", "agent_name", type=click.Choice(AGENT_CHOICES), default=None,
               help="oracle (gold SQL), no-rule (base SQL), featured-rule-only (one rule), retrieval-only (top "
                    "policy document), keyword-dump (every number and date of every document), or llm (the chat "
                    "model of DIBENCH_LLM / DIBENCH_LLM_PROVIDER).")
+@click.option("--agent-cmd", default=None, metavar="COMMAND",
+              help="Run COMMAND once per task instead: the task as JSON on stdin, the MCP server in "
+                   "DIBENCH_MCP_URL / DIBENCH_MCP_TOKEN, the answer as JSON on stdout (or submit_answer).")
 @click.option("--domain", required=True, help="Domain whose admitted tasks are evaluated.")
-@click.option("--run", "run_key", default=None, help="Only the tasks of this generation Run (its key).")
-@click.option("--variant", "variants", multiple=True, type=click.Choice(VARIANT_CHOICES),
-              help="Only these task variants (repeatable; default all).")
-@click.option("--limit", type=int, default=None, help="At most this many tasks (in key order).")
-@click.option("--max-turns", type=int, default=20, show_default=True, help="Turn limit of the llm agent.")
-@click.option("--max-tokens", type=int, default=None, help="Token budget per task of the llm agent.")
-@click.option("--max-seconds", type=float, default=None, help="Wall-clock budget per task of the llm agent.")
+@task_selection
+@click.option("--max-turns", type=int, default=20, show_default=True,
+              help="Turn limit per task: model calls of the llm agent, MCP tool calls of a command.")
+@click.option("--max-tokens", type=int, default=None,
+              help="Token budget per task (the llm agent's; a command's where it reports usage).")
+@click.option("--max-seconds", type=float, default=None, help="Wall-clock budget per task (a command is killed).")
+@click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Attempts per task; with more than one the score adds pass@1, pass^k and pass@k.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tasks run at once (a task's trials run one after another).")
+@click.option("--resume", is_flag=True,
+              help="Continue an interrupted run in the same -o folder: attempts already written are kept.")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default out/eval/<domain>/<agent>).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @click.option("--chance/--no-chance", default=True, show_default=True,
               help="Then run the reference agents no-rule, featured-rule-only and keyword-dump on the same tasks "
                    "(no LLM; chance.json) and show their accuracy beside the agent's.")
-def eval_cmd(agent_name: str, domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
-             max_turns: int, max_tokens: int | None, max_seconds: float | None, out_dir: Path | None,
+def eval_cmd(agent_name: str | None, agent_cmd: str | None, domain: str, run_key: str | None, variants: tuple[str, ...],
+             limit: int | None, task_ids_file: Path | None, max_turns: int, max_tokens: int | None,
+             max_seconds: float | None, trials: int, concurrency: int, resume: bool, out_dir: Path | None,
              as_json: bool, chance: bool) -> None:
     """Give each task of DOMAIN to an agent with SQL, knowledge-base search and final-answer tools.
 
@@ -129,23 +177,56 @@ def eval_cmd(agent_name: str, domain: str, run_key: str | None, variants: tuple[
     """
     from dibench.evaluation.agents.llm import Budget
 
-    handle_errors(_eval)(agent_name, domain, run_key, variants, limit, max_turns, out_dir, as_json,
-                         Budget(max_turns, max_tokens, max_seconds), chance)
+    if (agent_name is None) == (agent_cmd is None):
+        raise click.UsageError("give exactly one of --agent NAME or --agent-cmd COMMAND")
+    handle_errors(_eval)(agent_name or "command", domain, run_key, variants, limit, max_turns, out_dir, as_json,
+                         Budget(max_turns, max_tokens, max_seconds), task_ids_file,
+                         RunOptions(trials, concurrency, resume, agent_cmd, chance))
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    trials: int = 1
+    concurrency: int = 1
+    resume: bool = False
+    agent_cmd: str | None = None
+    chance: bool = True
+
+
+def read_task_ids(path: Path) -> list[str]:
+    """Task ids of FILE: one a line, or JSON objects with a task_id (blank lines skipped)."""
+    ids = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("{"):
+            try:
+                text = str(json.loads(text)["task_id"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise click.ClickException(f"{path}:{number}: a JSON line needs a task_id ({exc})") from exc
+        ids.append(text)
+    if not ids:
+        raise click.ClickException(f"{path}: no task ids")
+    return ids
 
 
 def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
           max_turns: int, out_dir: Path | None, as_json: bool, budget: Budget | None = None,
-          chance: bool = True) -> None:
+          task_ids_file: Path | None = None, options: RunOptions | None = None) -> None:
     from dibench.evaluation.harness import evaluate
     from dibench.stores.graph import get_graph
     from dibench.stores.warehouse import get_warehouse
 
     out = out_dir or Path("out") / "eval" / domain / agent_name
+    opts = options or RunOptions()
     with err_console.status(f"{agent_name} on {domain}") as status:
         result = evaluate(get_graph(), get_warehouse(), domain=domain, agent_name=agent_name, out_dir=out,
                           run=run_key, variants=list(variants) or None, limit=limit, max_turns=max_turns, budget=budget,
-                          progress=lambda i, n, key: status.update(f"{agent_name} on {domain}: task {i}/{n} {key}"),
-                          chance=chance)
+                          task_ids=read_task_ids(task_ids_file) if task_ids_file else None,
+                          trials=opts.trials, concurrency=opts.concurrency, resume=opts.resume,
+                          agent_cmd=opts.agent_cmd, chance=opts.chance,
+                          progress=lambda i, n, key: status.update(f"{agent_name} on {domain}: task {i}/{n} {key}"))
     if as_json:
         print_json(result.summary.model_dump(mode="json"))
         return
@@ -167,6 +248,57 @@ def print_eval_tables(report: Report, chance: ChanceLevels | None = None) -> Non
     print_chance_tables(report, chance)
     print_table("rule tasks (K+A+R) by variant", ["variant", *COLUMNS], bucket_rows(variant_rows(report)))
     print_table("failure classes", ["class", "tasks"], [[c, n] for c, n in report.failure_classes.items()])
+    print_reliability(report)
+
+
+# ------------------------------------------------------------------------------ mcp
+@click.command("mcp")
+@click.option("--domain", required=True, help="Domain whose admitted tasks the session serves.")
+@task_selection
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio (the client starts this command) or streamable HTTP at http://HOST:PORT/mcp.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="HTTP address; any but loopback needs a bearer token.")
+@click.option("--port", type=int, default=8765, show_default=True, help="HTTP port.")
+@click.option("--token", envvar="DIBENCH_MCP_TOKEN", default=None,
+              help="Bearer token HTTP clients must send (env DIBENCH_MCP_TOKEN).")
+@click.option("--max-turns", type=int, default=20, show_default=True, help="Tool calls allowed per task.")
+@click.option("--agent-name", default="mcp", show_default=True, help="The agent's name in the run's summary and report.")
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Run folder (default out/eval/<domain>/<agent-name>).")
+def mcp_cmd(domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,
+            task_ids_file: Path | None, transport: str, host: str, port: int, token: str | None, max_turns: int,
+            agent_name: str, out_dir: Path | None) -> None:
+    """Serve DOMAIN's tasks to any agent as an MCP server; one session is one evaluation run.
+
+    Tools: list_tasks, get_task, describe_schema, sql_query, search_knowledge, read_document,
+    submit_answer (the built-in harness's tools, public views only). Each submission is written and
+    scored into the run folder (answers.jsonl, trace.jsonl, score.json, summary.json), which
+    `dibench report --results DIR` shows like any `dibench eval` run.
+    """
+    handle_errors(_mcp)(domain, run_key, variants, limit, task_ids_file, transport, host, port, token, max_turns,
+                        agent_name, out_dir)
+
+
+def _mcp(domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None, task_ids_file: Path | None,
+         transport: str, host: str, port: int, token: str | None, max_turns: int, agent_name: str,
+         out_dir: Path | None) -> None:
+    from dibench.evaluation.mcp_session import SessionOptions, open_session, serve
+    from dibench.stores.graph import get_graph
+    from dibench.stores.warehouse import get_warehouse
+
+    out = out_dir or Path("out") / "eval" / domain / agent_name
+    opts = SessionOptions(domain=domain, out_dir=out, run=run_key, variants=list(variants) or None, limit=limit,
+                          task_ids=read_task_ids(task_ids_file) if task_ids_file else None, max_turns=max_turns,
+                          agent_name=agent_name)
+    session = open_session(get_graph(), get_warehouse(), opts)
+    where = "stdio" if transport == "stdio" else f"http://{host}:{port}/mcp"
+    # stdout is the protocol channel under stdio: every message of ours goes to stderr.
+    err_console.print(f"dibench mcp: {len(session.tasks)} tasks of {domain} on {where}; run folder {out}")
+    result = serve(session, "stdio" if transport == "stdio" else "http", host=host, port=port, token=token)
+    s = result.summary
+    err_console.print(f"dibench mcp: {s.answered} answered, {s.passed}/{s.tasks} passed = {s.accuracy_pct:.2f}%; "
+                      f"files in {out}")
 
 
 # ------------------------------------------------------------------------------ ablation

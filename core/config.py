@@ -79,7 +79,12 @@ class Settings(BaseSettings):
     llm_api_key: str | None = Field(None, description="API key (else OPENAI_API_KEY; local servers ignore it)")
     llm_context: int = Field(4096, description="context window of the model, tokens: prompts are bounded by it")
     llm_timeout_s: float = Field(120.0, description="timeout of one LLM request, seconds")
-    llm_retries: int = Field(3, description="retries of a transient provider error (5xx, 429, timeout)")
+    llm_max_tokens: int = Field(1024, ge=16, description="reply limit of a request without a stage limit of its "
+                                                        "own (the agent): max_tokens, never more than the context "
+                                                        "leaves after the prompt")
+    llm_record: Path | None = Field(None, description="append every chat request and reply to this JSONL file "
+                                                     "(a cassette the tests replay over their stub server)")
+    llm_retries: int = Field(3, description="retries of a transient provider error (5xx, 429, lost connection)")
     llm_backoff_s: float = Field(1.0, description="first backoff between retries, doubled each time")
     llm_cache: bool = Field(True, description="cache LLM replies on disk, keyed by (model, prompt hash)")
     llm_cache_dir: Path | None = Field(None, description="reply cache folder (default: <state_dir>/llm-cache)")

@@ -9,11 +9,13 @@ what the no-LLM reference agents score on the same tasks (evaluation/chance.py).
 from __future__ import annotations
 
 import datetime as dt
-import json
+import secrets
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +29,9 @@ from dibench.evaluation.agents.reference import REFERENCE_AGENTS
 from dibench.evaluation.agents.tools import Toolbox, jsonable, schema_description
 from dibench.evaluation.chance import ChanceLevels, chance_levels
 from dibench.evaluation.kb import KnowledgeBase, load_knowledge_base
+from dibench.evaluation.run_files import RunFiles
 from dibench.evaluation.scoring import Report, score_run
-from dibench.evaluation.tasks import TaskRecord, load_tasks, task_dicts, write_tasks_jsonl
+from dibench.evaluation.tasks import VARIANTS, TaskRecord, load_tasks, task_dicts
 from dibench.stores.graph import Graph
 from dibench.stores.llm import configured_model, session
 from dibench.stores.warehouse import Warehouse
@@ -58,6 +61,8 @@ class EvalSummary(BaseModel):
     planned: int | None = None  # tasks selected; `tasks` is how many ran (fewer if the run was stopped)
     stop_reasons: dict[str, int] | None = None  # answered / no_answer / error / budget
     llm: dict[str, Any] | None = None  # LLM calls, cache hits, failures, prompt tokens of this run
+    trials: int = 1  # attempts per task; score.json has pass^k when more than one
+    pass_hat_k: float | None = None  # pass^k (%) for k = trials, overall
 
 
 @dataclass(frozen=True)
@@ -93,80 +98,106 @@ def domain_schema(graph: Graph, domain: str) -> str:
 def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_dir: Path, run: str | None = None,
              variants: Sequence[str] | None = None, limit: int | None = None, max_turns: int = MAX_TURNS,
              chat_model: BaseChatModel | None = None, budget: Budget | None = None,
-             progress: Callable[[int, int, str], None] | None = None, chance: bool = True) -> EvalResult:
-    """Load the domain's tasks and run one agent on them (see the module docstring)."""
+             progress: Callable[[int, int, str], None] | None = None,
+             task_ids: Sequence[str] | None = None, trials: int = 1, concurrency: int = 1,
+             resume: bool = False, agent_cmd: str | None = None, chance: bool = True) -> EvalResult:
+    """Load the domain's tasks and run one agent on them (see the module docstring); `task_ids`
+    picks tasks by id, in that order. `agent_cmd` runs a program per attempt instead
+    (`agents.command`), with the task environment served over MCP for the run's duration."""
     db_schema = domain_schema(graph, domain)
     schema = schema_description(wh, db_schema)
-    agent = make_agent(agent_name, schema=schema, max_turns=max_turns, chat_model=chat_model, budget=budget)
-    tasks = load_tasks(graph, domain, run=run, variants=variants, limit=limit)
+    tasks = select_tasks(load_tasks(graph, domain, run=run, variants=variants), task_ids, limit)
     kb = load_knowledge_base(graph, domain)
-    return run_tasks(tasks, agent, wh.for_schema(domain_schema(graph, domain)), kb, out_dir, domain=domain, run=run,
-                     variants=sorted(set(variants or ("standard", "oracle", "no_rule"))), max_turns=max_turns,
-                     progress=progress, db_schema=db_schema, chance=chance)
+    domain_wh = wh.for_schema(db_schema)
+    kwargs: dict[str, Any] = dict(domain=domain, run=run, variants=sorted(set(variants or VARIANTS)),
+                                  max_turns=max_turns, progress=progress, db_schema=db_schema, trials=trials,
+                                  concurrency=concurrency, resume=resume, chance=chance)
+    if agent_cmd is None:
+        agent = make_agent(agent_name, schema=schema, max_turns=max_turns, chat_model=chat_model, budget=budget)
+        return run_tasks(tasks, agent, domain_wh, kb, out_dir, **kwargs)
+    from dibench.evaluation.agents.command import CommandAgent
+    from dibench.evaluation.environment import TaskEnvironment
+    from dibench.evaluation.mcp_server import HttpServer, build_server
+
+    env = TaskEnvironment(tasks, domain_wh, kb, schema, db_schema=db_schema, max_turns=max_turns, autostart=False)
+    token = secrets.token_urlsafe(24)
+    server = HttpServer(build_server(env), token=token).start()
+    try:
+        b = budget or Budget(turns=max_turns)
+        command = CommandAgent(agent_cmd, env, server.url, token, max_seconds=b.seconds, max_tokens=b.tokens)
+        return run_tasks(tasks, command, domain_wh, kb, out_dir, **kwargs)
+    finally:
+        server.stop()
+
+
+def select_tasks(tasks: Sequence[TaskRecord], task_ids: Sequence[str] | None, limit: int | None) -> list[TaskRecord]:
+    """The tasks named by `task_ids` (in that order; an unknown id is an error), else all; at most `limit`."""
+    if task_ids is not None:
+        by_id = {t.task_id: t for t in tasks}
+        unknown = [i for i in task_ids if i not in by_id]
+        if unknown:
+            raise NotFound(f"{len(unknown)} task id(s) not among the selected tasks, e.g. {unknown[0]}",
+                           hint="check --domain, --run and --variant")
+        tasks = [by_id[i] for i in dict.fromkeys(task_ids)]
+    return list(tasks[:limit] if limit is not None else tasks)
 
 
 def run_tasks(tasks: Sequence[TaskRecord], agent: Agent, wh: Warehouse, kb: KnowledgeBase, out_dir: Path, *,
               domain: str, run: str | None = None, variants: Sequence[str] = (), max_turns: int = MAX_TURNS,
               progress: Callable[[int, int, str], None] | None = None, db_schema: str | None = None,
-              chance: bool = True) -> EvalResult:
-    """Run `agent` on each task, write answers and traces line by line, then score. A task whose
-    agent fails (a provider error, a failing tool) is recorded with the reason and no answer; if
-    the run itself stops early (Ctrl-C), the tasks finished so far are still scored. With `chance`,
-    the reference agents of evaluation/chance.py then run on the same tasks (chance.json)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = {name: out_dir / f"{name}.{ext}" for name, ext in
-             (("tasks", "jsonl"), ("answers", "jsonl"), ("trace", "jsonl"), ("score", "json"), ("summary", "json"))}
-    if chance:
-        files["chance"] = out_dir / "chance.json"
+              trials: int = 1, concurrency: int = 1, resume: bool = False, chance: bool = True) -> EvalResult:
+    """Run `agent` on each task `trials` times, write answers and traces attempt by attempt, then
+    score. A task whose agent fails (a provider error, a failing tool, a crashed command) is
+    recorded with the reason and no answer; if the run itself stops early (Ctrl-C), the attempts
+    finished so far are still scored, and `resume` continues it in the same folder. With
+    `concurrency` > 1, that many tasks run at once (a task's trials one after another). With
+    `chance`, the reference agents of evaluation/chance.py then run once on the same tasks
+    (chance.json)."""
+    if trials < 1 or concurrency < 1:
+        raise ConfigError(f"--trials and --concurrency must be at least 1 (got {trials} and {concurrency})")
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     started = time.perf_counter()
-    answers: dict[str, Any] = {}
-    tokens: dict[str, int] = {}
-    done: list[TaskRecord] = []
-    stops: Counter[str] = Counter()
+    manifest = {"agent": agent.name, "model": agent.model, "domain": domain, "run": run, "trials": trials,
+                "task_ids": [t.task_id for t in tasks], "max_turns": max_turns}
+    files = RunFiles(out_dir, manifest, resume=resume)
     llm_before = session().snapshot()
+    todo = [t for t in tasks if any((t.task_id, i) not in files.done for i in range(1, trials + 1))]
+    finished = [len(tasks) - len(todo)]
+    lock = threading.Lock()
+
+    def work(task: TaskRecord) -> None:
+        for trial in range(1, trials + 1):
+            if (task.task_id, trial) in files.done:
+                continue
+            tools = Toolbox(wh, kb, schema=db_schema)
+            t0 = time.perf_counter()
+            result = run_one(agent, task, tools)
+            row = trace_row(task, agent, result, tools, time.perf_counter() - t0)
+            files.record(task.task_id, trial, jsonable(result.answer), row)
+        with lock:
+            finished[0] += 1
+            if progress:
+                progress(finished[0], len(tasks), task.task_id)
+
     try:
-        with files["answers"].open("w", encoding="utf-8") as ans_fh, \
-                files["trace"].open("w", encoding="utf-8") as tr_fh:
-            for i, task in enumerate(tasks, start=1):
-                tools = Toolbox(wh, kb, schema=db_schema)
-                t0 = time.perf_counter()
-                result = run_one(agent, task, tools)
-                elapsed = time.perf_counter() - t0
-                answers[task.task_id] = result.answer
-                ans_fh.write(json.dumps({"task_id": task.task_id, "answer": jsonable(result.answer)},
-                                        sort_keys=True) + "\n")
-                tr_fh.write(json.dumps(trace_row(task, agent, result, tools, elapsed), sort_keys=True,
-                                       default=str) + "\n")
-                ans_fh.flush()
-                tr_fh.flush()
-                done.append(task)
-                stops[result.stop_reason] += 1
-                for k, v in (result.usage.as_dict() or {}).items():
-                    tokens[k] = tokens.get(k, 0) + v
-                if progress:
-                    progress(i, len(tasks), task.task_id)
+        if concurrency == 1:
+            for task in todo:
+                work(task)
+        else:
+            with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="eval") as pool:
+                for future in as_completed([pool.submit(work, t) for t in todo]):
+                    future.result()
     finally:
-        # The files describe the tasks that ran: a stopped run is scored on what it finished.
-        write_tasks_jsonl(done, files["tasks"])
-        report = score_run(task_dicts(done), answers)
-        files["score"].write_text(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True) + "\n",
-                                  encoding="utf-8")
-        summary = EvalSummary(
-            agent=agent.name, model=agent.model, domain=domain, run=run, variants=list(variants), tasks=len(done),
-            answered=sum(1 for a in answers.values() if a is not None), passed=report.overall.passed,
-            accuracy_pct=report.overall.accuracy_pct, max_turns=max_turns,
-            temperature=getattr(agent, "temperature", None), prompt_version=getattr(agent, "prompt_version", None),
-            tokens=tokens or None, started_at=started_at, wall_seconds=round(time.perf_counter() - started, 2),
-            files={k: str(p) for k, p in files.items()}, planned=len(tasks), stop_reasons=dict(sorted(stops.items())),
-            llm=session().since(llm_before),
-        )
-        files["summary"].write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    levels = None
-    if chance:
-        levels = chance_levels(done, wh, kb, db_schema=db_schema)
-        files["chance"].write_text(levels.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    return EvalResult(summary, report, levels)
+        # The files describe the attempts that finished: a stopped run is scored on what it finished.
+        result = finish_run(files, tasks, agent, domain=domain, run=run, variants=variants, max_turns=max_turns,
+                            trials=trials, started_at=started_at, wall=time.perf_counter() - started,
+                            llm=session().since(llm_before))
+    if chance:  # on the tasks that ran: a stopped run is compared on what it finished
+        ran = {task for task, _trial in files.attempts()[0]}
+        levels = chance_levels([t for t in tasks if t.task_id in ran], wh, kb, db_schema=db_schema)
+        (out_dir / "chance.json").write_text(levels.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        result = replace(result, chance=levels)
+    return result
 
 
 def chance_for_records(graph: Graph, wh: Warehouse, records: Sequence[dict[str, Any]]) -> ChanceLevels:
@@ -190,7 +221,46 @@ def chance_for_records(graph: Graph, wh: Warehouse, records: Sequence[dict[str, 
                          db_schema=db_schema, scored=records)
 
 
-def trace_row(task: TaskRecord, agent: Agent, result: AgentRun, tools: Toolbox, elapsed: float) -> dict[str, Any]:
+def finish_run(files: RunFiles, tasks: Sequence[TaskRecord], agent: Agent | AgentInfo, *, domain: str,
+               run: str | None, variants: Sequence[str], max_turns: int, trials: int, started_at: str, wall: float,
+               llm: dict[str, Any] | None = None) -> EvalResult:
+    """Score the attempts the run's files hold and write tasks.jsonl, score.json and summary.json."""
+    attempts, traces = files.attempts()
+    ran = {task for task, _trial in attempts}
+    done = [t for t in tasks if t.task_id in ran]
+    files.write_tasks(done)
+    answers = {task: answer for (task, trial), answer in attempts.items() if trial == 1}
+    reasons = {str(r["task_id"]): str(r.get("stop_detail") or r.get("stop_reason"))
+               for r in traces if int(r.get("trial") or 1) == 1 and r.get("stop_reason") != "answered"}
+    report = score_run(task_dicts(done), answers, reasons, trials=attempts if trials > 1 else None)
+    files.write_json("score", report.model_dump(mode="json"))
+    tokens: dict[str, int] = {}
+    for r in traces:
+        for k, v in (r.get("usage") or {}).items():
+            tokens[k] = tokens.get(k, 0) + int(v)
+    summary = EvalSummary(
+        agent=agent.name, model=agent.model, domain=domain, run=run, variants=list(variants), tasks=len(done),
+        answered=sum(1 for a in answers.values() if a is not None), passed=report.overall.passed,
+        accuracy_pct=report.overall.accuracy_pct, max_turns=max_turns,
+        temperature=getattr(agent, "temperature", None), prompt_version=getattr(agent, "prompt_version", None),
+        tokens=tokens or None, started_at=started_at, wall_seconds=round(wall, 2),
+        files={k: str(p) for k, p in files.paths.items()}, planned=len(tasks),
+        stop_reasons=dict(sorted(Counter(str(r.get("stop_reason")) for r in traces).items())), llm=llm,
+        trials=trials, pass_hat_k=report.reliability.overall.by_k[-1].pass_hat_k if report.reliability else None,
+    )
+    files.write_json("summary", summary.model_dump(mode="json"))
+    return EvalResult(summary, report)
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """What a run's summary says of an agent that is not a harness Agent (an outside agent over MCP)."""
+
+    name: str
+    model: str
+
+
+def trace_row(task: TaskRecord, agent: Agent | AgentInfo, result: AgentRun, tools: Toolbox, elapsed: float) -> dict[str, Any]:
     return {
         "task_id": task.task_id, "agent": agent.name, "model": agent.model, "analysis_type": task.analysis_type,
         "tier": task.tier, "variant": task.variant, "stop_reason": result.stop_reason,

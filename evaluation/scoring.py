@@ -18,6 +18,7 @@ from dibench.core.contracts import (
     ANALYSIS_TYPES, AnalysisType, AnswerContract, ContractError, check_answer, shape_problems, validate_expected,
 )
 from dibench.core.errors import DibenchError
+from dibench.evaluation.reliability import Reliability, reliability
 from dibench.evaluation.reporting_tables import TIER_ORDER, Bucket, accuracy_by, bucket, failure_counts
 
 Tier = Literal["K", "K+A", "K+A+R"]
@@ -67,6 +68,7 @@ class AnswerRecord(BaseModel):
 
     task_id: str = Field(min_length=1)
     answer: Any
+    trial: int = Field(1, ge=1, description="which trial of a run of several (1 when absent)")
 
 
 class Verdict(BaseModel):
@@ -101,6 +103,7 @@ class Report(BaseModel):
     by_variant: dict[str, Bucket]
     failure_classes: dict[str, int]
     unmatched_answers: list[str] = Field(description="task ids in the answers that name no task")
+    reliability: Reliability | None = Field(None, description="pass^k over trials (runs of more than one trial)")
 
 
 def validate_task(task: Mapping[str, Any] | ScoredTask) -> ScoredTask:
@@ -124,11 +127,13 @@ def validate_task(task: Mapping[str, Any] | ScoredTask) -> ScoredTask:
     return parsed
 
 
-def score_task(task: Mapping[str, Any] | ScoredTask, answer: Any) -> Verdict:
-    """The verdict on one answer (None = no answer). Raises TaskRecordError for an unscorable task."""
+def score_task(task: Mapping[str, Any] | ScoredTask, answer: Any, no_answer_reason: str | None = None) -> Verdict:
+    """The verdict on one answer (None = no answer, why if known). Raises TaskRecordError for an
+    unscorable task."""
     t = validate_task(task)
     if answer is None:
-        return Verdict(task_id=t.task_id, passed=False, reason="no answer", failure_class="no_answer")
+        reason = f"no answer ({no_answer_reason})" if no_answer_reason else "no answer"
+        return Verdict(task_id=t.task_id, passed=False, reason=reason, failure_class="no_answer")
     check = check_answer(t.contract, t.gold_answer, answer)
     if check.passed:
         return Verdict(task_id=t.task_id, passed=True, reason=check.reason)
@@ -146,10 +151,15 @@ def score_task(task: Mapping[str, Any] | ScoredTask, answer: Any) -> Verdict:
     return Verdict(task_id=t.task_id, passed=False, reason=check.reason, failure_class="computation_wrong")
 
 
-def score_run(tasks: Sequence[Mapping[str, Any] | ScoredTask], answers: Mapping[str, Any]) -> Report:
-    """Score every task (a task without an entry in `answers` has no answer) and aggregate."""
+def score_run(tasks: Sequence[Mapping[str, Any] | ScoredTask], answers: Mapping[str, Any],
+              reasons: Mapping[str, str] | None = None,
+              trials: Mapping[tuple[str, int], Any] | None = None) -> Report:
+    """Score every task (a task without an entry in `answers` has no answer; `reasons` says why)
+    and aggregate. `trials` ((task_id, trial) -> answer, trial 1 included) adds pass^k over the
+    trials; the verdicts and accuracies are those of `answers` (trial 1)."""
     parsed = [validate_task(t) for t in tasks]
-    rows = [TaskVerdict(verdict=score_task(t, answers.get(t.task_id)), domain=t.domain,
+    why = reasons or {}
+    rows = [TaskVerdict(verdict=score_task(t, answers.get(t.task_id), why.get(t.task_id)), domain=t.domain,
                         analysis_type=t.analysis_type, tier=t.tier, variant=t.variant) for t in parsed]
     known = {t.task_id for t in parsed}
     return Report(
@@ -161,7 +171,19 @@ def score_run(tasks: Sequence[Mapping[str, Any] | ScoredTask], answers: Mapping[
         by_variant=accuracy_by(((r.variant, r.verdict.passed) for r in rows), ("standard", "oracle", "no_rule")),
         failure_classes=failure_counts(r.verdict.failure_class for r in rows),
         unmatched_answers=sorted(a for a in answers if a not in known),
+        reliability=trial_reliability(parsed, trials) if trials else None,
     )
+
+
+def trial_reliability(tasks: Sequence[ScoredTask], attempts: Mapping[tuple[str, int], Any]) -> Reliability | None:
+    """pass^k over the trials in `attempts` (None for a run of one trial)."""
+    n = max((trial for _task, trial in attempts), default=1)
+    if n < 2:
+        return None
+    by_id = {t.task_id: t for t in tasks}
+    passed = {key: score_task(by_id[key[0]], answer).passed for key, answer in attempts.items() if key[0] in by_id}
+    records = [{"task_id": t.task_id, "tier": t.tier, "analysis_type": t.analysis_type} for t in tasks]
+    return reliability(records, passed, n)
 
 
 # ------------------------------------------------------------------------------ JSONL files
@@ -202,18 +224,26 @@ def load_tasks(path: str | Path) -> list[dict[str, Any]]:
 
 
 def load_answers(path: str | Path) -> dict[str, Any]:
-    """task_id -> answer from a JSONL file of {"task_id", "answer"} lines; a repeated task_id fails."""
-    answers: dict[str, Any] = {}
-    first_line: dict[str, int] = {}
+    """task_id -> answer (of trial 1) from a JSONL file of {"task_id", "answer"} lines."""
+    return {task: answer for (task, trial), answer in load_attempts(path).items() if trial == 1}
+
+
+def load_attempts(path: str | Path) -> dict[tuple[str, int], Any]:
+    """(task_id, trial) -> answer from a JSONL file of {"task_id", "answer"[, "trial"]} lines; a
+    repeated (task_id, trial) fails."""
+    answers: dict[tuple[str, int], Any] = {}
+    first_line: dict[tuple[str, int], int] = {}
     for number, record in read_jsonl(path):
         try:
             parsed = AnswerRecord.model_validate(record)
         except ValidationError as exc:
             raise RecordFileError(path, number, _pydantic_problems(exc)) from exc
-        if parsed.task_id in first_line:
-            raise RecordFileError(path, number, f"task {parsed.task_id} repeats line {first_line[parsed.task_id]}")
-        first_line[parsed.task_id] = number
-        answers[parsed.task_id] = parsed.answer
+        key = (parsed.task_id, parsed.trial)
+        if key in first_line:
+            which = f" trial {parsed.trial}" if parsed.trial > 1 else ""
+            raise RecordFileError(path, number, f"task {parsed.task_id}{which} repeats line {first_line[key]}")
+        first_line[key] = number
+        answers[key] = parsed.answer
     return answers
 
 

@@ -5,7 +5,10 @@ to August 2024", a ranking loses its k, a threshold its direction, a question gi
 away, a no-rule variant forgets to say that it asks for the catalog's definition alone. Each
 check reads the question's text (dates normalised: month names and abbreviations, ISO months,
 quarters, years; numbers with separators, k/m suffixes and number words) and compares it with
-the facts. Each returns a one-line problem or None.
+the facts: the window ("the first quarter" is not April-June), the groups, k, the threshold and
+its direction, the answer's shape (a breakdown asks for every group; a knowledge question for
+what the documents say), no answer value, the variant's opt-out, and no condition of the policy
+written into the question. Each returns a one-line problem or None.
 """
 from __future__ import annotations
 
@@ -77,6 +80,12 @@ def window_problem(q: str, start: str, end: str) -> str | None:
     outside = sorted(y for y in years if not s.year <= y <= e.year)
     if outside:
         return f"window: the question names {outside[0]}, outside {period}"
+    inside = {(s.year + (s.month - 1 + i) // 12, (s.month - 1 + i) % 12 + 1)
+              for i in range((e.year - s.year) * 12 + e.month - s.month + 1)}
+    stray = sorted(m for m in months_named(q) if all(month != m for _y, month in inside))
+    if stray:
+        # "the first quarter" of an April-June window asks for other months than the gold covers.
+        return f"window: the question names {dt.date(2000, stray[0], 1):%B}, outside {period}"
     whole_years = s.month == 1 and e.month == 12
     if not whole_years:
         lacking = [dt.date(2000, m, 1).strftime("%B") for m in sorted({s.month, e.month} - months_named(q))]
@@ -169,12 +178,56 @@ def variant_problem(q: str, facts: dict[str, Any]) -> str | None:
     return None
 
 
-def fidelity_problems(question: str, analysis: str, facts: dict[str, Any], gold: dict[str, Any]) -> list[str]:
-    """Every way the question departs from the task's facts (empty: faithful)."""
+QUOTED = re.compile(r'"[^"]*"|\u201c[^\u201d]*\u201d')
+EVERY_GROUP = ("each", "every", "per", "break", "breakdown", "broken down", "all", "by")
+POLICY_WORDS = ("policy", "policies", "rule", "guideline", "defin", "calculat", "comput", "treat", "count as",
+                "counted", "exclud", "includ", "condition", "requir", "must", "should", "report")
+FIGURE = re.compile(r"\b(what|how much|how many|which)\b.{0,60}\b(percentage|percent|share|rate|average|mean|"
+                    r"number of|count of|total|sum|median|ratio)\b")
+
+
+def shape_problem(q: str, analysis: str, facts: dict[str, Any], gold: dict[str, Any]) -> str | None:
+    """The question asks for the answer's shape: a breakdown for every group (naming none alone),
+    a knowledge question for what the documents say (no computed figure, no period)."""
+    text = q.lower()
+    if analysis in ("decomposition", "counterfactual") and not facts.get("by_month"):
+        groups = [str(r.get("group")) for r in gold.get("rows") or [] if r.get("group") is not None]
+        # A quoted rule title may name a group ("Phone orders of basic customers ..."): not a filter.
+        unquoted = QUOTED.sub(" ", q)
+        named = [g for g in groups if _mentions(unquoted, g)]
+        if len(groups) > 1 and named and len(named) < len(groups):
+            return f"shape: the answer covers every group, but the question names {named[0]!r} alone"
+        if len(groups) > 1 and not _has_any(q, EVERY_GROUP):
+            return "shape: the answer covers every group, but the question does not ask for each one"
     if analysis == "knowledge_retrieval":
-        return []
+        if _YEAR.search(q) or _ISO_MONTH.search(q):
+            return "shape: a knowledge question asks what the documents say, not a figure for a period"
+        if FIGURE.search(text) and not _has_any(q, POLICY_WORDS):
+            return "shape: a knowledge question asks what the documents say, not a computed figure"
+    return None
+
+
+def condition_problem(q: str, facts: dict[str, Any], conditions: set[float]) -> str | None:
+    """A standard question must not write a rule's condition into its wording ("in the first 30 days
+    of their hire date"): no number of the policy's effects that the task's facts do not state."""
+    stated = {float(facts[k]) for k in ("threshold", "k") if isinstance(facts.get(k), (int, float))}
+    for n in numbers(q):
+        if 1950 <= n <= 2099 or any(_close(n, s) for s in stated):
+            continue
+        if any(_close(n, c) for c in conditions):
+            return f"rule_condition: the question states {n:g}, a condition of the policy it should leave to the agent"
+    return None
+
+
+def fidelity_problems(question: str, analysis: str, facts: dict[str, Any], gold: dict[str, Any],
+                      conditions: set[float] | None = None) -> list[str]:
+    """Every way the question departs from the task's facts (empty: faithful). `conditions` are the
+    numbers of the policy's effects (rule thresholds, day counts, minimum sizes)."""
+    if analysis == "knowledge_retrieval":
+        return [p for p in (shape_problem(question, analysis, facts, gold),) if p]
     found = [window_problem(question, facts["start"], facts["end"]) if "start" in facts else None,
              group_problem(question, facts), k_problem(question, facts), threshold_problem(question, facts),
              rank_direction_problem(question, analysis, facts), leak_problem(question, analysis, gold, facts),
-             variant_problem(question, facts)]
+             variant_problem(question, facts), shape_problem(question, analysis, facts, gold),
+             condition_problem(question, facts, conditions) if conditions else None]
     return [p for p in found if p]

@@ -313,7 +313,8 @@ def _generate(pack: Pack, graph: Graph, pool: Pool | None, started: float, *, ta
     if not planned:
         planned = plan_selection(graph, run_key, candidates, target, seed, costs)
         selected = sum(1 for r in graph.read("run_planned", run=run_key) if r["selected_by"] == "mmr")
-        say(f"{selected} selected by MMR, {len(planned) - selected} added for coverage; generating")
+        say(f"{len(planned)} skeletons for --target {target}: {selected} selected by MMR, {len(planned) - selected} "
+            f"for coverage; generating")
     stats = process(graph, run_key, pack, seed, workers, pool, counter, beat)
     summary = summarise(graph, run_key, pack, len(planned))
     # Minimum coverage augmentation: more compatible skeletons for under-represented types, in
@@ -329,7 +330,7 @@ def _generate(pack: Pack, graph: Graph, pool: Pool | None, started: float, *, ta
             extra = augmentation_batch(candidates, used, analysis.compatible, max(2 * missing, 6))
             if not extra:
                 break
-            say(f"augmenting {name}: {len(extra)} more skeletons")
+            say(f"augmenting {name}: {len(extra)} more skeletons, beyond --target (--min-per-type {min_per_type})")
             used.update(s.key for s in extra)
             graph.write("skeletons_plan", run=run_key,
                         rows=plan_rows(extra, f"augment:{name}", len(planned), costs))

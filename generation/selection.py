@@ -1,4 +1,5 @@
-"""Selection: quality q(S) and greedy Maximal Marginal Relevance, then a coverage pass.
+"""Selection: quality q(S) and greedy Maximal Marginal Relevance, then a coverage pass, `target`
+skeletons in all (the coverage pass takes at most half of them).
 
 q(S) = 0.25 semantic + 0.20 rule_diversity + 0.20 metric_rarity + 0.20 dimension_cardinality
        + 0.15 join_complexity;  pick argmax (1-λ)·q(c) + λ·min_{s∈S} d_J(c, s), λ = 0.3.
@@ -73,8 +74,11 @@ class Selection:
     coverage_added: tuple[Skeleton, ...]
 
 
-def select(candidates: Sequence[Skeleton], target: int, *, seed: int = 42, lam: float = LAMBDA) -> Selection:
-    """Greedy MMR up to `target`, then a coverage pass for uncovered metrics and rules.
+def select(candidates: Sequence[Skeleton], target: int, *, seed: int = 42, lam: float = LAMBDA,
+           coverage_share: float = 0.5) -> Selection:
+    """`target` skeletons in all: greedy MMR, then a coverage pass for metrics and rules not yet
+    represented. MMR leaves the coverage pass the slots it needs, up to `coverage_share` of the
+    target, so a small target is still mostly MMR's choice (0: MMR alone, coverage only if room).
     Ties break by a seeded shuffle of the candidates, so runs are reproducible."""
     pool = sorted(candidates, key=lambda s: s.key)
     random.Random(seed).shuffle(pool)
@@ -87,6 +91,9 @@ def select(candidates: Sequence[Skeleton], target: int, *, seed: int = 42, lam: 
     node_sets = [c.node_set() for c in remaining]
     nearest = [1.0] * len(remaining)
     while remaining and len(picked) < target:
+        reserve = min(len(coverage(picked, remaining, rule_counts, metric_counts)), int(target * coverage_share))
+        if len(picked) + reserve >= target:
+            break
         best_i, best_score = 0, float("-inf")
         for i, c in enumerate(remaining):
             score = (1 - lam) * quality(c, rule_counts, metric_counts) + lam * nearest[i]
@@ -99,6 +106,13 @@ def select(candidates: Sequence[Skeleton], target: int, *, seed: int = 42, lam: 
         metric_counts[chosen.metric] += 1
         for r in chosen.rules:
             rule_counts[r.rule_id] += 1
+    added = coverage(picked, remaining, rule_counts, metric_counts)[:max(0, target - len(picked))]
+    return Selection(tuple(picked), tuple(added))
+
+
+def coverage(picked: Sequence[Skeleton], remaining: Sequence[Skeleton], rule_counts: Counter[str],
+             metric_counts: Counter[str]) -> list[Skeleton]:
+    """The best remaining skeleton for each metric or rule `picked` does not represent, best first."""
     added: list[Skeleton] = []
     covered_m = {s.metric for s in picked}
     covered_r = {r.rule_id for s in picked for r in s.rules}
@@ -109,4 +123,4 @@ def select(candidates: Sequence[Skeleton], target: int, *, seed: int = 42, lam: 
             added.append(c)
             covered_m.add(c.metric)
             covered_r.update(r.rule_id for r in c.rules)
-    return Selection(tuple(picked), tuple(added))
+    return added

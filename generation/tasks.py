@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -35,7 +36,21 @@ def vocabulary(pack: Pack, columns: dict[str, list[str]]) -> Vocabulary:
     ids.update(m.id.lower() for m in pack.metrics)
     ids.update(r.id.lower() for r in pack.rules)
     ids.add(pack.schema.lower() + ".")
-    return Vocabulary(frozenset(ids))
+    return Vocabulary(frozenset(ids), {r.id: rule_condition_numbers(r) for r in pack.rules})
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w])")
+
+
+def rule_condition_numbers(rule: Any) -> frozenset[float]:
+    """The numbers a rule's effects test or set (predicate literals, thresholds, minimum sizes),
+    without years and dates: the conditions an agent must find in the document."""
+    out: set[float] = set()
+    for eff in rule.front.effects or []:
+        data = eff.model_dump(exclude={"metric", "op", "from_date", "applies_when"}, exclude_none=True)
+        text = re.sub(r"\d{4}-\d{2}-\d{2}", " ", json.dumps(data, default=str))
+        out |= {float(n) for n in _NUMBER.findall(text) if not 1950 <= float(n) <= 2099 and float(n) not in (0.0, 1.0)}
+    return frozenset(out)
 
 
 KNOWLEDGE = "knowledge_retrieval"

@@ -70,9 +70,11 @@ def rule_changes_answer(analysis_type: str, gold: dict[str, Any], base: dict[str
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """Identifiers that must never appear in a question."""
+    """Identifiers that must never appear in a question, and each rule's condition numbers (which
+    a standard question must leave to the agent to find)."""
 
     identifiers: frozenset[str]
+    conditions: dict[str, frozenset[float]] = field(default_factory=dict)
 
 
 Check = Callable[[Candidate, Vocabulary], str | None]
@@ -128,8 +130,19 @@ def unscorable(c: Candidate, v: Vocabulary) -> str | None:
     return None
 
 
+def task_values(c: Candidate) -> set[str]:
+    """The data values the task itself names (its groups): written as the data has them, they
+    are the agent's filter values, not column names."""
+    values = {str(c.facts[k]) for k in ("group", "group_a", "group_b") if c.facts.get(k) is not None}
+    values |= {str(r["group"]) for r in c.gold_answer.get("rows") or [] if isinstance(r, dict) and r.get("group")}
+    return values
+
+
 def not_naturalised(c: Candidate, v: Vocabulary) -> str | None:
-    return "question contains a raw column-style name (underscore)" if "_" in c.question else None
+    text = c.question
+    for value in sorted(task_values(c), key=len, reverse=True):
+        text = text.replace(value, " ")
+    return "question contains a raw column-style name (underscore)" if "_" in text else None
 
 
 # The counterfactual filter (generation/tasks.py `candidate`): a rule task is admitted only if its
@@ -140,7 +153,8 @@ NOT_DISCRIMINATIVE = "rule_not_discriminative"
 def phrasing_fidelity(c: Candidate, v: Vocabulary) -> str | None:
     """The question states the task's window, groups, k, threshold and comparison as the facts
     say, and not the answer (generation.fidelity)."""
-    problems = fidelity_problems(c.question, c.analysis_type, c.facts, c.gold_answer)
+    conditions = {n for r in c.decisive_rules or c.rule_ids for n in v.conditions.get(r, frozenset())}
+    problems = fidelity_problems(c.question, c.analysis_type, c.facts, c.gold_answer, conditions)
     return "; ".join(problems) if problems else None
 
 

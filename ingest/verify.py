@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from decimal import Decimal
 from dataclasses import dataclass
 from typing import Any
 
@@ -204,6 +205,37 @@ def slice_answers(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], k
     return {str(r[0]): rounded(r[1], digits) for r in res.rows}
 
 
+UNIT_RATIO = 20.0  # the rule's value this many times the metric's (or less) on every slice: another unit
+
+
+def value_kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float, Decimal)):
+        return "number"
+    if isinstance(v, dt.timedelta):
+        return "interval"
+    return type(v).__name__
+
+
+def value_problem(metric: MetricSpec, before: Answers, after: Answers) -> str | None:
+    """An effect whose value is of another type than the metric's (an interval where the metric is
+    a number of hours), or of another unit on every slice (60 times larger throughout), does not
+    refine the metric: it replaces it with another quantity, and the edge is not verified."""
+    pairs = [(b[s], after[label][s]) for label, b in before.items() for s in b
+             if s in after.get(label, {}) and b[s] is not None and after[label][s] is not None]
+    base = {value_kind(x) for x, _ in pairs}
+    rule = {value_kind(y) for _, y in pairs}
+    if base and rule - base:
+        return (f"the rule's values are of type {sorted(rule - base)[0]} where metric {metric.id}'s are of type "
+                f"{sorted(base)[0]} ({getattr(metric.unit, 'value', metric.unit)}): its type or unit differs")
+    ratios = [float(y) / float(x) for x, y in pairs if value_kind(x) == value_kind(y) == "number" and float(x) != 0]
+    if len(ratios) >= 3 and (all(r >= UNIT_RATIO for r in ratios) or all(0 < r <= 1 / UNIT_RATIO for r in ratios)):
+        return (f"the rule's value differs from metric {metric.id}'s by a factor of at least {UNIT_RATIO:g} on every "
+                f"slice ({getattr(metric.unit, 'value', metric.unit)}): another unit, not a refinement")
+    return None
+
+
 def verify_effect(wh: Warehouse, metric: MetricSpec, rule_id: str, eff: AnyEffect,
                   window: tuple[dt.date, dt.date] | None = None, *, schema: str | None = None,
                   cache: SideCache | None = None) -> EdgeCheck:
@@ -225,6 +257,9 @@ def verify_effect(wh: Warehouse, metric: MetricSpec, rule_id: str, eff: AnyEffec
             for s in sorted(set(b) | set(g)):
                 if b.get(s, "<suppressed>") != g.get(s, "<suppressed>"):
                     changed.append(f"{label}={s}" if key is not None else "all")
+        problem = value_problem(metric, before, after)
+        if problem:
+            return EdgeCheck(rule_id, metric.id, False, tuple(changed[:20]), len(keys), problem)
         return EdgeCheck(rule_id, metric.id, bool(changed), tuple(changed[:20]), len(keys))
     except DibenchError as exc:
         return EdgeCheck(rule_id, metric.id, False, (), 0, bounded_message(str(exc)))

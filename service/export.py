@@ -25,6 +25,7 @@ from typing import Any
 from sqlglot import exp
 
 from dibench.core.ambiguity import ambiguous
+from dibench.core.contracts import task_contract
 from dibench.core.errors import DibenchError
 from dibench.generation.writeback import asked
 from dibench.sqlops.dialect import parse, render
@@ -153,6 +154,9 @@ def private_record(t: dict[str, Any]) -> dict[str, Any]:
     }
     if t.get("contract"):
         rec["contract"] = _loads(t["contract"])
+    elif t.get("metric_rounding") is not None:
+        # as evaluation makes it (evaluation.tasks): scorers of the export need the contract
+        rec["contract"] = task_contract(str(t["analysis_type"]), int(t["metric_rounding"])).model_dump(mode="json")
     if t.get("gold_sql_dialects"):
         rec["gold_sql_dialects"] = t["gold_sql_dialects"]
     return rec

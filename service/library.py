@@ -21,7 +21,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from dibench.core.pack import Pack, load_pack as _load_pack
 from dibench.evaluation.chance import ChanceLevels
 from dibench.evaluation.harness import chance_for_records
-from dibench.evaluation.scoring import Report, load_answers, load_tasks, score_run
+from dibench.evaluation.scoring import Report, load_attempts, load_tasks, score_run
 from dibench.generation.pipeline import Counter_, RunSummary, generate as _generate
 from dibench.ingest.pipeline import IngestReport, ingest_pack as _ingest_pack
 from dibench.service.export import export as _export, export_query, stream_records
@@ -89,8 +89,11 @@ def score(tasks: str | Path | Sequence[Mapping[str, Any]], answers: str | Path |
     """Score answers ({task_id: answer}, or a JSONL file of {"task_id", "answer"} lines) against
     task records (a private export's JSONL file, or the records themselves)."""
     records = load_tasks(tasks) if isinstance(tasks, (str, Path)) else tasks
-    given = load_answers(answers) if isinstance(answers, (str, Path)) else answers
-    return score_run(records, given)
+    if isinstance(answers, (str, Path)):
+        attempts = load_attempts(answers)
+        given = {task: answer for (task, trial), answer in attempts.items() if trial == 1}
+        return score_run(records, given, trials=attempts)
+    return score_run(records, answers)
 
 
 def chance_levels(tasks: str | Path | Sequence[Mapping[str, Any]], *, graph: Graph | None = None,

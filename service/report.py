@@ -57,7 +57,7 @@ class RunData:
 
     @property
     def label(self) -> str:
-        who = self.summary.agent if self.summary.agent != "llm" else self.summary.model
+        who = self.summary.agent if self.summary.agent not in ("llm", "command") else self.summary.model
         return f"{who} @ {self.summary.domain}"
 
 
@@ -234,12 +234,11 @@ def render_accuracy(runs: Sequence[RunData]) -> str:
         return ("<h2>Accuracy</h2><p class=\"note\">No evaluation results given (run `dibench eval ... -o DIR` "
                 "and pass `--results DIR`).</p>")
     labels = [r.label for r in runs]
-    agents = list(dict.fromkeys(r.summary.agent if r.summary.agent != "llm" else r.summary.model for r in runs))
+    agents = list(dict.fromkeys(r.label.rsplit(" @ ", 1)[0] for r in runs))
     doms = list(dict.fromkeys(r.summary.domain for r in runs))
 
     def run_of(agent: str, domain: str) -> RunData | None:
-        return next((r for r in runs if r.summary.domain == domain
-                     and (r.summary.agent if r.summary.agent != "llm" else r.summary.model) == agent), None)
+        return next((r for r in runs if r.summary.domain == domain and r.label.rsplit(" @ ", 1)[0] == agent), None)
 
     by_domain = [[a, *(_dash(run.report.overall if (run := run_of(a, d)) else None) for d in doms)] for a in agents]
     types = [t for t in ANALYSIS_TYPES if any(t in r.report.by_analysis_type for r in runs)]
@@ -266,10 +265,30 @@ def render_accuracy(runs: Sequence[RunData]) -> str:
         "question; no_rule: the plain metric is the gold answer.</p>",
         _table(["variant", *labels], by_variant),
         render_chance(runs),
-        "<h3>Failure classes</h3>", _table(["class", *labels], failures),
+        "<h3>Failure classes</h3>", _table(["class", *labels], failures), render_reliability(runs),
         "<h3>Runs</h3>", _table(["run", "model", "tasks", "answered", "max turns", "temperature", "tokens", "started"],
                                 settings),
     ])
+
+
+def render_reliability(runs: Sequence[RunData]) -> str:
+    """pass@1, pass^k and pass@k (95% Wilson intervals) of the runs with several trials."""
+    rows = []
+    for r in runs:
+        rel = r.report.reliability
+        if rel is None:
+            continue
+        k = rel.trials
+        for group, g in [("all", rel.overall), *rel.by_tier.items()]:
+            last = g.by_k[-1]
+            rows.append([r.label, k, group, g.tasks, f"{g.pass_at_1:.1f}",
+                         f"{last.pass_hat_k:.1f} [{last.pass_hat_ci[0]:.1f}, {last.pass_hat_ci[1]:.1f}]",
+                         f"{last.pass_at_k:.1f} [{last.pass_at_ci[0]:.1f}, {last.pass_at_ci[1]:.1f}]"])
+    if not rows:
+        return ""
+    return ("<h3>Reliability over trials</h3><p class=\"note\">pass^k: all of k trials right (tau-bench); pass@k: "
+            "at least one; k = the run's trials; 95% Wilson intervals over tasks.</p>"
+            + _table(["run", "trials", "group", "tasks", "pass@1 %", "pass^k %", "pass@k %"], rows))
 
 
 def render_ablations(ablations: Sequence[PairingReport]) -> str:

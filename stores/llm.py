@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import json
 import logging
-import math
 import os
 import re
 import time
@@ -27,7 +26,11 @@ from pydantic import BaseModel, ValidationError
 
 from dibench.core.config import Settings, get_settings
 from dibench.core.errors import ConfigError, DibenchError, ExtractionError
+from dibench.stores import llm_request
 from dibench.stores.llm_cache import ReplyCache, cache_key
+from dibench.stores.llm_request import ContextOverflow, LLMError, RequestLimits, estimate_tokens
+
+__all__ = ["ContextOverflow", "LLMError", "estimate_tokens"]  # defined in stores.llm_request, used from here
 
 M = TypeVar("M", bound=BaseModel)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
@@ -40,17 +43,6 @@ _OVERFLOW = re.compile(r"context.{0,20}(length|window|size)|maximum context|too 
 # Exceptions from these packages are provider errors; anything else is our bug and propagates.
 _PROVIDER_MODULES = frozenset({"openai", "httpx", "httpcore", "langchain_openai", "langchain_ollama", "ollama",
                                "requests", "urllib3", "anthropic", "aiohttp"})
-
-
-class LLMError(DibenchError):
-    """A model call failed for good (after retries where the error is transient)."""
-
-    hint = "see README: LLM stages (DIBENCH_LLM, DIBENCH_LLM_BASE_URL, DIBENCH_LLM_MODEL, DIBENCH_LLM_CONTEXT)"
-    transient = False  # a 5xx, 429 or timeout that outlasted the retries (vs. a refusal of this request)
-
-
-class ContextOverflow(LLMError):
-    """The server refused the prompt as longer than its context window."""
 
 
 class BudgetExhausted(LLMError):
@@ -133,14 +125,40 @@ def describe(llm: BaseChatModel | None) -> str:
     return f"{type(llm).__name__}:{name}" if isinstance(name, str) and name else type(llm).__name__
 
 
-def estimate_tokens(text: str) -> int:
-    """Tokens of a prompt without a tokenizer: ~4 characters per token for English, JSON and SQL
-    (the common BPE vocabularies land between 3.5 and 4.5 on such text)."""
-    return math.ceil(len(text) / 4)
+def messages_tokens(messages: Sequence[BaseMessage], tools: Sequence[Any] = ()) -> int:
+    """The estimated prompt of these messages: texts, tool-call arguments, tool definitions."""
+    total = sum(estimate_tokens(str(m.content)) + 4 for m in messages)
+    total += sum(estimate_tokens(json.dumps(m.tool_calls, default=str)) for m in messages
+                 if isinstance(m, AIMessage) and m.tool_calls)
+    return total + (estimate_tokens(json.dumps(list(tools), default=str)) if tools else 0)
 
 
-def messages_tokens(messages: Sequence[BaseMessage]) -> int:
-    return sum(estimate_tokens(str(m.content)) + 4 for m in messages)
+def chat_model_of(llm: Runnable[Any, Any]) -> tuple[Any, dict[str, Any]]:
+    """The chat model inside a composed runnable (bound tools, structured output) and the
+    keyword arguments bound to it."""
+    kwargs: dict[str, Any] = {}
+    node: Any = llm
+    for _depth in range(8):
+        if getattr(node, "bound", None) is not None:
+            kwargs = {**(getattr(node, "kwargs", None) or {}), **kwargs}
+            node = node.bound
+        elif getattr(node, "first", None) is not None:  # a sequence: the model is its first step
+            node = node.first
+        elif isinstance(getattr(node, "steps__", None), dict) and "raw" in node.steps__:  # include_raw
+            node = node.steps__["raw"]
+        else:
+            break
+    return node, kwargs
+
+
+def prompt_size(llm: Runnable[Any, Any], messages: Sequence[BaseMessage]) -> tuple[int, bool]:
+    """(tokens, counted by the server) of the prompt `llm.invoke(messages)` would send."""
+    model, kwargs = chat_model_of(llm)
+    count = getattr(model, "count_request", None)
+    if callable(count):
+        n, counted = count(list(messages), **kwargs)
+        return int(n), bool(counted)
+    return messages_tokens(messages, kwargs.get("tools") or ()), False
 
 
 # ------------------------------------------------------------------------------ providers
@@ -189,7 +207,8 @@ def _openai_compatible(s: Settings, provider: str) -> BaseChatModel:
         raise ConfigError(f"DIBENCH_LLM={provider} needs DIBENCH_LLM_MODEL (the model name the server serves)")
     # Local servers ignore the key but the client insists on one.
     key = s.llm_api_key or os.environ.get("OPENAI_API_KEY") or ("ollama" if provider == "ollama" else "not-needed")
-    return compatible_chat_model(base_url=base_url, model=s.llm_model, api_key=key, timeout_s=s.llm_timeout_s)
+    return compatible_chat_model(base_url=base_url, model=s.llm_model, api_key=key, timeout_s=s.llm_timeout_s,
+                                 max_tokens=s.llm_max_tokens, record=s.llm_record)
 
 
 def model_id(llm: Runnable[Any, Any]) -> str:
@@ -203,14 +222,18 @@ def model_id(llm: Runnable[Any, Any]) -> str:
 
 
 # ------------------------------------------------------------------------------ one call
+MIN_REPLY = 32  # fewer tokens left for a reply than this: the request is refused before it is sent
+
+
 def call(llm: Runnable[Any, Any], messages: Sequence[BaseMessage], *, where: str, stage: str,
-         settings: Settings | None = None, model_key: str | None = None) -> AIMessage:
+         settings: Settings | None = None, model_key: str | None = None, reply_tokens: int | None = None,
+         min_reply: int = MIN_REPLY) -> AIMessage:
     """One model call: budget, cache, retry of transient errors, one-line failure (see module doc).
-    `model_key` names the model for the cache when `llm` is a composed runnable (structured output)."""
+    `model_key` names the model for the cache when `llm` is a composed runnable (structured output).
+    The reply may use `reply_tokens` (default DIBENCH_LLM_MAX_TOKENS), or what the context leaves
+    after the prompt if less; a prompt leaving fewer than `min_reply` is a ContextOverflow."""
     s = settings or get_settings()
     sess = _session
-    tokens = messages_tokens(messages)
-    log.info("%s: %s prompt ~%d tokens", where, stage, tokens)
     key = cache_key(model_key or model_id(llm), messages) if sess.cache is not None else None
     if sess.cache is not None and key is not None:
         hit = sess.cache.get(key)
@@ -220,16 +243,31 @@ def call(llm: Runnable[Any, Any], messages: Sequence[BaseMessage], *, where: str
     if sess.max_calls is not None and sess.total_calls >= sess.max_calls:
         raise BudgetExhausted(f"{where}: LLM call budget of {sess.max_calls} exhausted")
     sess.calls[stage] += 1
-    sess.prompt_tokens[stage] += tokens
-    sess.max_prompt_tokens[stage] = max(sess.max_prompt_tokens[stage], tokens)
+    limits = RequestLimits(context=s.llm_context, max_reply=reply_tokens or s.llm_max_tokens,
+                           min_reply=min(min_reply, reply_tokens or min_reply), where=where)
+    estimate = messages_tokens(messages)
+    token = llm_request.current.set(limits)
     try:
-        reply = _invoke_with_retries(llm, list(messages), where=where, tokens=tokens, s=s)
+        reply = _invoke_with_retries(llm, list(messages), where=where, tokens=estimate, s=s)
     except LLMError:
         sess.failures[stage] += 1
         raise
+    finally:
+        llm_request.current.reset(token)
+        tokens = limits.prompt_tokens if limits.prompt_tokens is not None else estimate
+        sess.prompt_tokens[stage] += tokens
+        sess.max_prompt_tokens[stage] = max(sess.max_prompt_tokens[stage], tokens)
+        log.info("%s: %s prompt %s%d tokens, max_tokens %s", where, stage, "" if limits.counted else "~", tokens,
+                 limits.reply_tokens)
     if sess.cache is not None and key is not None:
         sess.cache.put(key, reply)
     return reply
+
+
+def was_cut(reply: BaseMessage) -> bool:
+    """Whether the server stopped the reply at max_tokens."""
+    meta = getattr(reply, "response_metadata", None) or {}
+    return meta.get("finish_reason") == "length"
 
 
 def _invoke_with_retries(llm: Runnable[Any, Any], messages: list[BaseMessage], *, where: str, tokens: int,
@@ -268,8 +306,15 @@ def is_transient(exc: BaseException) -> bool:
     status = _status(exc)
     if status is not None:
         return status in (408, 409, 425, 429) or status >= 500
-    name = type(exc).__name__
-    return "Timeout" in name or "Connection" in name or isinstance(exc, (TimeoutError, ConnectionError))
+    # A timed-out request is not retried: the server was busy with this very prompt, and the same
+    # request would take as long again (a local model at a few tokens per second).
+    if is_timeout(exc):
+        return False
+    return "Connection" in type(exc).__name__ or isinstance(exc, ConnectionError)
+
+
+def is_timeout(exc: BaseException) -> bool:
+    return "Timeout" in type(exc).__name__ or isinstance(exc, TimeoutError)
 
 
 def provider_error(exc: BaseException, *, where: str, tokens: int, context: int) -> LLMError | None:
@@ -280,6 +325,9 @@ def provider_error(exc: BaseException, *, where: str, tokens: int, context: int)
         return None
     detail = _detail(exc)
     code = f"HTTP {status}" if status is not None else type(exc).__name__
+    if is_timeout(exc):
+        return LLMError(f"{where}: LLM request timed out after DIBENCH_LLM_TIMEOUT_S={get_settings().llm_timeout_s:g}s "
+                        f"({code}); not retried")
     if status in (400, 413, 422) and _OVERFLOW.search(detail):
         return ContextOverflow(f"{where}: the server refused a prompt of ~{tokens} tokens as too long for its "
                                f"context ({code}: {detail}); DIBENCH_LLM_CONTEXT={context}")
@@ -380,20 +428,25 @@ def structured_runnable(llm: BaseChatModel, model: type[BaseModel]) -> Runnable[
 
 def ask_structured(llm: BaseChatModel, system: str, user: str, model: type[M], *, where: str, stage: str = "llm",
                    retries: int = 2, example: dict[str, Any] | None = None,
-                   check: Callable[[M], list[str]] | None = None) -> M:
+                   check: Callable[[M], list[str]] | None = None, reply_tokens: int | None = None,
+                   min_reply: int = MIN_REPLY) -> M:
     """Ask for one JSON object valid as `model`: through the structured-output path when the model
     has one (falling back to plain text if the server refuses it), with one example of the shape in
     the prompt; a malformed reply, or one `check` finds problems with, is retried with its problems
-    and the shape again, then fails as one ExtractionError line."""
+    and the shape again, then fails as one ExtractionError line. A retry shows only the previous
+    attempt (its reply and problems), so the prompt grows by one attempt at most; every attempt's
+    prompt is counted against the context like the first (`call`)."""
     shape = shape_text(model, example)
-    messages: list[BaseMessage] = [SystemMessage(f"{system}\n\n{shape}"), HumanMessage(user)]
+    base: list[BaseMessage] = [SystemMessage(f"{system}\n\n{shape}"), HumanMessage(user)]
+    messages = base
     runnable: Runnable[Any, Any] | None = structured_runnable(llm, model)
     last_error = ""
     structured_key = f"{model_id(llm)}|structured:{json.dumps(model.model_json_schema(), sort_keys=True)}"
     for _attempt in range(retries + 1):
         try:
             reply = call(runnable or llm, messages, where=where, stage=stage,
-                         model_key=structured_key if runnable is not None else None)
+                         model_key=structured_key if runnable is not None else None, reply_tokens=reply_tokens,
+                         min_reply=min_reply)
         except ContextOverflow:
             raise
         except LLMError as exc:
@@ -403,7 +456,7 @@ def ask_structured(llm: BaseChatModel, system: str, user: str, model: type[M], *
             # (that refusal is not the item's failure).
             _session.failures[stage] -= 1
             runnable = None
-            reply = call(llm, messages, where=where, stage=stage)
+            reply = call(llm, messages, where=where, stage=stage, reply_tokens=reply_tokens, min_reply=min_reply)
         try:
             parsed = parse_json_reply(_reply_text(reply), model)
             problems = check(parsed) if check is not None else []
@@ -415,7 +468,9 @@ def ask_structured(llm: BaseChatModel, system: str, user: str, model: type[M], *
             last_error = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors())
         except ValueError as exc:
             last_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        messages = [*messages, _as_plain(reply), HumanMessage(f"Your reply was not valid: {last_error}. {shape}")]
+        if was_cut(reply):
+            last_error = f"the reply was cut off at its token limit ({last_error})"
+        messages = [*base, _as_plain(reply), HumanMessage(f"Your reply was not valid: {last_error}. {shape}")]
     _session.failures[stage] += 1
     raise ExtractionError(f"{where}: LLM reply malformed after {retries + 1} attempts: {last_error}")
 

@@ -1,8 +1,8 @@
 """A scripted OpenAI-compatible chat server on 127.0.0.1 for tests (the only thing faked: the model).
 
 `StubServer` serves POST /v1/chat/completions from a script: each request takes the next entry
-(a reply text, a `tool_call(...)`, an `error(status, message)`, or a callable of the request body
-returning one of those); when the script runs out, `default` (if set) answers. Every request body
+(a reply text, a `tool_call(...)`, an `error(status, message)`, a recorded `Raw` reply, or a
+callable of the request body returning one of those); when the script runs out, `default` (if set) answers. Every request body
 is kept in `requests` so a test can check what the real client sent (tool_choice, null content,
 response_format, the prompt).
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -31,6 +32,14 @@ class ToolCall:
     content: str | None = None
 
 
+@dataclass(frozen=True)
+class Raw:
+    """A recorded reply, sent exactly as the real server sent it (a cassette's entry)."""
+
+    status: int
+    payload: Any
+
+
 def error(status: int, message: str) -> Error:
     return Error(status, message)
 
@@ -39,7 +48,7 @@ def tool_call(name: str, **args: Any) -> ToolCall:
     return ToolCall(name, args)
 
 
-Reply = str | Error | ToolCall
+Reply = str | Error | ToolCall | Raw
 Entry = Reply | Callable[[dict[str, Any]], Reply]
 
 
@@ -48,6 +57,9 @@ class StubServer:
         self.script: list[Entry] = []
         self.default: Entry | None = None
         self.requests: list[dict[str, Any]] = []
+        # Set to serve llama.cpp's token count route (request body -> prompt tokens); None: 404 like vLLM's.
+        self.count_tokens: Callable[[dict[str, Any]], int] | None = None
+        self.counted: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -73,6 +85,8 @@ class StubServer:
         self.script.clear()
         self.requests.clear()
         self.default = None
+        self.count_tokens = None
+        self.counted.clear()
 
     def prompt(self, i: int) -> str:
         """All message texts of request i, joined."""
@@ -95,8 +109,17 @@ class StubServer:
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                if self.path.rstrip("/") == "/v1/chat/completions/input_tokens" and stub.count_tokens is not None:
+                    stub.counted.append(body)
+                    self._send(200, {"input_tokens": stub.count_tokens(body), "object": "response.input_tokens"})
+                    return
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    self._send(404, {"error": {"message": "File Not Found", "type": "not_found_error", "code": 404}})
+                    return
                 reply = stub._next(body)
-                if isinstance(reply, Error):
+                if isinstance(reply, Raw):
+                    self._send(reply.status, reply.payload)
+                elif isinstance(reply, Error):
                     self._send(reply.status, {"error": {"message": reply.message, "type": "invalid_request_error",
                                                         "code": reply.status}})
                 else:
@@ -138,3 +161,25 @@ def stub_server() -> Iterator[StubServer]:
 def stub(stub_server: StubServer) -> StubServer:
     stub_server.reset()
     return stub_server
+
+
+@contextmanager
+def openai_settings(monkeypatch: pytest.MonkeyPatch, stub: StubServer, **env: str) -> Iterator[None]:
+    """dibench's OpenAI-compatible client pointed at `stub` (no cache), with these DIBENCH_* values
+    on top; the settings, the LLM session and the learnt token-count routes fresh before and after."""
+    from dibench.core.config import get_settings
+    from dibench.stores import llm as llm_mod
+    from dibench.stores import llm_openai
+
+    for k, v in {"DIBENCH_LLM": "openai", "DIBENCH_LLM_BASE_URL": stub.base_url, "DIBENCH_LLM_MODEL": "stub",
+                 "DIBENCH_LLM_CACHE": "false", **env}.items():
+        monkeypatch.setenv(k, v)
+
+    def fresh() -> None:
+        get_settings.cache_clear()
+        llm_mod.reset_session()
+        llm_openai._ROUTES.clear()
+
+    fresh()
+    yield
+    fresh()

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from dibench.cli.main import main
 from dibench.core.errors import GraphError
 from dibench.core.pack import Pack
+from dibench.evaluation.scoring import validate_task
 from dibench.service.export import ExportError, ExportQuery, export, preset_query, read_snapshot, task_keys
 from dibench.service.update import load_document, plan_update
 from dibench.service.update_write import run_update
@@ -68,6 +69,7 @@ def test_views_and_manifest(pack: Pack, graph: Graph, warehouse: Warehouse, tmp_
         assert r["gold_answer"] == json.loads(t["gold_answer"]) and r["gold_sql"] == t.get("gold_sql")
         assert set(r) >= {"task_id", "domain", "analysis_type", "tier", "question", "answer_format", "gold_answer",
                           "base_answer", "gold_sql", "base_sql", "params", "metric_ids", "rule_ids", "variant"}
+        validate_task(r)  # a private record carries its answer contract: scorers (Inspect, score) take it as is
         line = json.dumps(r, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         assert m["tasks"][r["task_id"]]["sha256"] == hashlib.sha256(line.encode()).hexdigest()
     assert m["counts"]["tasks"] == len(admitted)

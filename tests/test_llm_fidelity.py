@@ -132,3 +132,48 @@ def test_thresholds_are_round_business_numbers_between_gold_and_base() -> None:
     assert roundest_between(12.34, 12.36) == 12.35
     g, b = 0.8, 0.85
     assert g < roundest_between(g, b) < b
+
+
+# The questions a real 1.5B model wrote that stage 1 used to admit (or reject for the wrong reason).
+def test_a_quarter_outside_the_window_is_caught() -> None:
+    q = ("What is the average number of tickets per agent for the Billing Desk team in the first quarter of 2023? "
+         "(start month: 2023-04-01, end month: 2023-06-30)")
+    facts = {"start": "2023-04-01", "end": "2023-07-01"}
+    gold = {"rows": [{"group": "Billing Desk", "value": 1.0}, {"group": "Core Support", "value": 2.0}]}
+    problems = fidelity_problems(q, "decomposition", facts, gold)
+    assert problems[0] == "window: the question names January, outside April 2023 to June 2023"
+    assert "shape: the answer covers every group, but the question names 'Billing Desk' alone" in problems
+
+
+def test_a_breakdown_must_ask_for_every_group() -> None:
+    gold = {"rows": [{"group": "email", "value": 1.0}, {"group": "phone", "value": 2.0}]}
+    assert fidelity_problems("What was the revenue from August 2023 to July 2024?", "decomposition",
+                             dict(WINDOW), gold) == [
+        "shape: the answer covers every group, but the question does not ask for each one"]
+
+
+def test_a_knowledge_question_asks_what_the_documents_say() -> None:
+    assert fidelity_problems("What is the percentage of tickets that are flagged as spam?", "knowledge_retrieval",
+                             {}, {}) == ["shape: a knowledge question asks what the documents say, not a computed figure"]
+    assert fidelity_problems("How are spam tickets treated when we report resolution times?",
+                             "knowledge_retrieval", {}, {}) == []
+
+
+def test_a_rule_condition_written_into_the_question_is_caught() -> None:
+    q = "What was the number of tickets per agent in the first 30 days of their hire date from August 2023 to July 2024?"
+    assert fidelity_problems(q, "point_query", dict(WINDOW), {"value": 3.21}, {30.0}) == [
+        "rule_condition: the question states 30, a condition of the policy it should leave to the agent"]
+    assert fidelity_problems(q, "point_query", dict(WINDOW), {"value": 3.21}) == []
+
+
+def test_raw_category_values_of_the_task_are_not_column_names() -> None:
+    from dibench.generation.validation import Candidate, Vocabulary, not_naturalised
+
+    c = Candidate(key="k", skeleton_key="s", domain="d", analysis_type="point_query", tier="K+A", metric_id="m",
+                  rule_ids=[], rule_versions=[], dimension="refunds.refund_type", dimension_type="categorical",
+                  question="What was the refund amount for the service_credit refund type in 2024?",
+                  answer_format="JSON", gold_answer={"value": 1.0}, base_answer=None, gold_sql=None, base_sql=None,
+                  gold_params={}, base_params={}, tables=[], facts={"group": "service_credit"})
+    assert not_naturalised(c, Vocabulary(frozenset())) is None
+    c.question = "What was the refund_amount in 2024?"
+    assert not_naturalised(c, Vocabulary(frozenset())) is not None

@@ -333,7 +333,7 @@ def test_generate_cli_caps_llm_calls_records_them_and_prints_only_json(
         in res.output
     stub.reset()
     stub.default = faithful_phrasing
-    res = CliRunner().invoke(main, ["generate", str(root), "--target", "2", "--min-per-type", "0",
+    res = CliRunner().invoke(main, ["generate", str(root), "--target", "6", "--min-per-type", "0",
                                     "--max-llm-calls", "3", "--no-judge", "--json"])
     assert res.exit_code == 0, res.output
     summary = json.loads(res.stdout)  # nothing but the JSON on stdout

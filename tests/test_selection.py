@@ -117,37 +117,39 @@ def varied_candidates() -> list[Skeleton]:
 
 def test_first_pick_is_the_best_quality_with_diversity_one() -> None:
     cands = varied_candidates()
-    first = select(cands, 1).picked[0]
+    first = select(cands, 1, coverage_share=0.0).picked[0]
     assert first == max(cands, key=lambda c: quality(c, Counter(), Counter()))
 
 
 def test_mmr_follows_the_specification_step_by_step() -> None:
     cands = varied_candidates()
-    got = [s.key for s in select(cands, len(cands)).picked]
+    got = [s.key for s in select(cands, len(cands), coverage_share=0.0).picked]
     assert got == reference_mmr(cands, len(cands), 0.3)
     # lambda matters: ranking by quality alone orders these candidates differently
     assert got != reference_mmr(cands, len(cands), 0.0)
-    assert [s.key for s in select(cands, len(cands), lam=0.0).picked] == reference_mmr(cands, len(cands), 0.0)
+    assert [s.key for s in select(cands, len(cands), lam=0.0, coverage_share=0.0).picked] == \
+        reference_mmr(cands, len(cands), 0.0)
 
 
 def test_diversity_beats_a_near_duplicate_of_the_first_pick() -> None:
     a = skel("sales", "orders.channel", card=8, tables=["orders", "customers"], rules=["r1"])
     near = skel("sales", "orders.channel", card=4, tables=["orders", "customers"], rules=["r1", "r2"])
     far = skel("stock", "items.kind", card=1, tables=["items"])
-    picks = [s.key for s in select([a, near, far], 2).picked]
+    picks = [s.key for s in select([a, near, far], 2, coverage_share=0.0).picked]
     assert picks[0] == a.key
     rc, mc = Counter({"r1": 1}), Counter({"sales": 1})
     # after the first pick `near` has the better quality, but it is 1/6 away from `a` (Jaccard)
     assert quality(near, rc, mc) > quality(far, rc, mc)
     assert jaccard_distance(near.node_set(), a.node_set()) == pytest.approx(1 / 6)
     assert picks[1] == far.key
-    assert [s.key for s in select([a, near, far], 2, lam=0.0).picked] == [a.key, near.key]
+    assert [s.key for s in select([a, near, far], 2, lam=0.0, coverage_share=0.0).picked] == [a.key, near.key]
 
 
 # ------------------------------------------------------------------------------ coverage
 def test_coverage_pass_adds_the_best_skeleton_for_each_uncovered_metric_and_rule() -> None:
     cands = varied_candidates()
-    sel = select(cands, 2)
+    sel = select(cands, 4)  # MMR leaves the coverage pass the two slots it needs
+    assert (len(sel.picked), len(sel.coverage_added)) == (2, 2)
     chosen = list(sel.picked) + list(sel.coverage_added)
     assert {c.metric for c in chosen} == {c.metric for c in cands}
     assert {r.rule_id for c in chosen for r in c.rules} == {r.rule_id for c in cands for r in c.rules}
@@ -170,9 +172,17 @@ def test_coverage_pass_picks_the_best_of_the_candidates_for_a_metric() -> None:
     base = skel("sales", "orders.channel", card=6, tables=["orders", "customers", "regions"])
     weak = skel("stock", "items.kind", card=1, tables=["items"])
     strong = skel("stock", "items.kind2", card=8, tables=["items", "warehouses"])
-    sel = select([base, weak, strong], 1)
+    sel = select([base, weak, strong], 2)
     assert [s.key for s in sel.picked] == [base.key]
     assert [s.key for s in sel.coverage_added] == [strong.key]
+
+
+def test_the_target_is_the_number_of_skeletons_selected() -> None:
+    cands = varied_candidates()
+    for target in range(1, len(cands) + 1):
+        sel = select(cands, target)
+        assert len(sel.picked) + len(sel.coverage_added) == target
+        assert len(sel.coverage_added) <= target // 2  # a small target is mostly MMR's choice
 
 
 # ------------------------------------------------------------------------------ determinism
@@ -192,7 +202,8 @@ def test_same_seed_same_selection_whatever_the_input_order() -> None:
 
 def test_ties_break_by_the_seed() -> None:
     cands = tied_candidates()
-    orders = {tuple(s.key for s in select(cands, len(cands), seed=seed).picked) for seed in (42, 7, 1234)}
+    orders = {tuple(s.key for s in select(cands, len(cands), seed=seed, coverage_share=0.0).picked)
+              for seed in (42, 7, 1234)}
     assert len(orders) > 1, "another seed must give another order where candidates tie"
     for a, b in itertools.combinations(orders, 2):
         assert sorted(a) == sorted(b)  # same set, different order

@@ -18,16 +18,19 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from dibench.core.errors import ConfigError
 from dibench.evaluation.agents.base import AgentRun, StopReason, Usage
-from dibench.evaluation.agents.tools import SEARCH_TOOL, SQL_TOOL, Toolbox, final_answer_tool, jsonable
+from dibench.core.config import get_settings
+from dibench.evaluation.agents.context import fit_context
+from dibench.evaluation.agents.tools import READ_TOOL, SEARCH_TOOL, SQL_TOOL, Toolbox, final_answer_tool, jsonable
 from dibench.evaluation.tasks import TaskRecord, public_view
-from dibench.stores.llm import LLM_FAILURES, messages_tokens, call as llm_call
+from dibench.stores.llm import LLM_FAILURES, messages_tokens, was_cut, call as llm_call
 
 MAX_TURNS = 20
-PROMPT_VERSION = "agent/1"
+PROMPT_VERSION = "agent/2"
 
 SYSTEM_PROMPT = """You are a data analyst answering a business question about the company's data.
 Tools: `sql_query` runs one read-only SQL query on the database below; `search_knowledge` searches
-the metric catalog (definitions, formulas, SQL templates) and the company's policy documents;
+the metric catalog (definitions, formulas, SQL templates) and the company's policy documents and
+returns their opening lines; `read_document` reads one of them whole;
 `final_answer` submits your answer and ends the task. Company policies can change how a metric
 must be computed (which rows count, thresholds, weights, suppression of small groups): look them
 up and apply them. Dates in questions describe half-open windows of whole months. Give numbers
@@ -87,10 +90,12 @@ class LlmAgent:
 
     def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
         view = public_view(task)
-        tool_specs = [SQL_TOOL, SEARCH_TOOL, final_answer_tool(view["answer_format"])]
+        tool_specs = [SQL_TOOL, SEARCH_TOOL, READ_TOOL, final_answer_tool(view["answer_format"])]
         try:
             # tool_choice: small models served by llama.cpp ignore bound tools unless told to call one.
             bound = self.chat_model.bind_tools(tool_specs, tool_choice="any")
+            # The last turn offers final_answer alone: a model that keeps exploring still answers.
+            last = self.chat_model.bind_tools(tool_specs[-1:], tool_choice="any")
         except NotImplementedError as exc:
             raise ConfigError(f"chat model {self.model} does not support tool calling (bind_tools)") from exc
         messages: list[BaseMessage] = [
@@ -104,45 +109,56 @@ class LlmAgent:
 
         def stop(reason: StopReason, detail: str, turn: int) -> AgentRun:
             return AgentRun(answer=None, stop_reason=reason, stop_detail=detail, turns=turn, tool_calls=calls,
-                            usage=usage, messages=dump(messages))
+                            usage=usage, messages=dump(messages), notes=notes)
 
         estimated = 0  # prompt tokens sent so far, for servers that report no usage
+        settings = get_settings()
+        notes: list[str] = []
+        seen: dict[str, int] = {}  # each tool call made (name and arguments) -> its turn
         for turn in range(1, self.max_turns + 1):
+            llm = last if turn == self.max_turns and turn > 1 else bound
             over = self.budget.exceeded(usage.total_tokens if usage.reported_turns else estimated, started)
             if over:
                 return stop("budget", over, turn - 1)
+            # Old tool results give way (oldest first) before the prompt outgrows the context.
+            trimmed = fit_context(llm, messages, context=settings.llm_context, reserve=settings.llm_max_tokens)
+            if trimmed:
+                notes.append(f"turn {turn}: {trimmed} earlier tool result(s) trimmed to fit the context")
             estimated += messages_tokens(messages)
             tools.turn = turn
             try:
-                reply = llm_call(bound, messages, where=f"task {task.task_id} turn {turn}", stage="agent")
+                reply = llm_call(llm, messages, where=f"task {task.task_id} turn {turn}", stage="agent")
             except LLM_FAILURES as exc:
                 # This task ends without an answer; the run goes on with the next one.
                 return stop("error", str(exc), turn)
             messages.append(reply)
             usage.add(dict(reply.usage_metadata) if reply.usage_metadata else None)
+            if was_cut(reply):
+                notes.append(f"turn {turn}: the reply was cut off at its token limit")
             if not reply.tool_calls:
                 messages.append(HumanMessage(NUDGE))
                 continue
             for call in reply.tool_calls:
                 calls += 1
                 if call["name"] == "final_answer" and "answer" in call["args"]:
-                    answer, notes = decode_answer(call["args"]["answer"])
+                    answer, decoded = decode_answer(call["args"]["answer"])
                     tools.events.append({"turn": turn, "tool": "final_answer", "args": jsonable(call["args"]),
                                          "ok": True, "elapsed_s": 0.0})
                     return AgentRun(answer=answer, stop_reason="answered", stop_detail=f"final_answer at turn {turn}",
-                                    turns=turn, tool_calls=calls, usage=usage, messages=dump(messages), notes=notes)
-                messages.append(ToolMessage(self._call(tools, call["name"], call["args"]), tool_call_id=call["id"] or ""))
+                                    turns=turn, tool_calls=calls, usage=usage, messages=dump(messages),
+                                    notes=notes + decoded)
+                signature = json.dumps([call["name"], call["args"]], sort_keys=True, default=str)
+                if signature in seen:
+                    # Small models repeat a call whose result they already have; running it again
+                    # would only grow the context.
+                    content = tools.refuse(call["name"], call["args"], f"you made this exact call at turn "
+                                           f"{seen[signature]}; its result is above. Use it, make a different "
+                                           f"call, or submit with final_answer")
+                else:
+                    seen[signature] = turn
+                    content = tools.call_tool(call["name"], call["args"])
+                messages.append(ToolMessage(content, tool_call_id=call["id"] or ""))
         return stop("no_answer", f"turn limit ({self.max_turns}) reached", self.max_turns)
-
-    @staticmethod
-    def _call(tools: Toolbox, name: str, args: dict[str, Any]) -> str:
-        if name == "sql_query":
-            return tools.sql_tool(args)
-        if name == "search_knowledge":
-            return tools.search_tool(args)
-        if name == "final_answer":
-            return tools.refuse(name, args, "final_answer needs an `answer` object")
-        return tools.refuse(name, args, f"unknown tool {name!r}; use sql_query, search_knowledge or final_answer")
 
 
 def decode_answer(raw: Any) -> tuple[Any, list[str]]:

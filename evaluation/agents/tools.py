@@ -1,11 +1,13 @@
-"""The agent's tools: read-only SQL on the domain database and knowledge-base search.
+"""The agent's tools: read-only SQL on the domain database, knowledge-base search and reading.
 
 A `Toolbox` is made per task. It runs every call through the one read-only path
 (`Warehouse.execute_readonly`) and the BM25 knowledge base, and records each call (arguments,
 a bounded summary of the result, error, time) as an event of the task's trace. The `*_tool`
-methods are the model-facing forms: they return text, and an error (refused or failing SQL,
-a bad argument) is returned to the model as text too, because reacting to it is part of the
-agent's work; the event records it either way.
+methods are the model-facing forms (the built-in agent and the MCP server call the same ones):
+they return text, and an error (refused or failing SQL, a bad argument) is returned to the model
+as text too, because reacting to it is part of the agent's work; the event records it either way.
+A search returns each hit's opening lines; `read_document` gives one document whole, so a search
+never floods a small model's context with k full documents.
 """
 from __future__ import annotations
 
@@ -18,12 +20,13 @@ from sqlalchemy import inspect
 from sqlalchemy.exc import StatementError
 
 from dibench.core.errors import DibenchError, WarehouseError
-from dibench.evaluation.kb import KINDS, Hit, KnowledgeBase
+from dibench.evaluation.kb import KINDS, Document, Hit, KnowledgeBase
 from dibench.stores.warehouse import QueryResult, Warehouse
 
 ROW_LIMIT = 50          # rows a model sees per query; row_count still tells it the full size
 TRACE_ROWS = 5          # rows kept per query in the trace
 MAX_SEARCH_K = 10
+EXCERPT_CHARS = 400     # of each search hit's text; read_document gives the whole document
 
 
 @dataclass
@@ -92,12 +95,53 @@ class Toolbox:
         if kind is not None and kind not in KINDS:
             return self.refuse("search_knowledge", args, f"argument `kind` must be one of {', '.join(KINDS)}")
         hits = self.search(query, k, kind)
-        return json.dumps([h.as_dict() for h in hits]) if hits else "no matching document"
+        return json.dumps([excerpt(h) for h in hits]) if hits else "no matching document"
+
+    def read(self, doc_id: str) -> Document | None:
+        started = time.perf_counter()
+        doc = self.kb.get(doc_id)
+        self.events.append({"turn": self.turn, "tool": "read_document", "args": {"doc_id": doc_id},
+                            "ok": doc is not None, **({} if doc else {"error": "no such document"}),
+                            "elapsed_s": round(time.perf_counter() - started, 4)})
+        return doc
+
+    def read_tool(self, args: dict[str, Any]) -> str:
+        doc_id = args.get("doc_id")
+        if not isinstance(doc_id, str) or not doc_id.strip():
+            return self.refuse("read_document", args, "argument `doc_id` must be a document id from search_knowledge")
+        doc = self.read(doc_id.strip())
+        if doc is None:
+            return f"error: no document {doc_id.strip()!r}; use a doc_id that search_knowledge returned"
+        return json.dumps({"doc_id": doc.doc_id, "kind": doc.kind, "title": doc.title, "text": doc.text})
+
+    def call_tool(self, name: str, args: dict[str, Any]) -> str:
+        """A model's call of a tool by name (final_answer is the agent's own: it ends the task)."""
+        if name == "sql_query":
+            return self.sql_tool(args)
+        if name == "search_knowledge":
+            return self.search_tool(args)
+        if name == "read_document":
+            return self.read_tool(args)
+        if name == "final_answer":
+            return self.refuse(name, args, "final_answer needs an `answer` object")
+        return self.refuse(name, args, f"unknown tool {name!r}; use sql_query, search_knowledge, read_document "
+                                       f"or final_answer")
 
     def refuse(self, tool: str, args: dict[str, Any], problem: str) -> str:
         self.events.append({"turn": self.turn, "tool": tool, "args": jsonable(args), "ok": False, "error": problem,
                             "elapsed_s": 0.0})
         return f"error: {problem}"
+
+
+def excerpt(hit: Hit) -> dict[str, Any]:
+    """A search hit as the model sees it: the text's opening, and whether there is more to read."""
+    item = hit.as_dict()
+    text = item.pop("text")
+    cut = len(text) > EXCERPT_CHARS
+    item["excerpt"] = text[:EXCERPT_CHARS].rstrip() + (" [...]" if cut else "")
+    if cut:
+        item["more"] = f"read_document(doc_id={hit.doc_id!r}) returns the whole text"
+    return item
 
 
 def jsonable(value: Any) -> Any:
@@ -142,12 +186,25 @@ SEARCH_TOOL = {
     "function": {
         "name": "search_knowledge",
         "description": ("Search the company knowledge base: the metric catalog (definitions, formulas, SQL "
-                        "templates) and the policy documents that say how figures must be reported."),
+                        "templates) and the policy documents that say how figures must be reported. Returns "
+                        "the best documents' ids, titles and opening lines; read_document gives a whole one."),
         "parameters": {"type": "object", "properties": {
             "query": {"type": "string"},
             "k": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_K, "description": "documents to return (default 5)"},
             "kind": {"type": "string", "enum": list(KINDS), "description": "only metric definitions or only policies"},
         }, "required": ["query"]},
+    },
+}
+
+
+READ_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "read_document",
+        "description": "Read one knowledge-base document (a metric definition or a policy) whole, by its doc_id.",
+        "parameters": {"type": "object", "properties": {
+            "doc_id": {"type": "string", "description": "an id search_knowledge returned, e.g. \"rule:POL-7\""},
+        }, "required": ["doc_id"]},
     },
 }
 

@@ -1,0 +1,128 @@
+"""The task environment an outside agent works in: the built-in harness's tools, per task.
+
+A `TaskEnvironment` holds one evaluation run's tasks and serves, for each task, exactly what the
+built-in harness gives its agent, through the same `Toolbox` methods: the schema description,
+read-only SQL as the domain's role (row, time and size limits of `Toolbox`/`execute_readonly`),
+knowledge-base search and reading, the task's public view (an oracle variant's question carries
+its policy text, as generation wrote it), and one answer submission. Every call names its task;
+each call but `describe_schema` is one turn of that task, and a task has `max_turns` of them
+(its submission included). An attempt is open from its first call (`autostart`, the `dibench mcp`
+session) or from `open` (the command runner, which hands each attempt its own Toolbox); its
+submission ends it. Thread-safe: an HTTP server may call it from several threads.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dibench.evaluation.agents.tools import Toolbox, jsonable
+from dibench.evaluation.kb import KnowledgeBase
+from dibench.evaluation.tasks import TaskRecord, public_view
+from dibench.stores.warehouse import Warehouse
+
+
+class ToolRefused(Exception):
+    """A call the environment refuses (unknown task, turn budget, a second submission): the
+    message goes back to the agent as the tool's result."""
+
+
+@dataclass
+class Attempt:
+    task: TaskRecord
+    tools: Toolbox
+    started: float = field(default_factory=time.perf_counter)
+    submitted: bool = False
+    answer: Any = None
+    detail: str = ""
+
+
+OnSubmit = Callable[[Attempt], None]
+
+
+class TaskEnvironment:
+    def __init__(self, tasks: Sequence[TaskRecord], wh: Warehouse, kb: KnowledgeBase, schema_text: str, *,
+                 db_schema: str | None = None, max_turns: int = 20, autostart: bool = True,
+                 on_submit: OnSubmit | None = None) -> None:
+        self.tasks = {t.task_id: t for t in tasks}
+        self.order = [t.task_id for t in tasks]
+        self.wh, self.kb, self.schema_text, self.db_schema = wh, kb, schema_text, db_schema
+        self.max_turns = max_turns
+        self.autostart = autostart
+        self.on_submit = on_submit
+        self.attempts: dict[str, Attempt] = {}
+        self.finished: set[str] = set()
+        self._lock = threading.Lock()
+
+    # -- attempts ---------------------------------------------------------------------------
+    def open(self, task_id: str, tools: Toolbox) -> Attempt:
+        with self._lock:
+            attempt = Attempt(self.tasks[task_id], tools)
+            self.attempts[task_id] = attempt
+            self.finished.discard(task_id)
+            return attempt
+
+    def close(self, task_id: str) -> Attempt | None:
+        with self._lock:
+            return self.attempts.pop(task_id, None)
+
+    def _attempt(self, task_id: Any) -> Attempt:
+        if not isinstance(task_id, str) or task_id not in self.tasks:
+            raise ToolRefused(f"unknown task_id {task_id!r}; list_tasks gives the ids")
+        with self._lock:
+            attempt = self.attempts.get(task_id)
+            if attempt is None and self.autostart and task_id not in self.finished:
+                attempt = Attempt(self.tasks[task_id], Toolbox(self.wh, self.kb, schema=self.db_schema))
+                self.attempts[task_id] = attempt
+        if attempt is None:
+            raise ToolRefused(f"task {task_id} is not open: it was answered, or it is not this agent's task")
+        return attempt
+
+    def _turn(self, task_id: Any, tool: str) -> Attempt:
+        attempt = self._attempt(task_id)
+        with self._lock:
+            if attempt.submitted:
+                raise ToolRefused(f"task {task_id} is already answered")
+            if attempt.tools.turn >= self.max_turns:
+                raise ToolRefused(f"turn budget ({self.max_turns}) of task {task_id} reached; {tool} refused")
+            attempt.tools.turn += 1
+        return attempt
+
+    # -- the tools --------------------------------------------------------------------------
+    def list_tasks(self) -> list[dict[str, str]]:
+        return [public_view(self.tasks[i]) for i in self.order]
+
+    def get_task(self, task_id: Any) -> dict[str, str]:
+        if not isinstance(task_id, str) or task_id not in self.tasks:
+            raise ToolRefused(f"unknown task_id {task_id!r}; list_tasks gives the ids")
+        return public_view(self.tasks[task_id])
+
+    def describe_schema(self) -> str:
+        return self.schema_text
+
+    def sql_query(self, task_id: Any, sql: Any, params: Any = None) -> str:
+        return self._turn(task_id, "sql_query").tools.sql_tool({"sql": sql, "params": params or {}})
+
+    def search_knowledge(self, task_id: Any, query: Any, k: Any = 5, kind: Any = None) -> str:
+        args = {"query": query, "k": k} | ({"kind": kind} if kind is not None else {})
+        return self._turn(task_id, "search_knowledge").tools.search_tool(args)
+
+    def read_document(self, task_id: Any, doc_id: Any) -> str:
+        return self._turn(task_id, "read_document").tools.read_tool({"doc_id": doc_id})
+
+    def submit_answer(self, task_id: Any, answer: Any) -> str:
+        """Records the answer (never says whether it is right) and ends the task's attempt."""
+        attempt = self._turn(task_id, "submit_answer")
+        with self._lock:
+            attempt.submitted, attempt.answer = True, jsonable(answer)
+            attempt.detail = f"submitted over MCP at turn {attempt.tools.turn}"
+            attempt.tools.events.append({"turn": attempt.tools.turn, "tool": "submit_answer",
+                                         "args": {"answer": attempt.answer}, "ok": True, "elapsed_s": 0.0})
+            if self.autostart:
+                self.attempts.pop(attempt.task.task_id, None)
+                self.finished.add(attempt.task.task_id)
+        if self.on_submit is not None:
+            self.on_submit(attempt)
+        return f"answer to {attempt.task.task_id} recorded"

@@ -1,0 +1,170 @@
+"""The task environment as a Model Context Protocol server (the official `mcp` SDK's FastMCP).
+
+Tools (each a thin call of `evaluation.environment.TaskEnvironment`, itself the harness's
+`Toolbox`): list_tasks, get_task, describe_schema, sql_query, search_knowledge, read_document,
+submit_answer. Refusals and SQL errors come back as the tool's text (`error: ...`), as the
+built-in agent sees them. Transports: stdio, and streamable HTTP (`/mcp`) on loopback by default;
+on any other address a bearer token is required (checked before the request reaches the SDK),
+and on loopback it is checked when one is set. Tool calls run in worker threads, so several
+agents can use one server at once.
+"""
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import uvicorn
+
+from dibench.core.errors import ConfigError
+
+try:
+    from mcp.server.fastmcp import FastMCP
+    from mcp.server.transport_security import TransportSecuritySettings
+except ImportError as exc:  # the `mcp` extra
+    raise ConfigError("the MCP server needs the official MCP SDK", hint="pip install 'dibench[mcp]'") from exc
+from dibench.evaluation.environment import TaskEnvironment, ToolRefused
+
+INSTRUCTIONS = ("A benchmark of business questions about one company's data. list_tasks or get_task gives a "
+                "task's question and answer format; describe_schema the database; sql_query runs read-only SQL; "
+                "search_knowledge and read_document find the metric definitions and the company policies that "
+                "change how figures are computed; submit_answer records your answer (once; it ends the task). "
+                "Each call but describe_schema counts as one turn of its task.")
+TOOL_NAMES = ("list_tasks", "get_task", "describe_schema", "sql_query", "search_knowledge", "read_document",
+              "submit_answer")
+
+
+async def _threaded(fn: Callable[[], Any]) -> Any:
+    try:
+        return await anyio.to_thread.run_sync(fn)
+    except ToolRefused as exc:
+        return f"error: {exc}"
+
+
+def build_server(env: TaskEnvironment, *, host: str = "127.0.0.1", port: int = 0) -> FastMCP:
+    security = None if is_loopback(host) else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    mcp = FastMCP("dibench", instructions=INSTRUCTIONS, host=host, port=port, transport_security=security,
+                  log_level="WARNING")
+
+    @mcp.tool()
+    async def list_tasks() -> dict[str, list[dict[str, str]]]:
+        """Every task of this run: task_id, question, answer_format."""
+        return {"tasks": list(await _threaded(env.list_tasks))}
+
+    @mcp.tool()
+    async def get_task(task_id: str) -> dict[str, str] | str:
+        """One task: its question and the JSON shape its answer must have."""
+        return await _threaded(lambda: env.get_task(task_id))  # type: ignore[no-any-return]
+
+    @mcp.tool()
+    async def describe_schema() -> str:
+        """The database: tables, typed columns, primary and foreign keys (PostgreSQL)."""
+        return str(await _threaded(env.describe_schema))
+
+    @mcp.tool()
+    async def sql_query(task_id: str, sql: str, params: dict[str, Any] | None = None) -> str:
+        """Run ONE read-only SELECT or WITH query. Bind values as :name placeholders given in `params`.
+        Returns JSON with columns, at most 50 rows, the full row_count, or an error message."""
+        return str(await _threaded(lambda: env.sql_query(task_id, sql, params)))
+
+    @mcp.tool()
+    async def search_knowledge(task_id: str, query: str, k: int = 5, kind: str | None = None) -> str:
+        """Search the metric catalog and the policy documents (kind: metric or rule). Returns the best
+        documents' ids, titles and opening lines; read_document gives a whole one."""
+        return str(await _threaded(lambda: env.search_knowledge(task_id, query, k, kind)))
+
+    @mcp.tool()
+    async def read_document(task_id: str, doc_id: str) -> str:
+        """Read one knowledge-base document whole, by the doc_id search_knowledge returned."""
+        return str(await _threaded(lambda: env.read_document(task_id, doc_id)))
+
+    @mcp.tool()
+    async def submit_answer(task_id: str, answer: dict[str, Any]) -> str:
+        """Submit the answer object in the task's answer format. Once per task; it ends the task."""
+        return str(await _threaded(lambda: env.submit_answer(task_id, answer)))
+
+    return mcp
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+
+
+def require_token(app: ASGIApp, token: str) -> ASGIApp:
+    """An ASGI wrapper answering 401 to any HTTP request without `Authorization: Bearer <token>`."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: dict[str, Any], receive: Callable[[], Awaitable[Any]],
+                      send: Callable[[Any], Awaitable[None]]) -> None:
+        if scope["type"] == "http":
+            got = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(got, expected):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": b'{"error": "missing or wrong bearer token"}'})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+class _ClientGone(logging.Filter):
+    """Drops the SDK's traceback for a client that closed its stream (every command agent does so
+    when it exits): a normal end of a session, not an error of the server."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError))
+
+
+def http_app(mcp: FastMCP, token: str | None) -> ASGIApp:
+    if not is_loopback(mcp.settings.host) and not token:
+        raise ConfigError(f"an MCP server on {mcp.settings.host} needs a bearer token",
+                          hint="set DIBENCH_MCP_TOKEN (or --token), or serve on 127.0.0.1")
+    gone = logging.getLogger("mcp.server.streamable_http")
+    if not any(isinstance(f, _ClientGone) for f in gone.filters):
+        gone.addFilter(_ClientGone())
+    app: ASGIApp = mcp.streamable_http_app()  # type: ignore[assignment]
+    return require_token(app, token) if token else app
+
+
+class HttpServer:
+    """The MCP server over streamable HTTP in a background thread (the command runner's)."""
+
+    def __init__(self, mcp: FastMCP, token: str | None = None) -> None:
+        config = uvicorn.Config(http_app(mcp, token), host=mcp.settings.host, port=mcp.settings.port,  # type: ignore[arg-type]
+                                log_level="warning", lifespan="on")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="mcp-http", daemon=True)
+
+    def start(self) -> HttpServer:
+        self._thread.start()
+        deadline = time.monotonic() + 20
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise ConfigError("the MCP HTTP server did not start (port in use?)")
+            time.sleep(0.02)
+        return self
+
+    @property
+    def url(self) -> str:
+        sock = self._server.servers[0].sockets[0]
+        host, port = sock.getsockname()[:2]
+        return f"http://{host}:{port}/mcp"
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)

@@ -1,0 +1,110 @@
+"""`dibench mcp`: one MCP server session is one evaluation run.
+
+The session serves the selected tasks (`evaluation.mcp_server`) and records each submission as
+the built-in harness records an attempt (`RunFiles`: answers.jsonl, trace.jsonl with the task's
+tool events), then rescores the run, so score.json and summary.json are current after every
+submission and `dibench report --results DIR` shows the run like any other. When the session
+ends (stdin closed, Ctrl-C), a task worked on but never answered is recorded as no answer.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import uvicorn
+
+from dibench.evaluation.agents.base import AgentRun
+from dibench.evaluation.agents.tools import schema_description
+from dibench.evaluation.environment import Attempt, TaskEnvironment
+from dibench.evaluation.harness import AgentInfo, EvalResult, domain_schema, finish_run, select_tasks, trace_row
+from dibench.evaluation.kb import load_knowledge_base
+from dibench.evaluation.mcp_server import build_server, http_app
+from dibench.evaluation.run_files import RunFiles
+from dibench.evaluation.tasks import TaskRecord, load_tasks
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
+
+Transport = Literal["stdio", "http"]
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    domain: str
+    out_dir: Path
+    run: str | None = None
+    variants: Sequence[str] | None = None
+    limit: int | None = None
+    task_ids: Sequence[str] | None = None
+    max_turns: int = 20
+    agent_name: str = "mcp"
+
+
+class Session:
+    """The run behind one server: the environment, its files, and rescoring after each submission."""
+
+    def __init__(self, tasks: Sequence[TaskRecord], env_args: dict[str, object], opts: SessionOptions) -> None:
+        self.opts = opts
+        self.tasks = list(tasks)
+        self.info = AgentInfo(opts.agent_name, f"mcp-client:{opts.agent_name}")
+        self.files = RunFiles(opts.out_dir, {"agent": opts.agent_name, "model": self.info.model,
+                                             "domain": opts.domain, "run": opts.run, "trials": 1,
+                                             "task_ids": [t.task_id for t in tasks], "max_turns": opts.max_turns})
+        self.started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        self.t0 = time.perf_counter()
+        self._lock = threading.Lock()
+        self.env = TaskEnvironment(tasks, max_turns=opts.max_turns, on_submit=self.record, **env_args)  # type: ignore[arg-type]
+        self.result: EvalResult | None = None
+
+    def record(self, attempt: Attempt, stop: str = "answered") -> None:
+        run = AgentRun(answer=attempt.answer if attempt.submitted else None,
+                       stop_reason="answered" if attempt.submitted else "no_answer",  # type: ignore[arg-type]
+                       stop_detail=attempt.detail or stop, turns=attempt.tools.turn,
+                       tool_calls=len(attempt.tools.events))
+        row = trace_row(attempt.task, self.info, run, attempt.tools, time.perf_counter() - attempt.started)
+        with self._lock:
+            self.files.record(attempt.task.task_id, 1, run.answer, row)
+            self.finish()
+
+    def finish(self) -> EvalResult:
+        self.result = finish_run(self.files, self.tasks, self.info, domain=self.opts.domain, run=self.opts.run,
+                                 variants=sorted(set(self.opts.variants or ("standard", "oracle", "no_rule"))),
+                                 max_turns=self.opts.max_turns, trials=1, started_at=self.started_at,
+                                 wall=time.perf_counter() - self.t0)
+        return self.result
+
+    def close(self) -> EvalResult:
+        """Record the tasks still open as unanswered, and score the run."""
+        for task_id in list(self.env.attempts):
+            attempt = self.env.close(task_id)
+            if attempt is not None and not attempt.submitted:
+                self.record(attempt, "the session ended before an answer was submitted")
+        with self._lock:
+            return self.finish()
+
+
+def open_session(graph: Graph, wh: Warehouse, opts: SessionOptions) -> Session:
+    db_schema = domain_schema(graph, opts.domain)
+    tasks = select_tasks(load_tasks(graph, opts.domain, run=opts.run, variants=opts.variants), opts.task_ids,
+                         opts.limit)
+    env_args = {"wh": wh.for_schema(db_schema), "kb": load_knowledge_base(graph, opts.domain),
+                "schema_text": schema_description(wh, db_schema), "db_schema": db_schema}
+    return Session(tasks, env_args, opts)
+
+
+def serve(session: Session, transport: Transport, *, host: str = "127.0.0.1", port: int = 8765,
+          token: str | None = None) -> EvalResult:
+    """Serve until the client closes stdio or the HTTP server is stopped; then score the run."""
+    mcp = build_server(session.env, host=host, port=port)
+    try:
+        if transport == "stdio":
+            mcp.run("stdio")
+        else:
+            uvicorn.run(http_app(mcp, token), host=host, port=port, log_level="warning")  # type: ignore[arg-type]
+    finally:
+        result = session.close()
+    return result
