@@ -96,6 +96,9 @@ class Settings(BaseSettings):
     api_pack_roots: list[Path] = Field(
         default_factory=lambda: [REPO_ROOT / "domains"],
         description="folders under which the HTTP API accepts a rule update's `pack` path")
+    api_allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host header names the HTTP API answers besides its bound address and localhost names")
     seed: int = 42
 
     @classmethod
