@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
+import time
+import uuid
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -55,6 +58,13 @@ _READ_OPERATOR_FAMILY = re.compile(
 USER_QUERY_TIMEOUT_S = 10.0
 # How long after the server-side timeout the caller stops waiting.
 DEADLINE_GRACE_S = 1.0
+# User queries of one process on the server at a time, how long a query waits for a slot, and how
+# long a query given up at its deadline may keep its slot. One: a string the memory pools do not
+# track (doubled in a `reduce`) fills the JVM's heap, and several at once stall every reader.
+USER_QUERY_SLOTS = 1
+SLOT_WAIT_S = 1.0
+LINGER_MAX_S = 600.0
+_SLOTS = threading.BoundedSemaphore(USER_QUERY_SLOTS)
 MAX_ROWS = 1_000_000
 _LINE_END = "\n\r\u2028\u2029\u0085\x0b\x0c"
 
@@ -197,18 +207,66 @@ def run_user_query(graph: Graph, text: str, params: dict[str, Any], *, timeout_s
                    max_rows: int = MAX_ROWS) -> list[dict[str, Any]]:
     """Rows of user Cypher, run only after Neo4j's EXPLAIN of the same text and parameters shows a
     read plan: one READ transaction with a server-side timeout of `timeout_s`, never retried, at
-    most `max_rows` rows. The caller has its answer (rows or one line) within `timeout_s` +
-    DEADLINE_GRACE_S: Neo4j checks its timeout between rows, so a query busy inside one
-    expression (a `reduce` over a huge range) would hold the caller long past it; at the deadline
-    its connection is dropped instead."""
+    most `max_rows` rows, and at most USER_QUERY_SLOTS such queries of this process on the server
+    at a time (else one line after SLOT_WAIT_S). The caller has its answer (rows or one line)
+    within `timeout_s` + DEADLINE_GRACE_S: Neo4j checks its timeout between rows, so a query busy
+    inside one expression (a `reduce` over a huge range) would hold the caller long past it; at
+    the deadline its connection is dropped instead, and its slot stays taken until the server
+    has finished it (`_release_when_done`)."""
     check_read_only(text)
-    job = _run(graph.settings, graph.database, text, params, timeout_s, max_rows)
+    if not _SLOTS.acquire(timeout=SLOT_WAIT_S):
+        raise CypherRefused("another user query of this process is still running on the server; "
+                            "retry when it has finished")
+    tag = uuid.uuid4().hex
     try:
-        return _wait(job, timeout_s)
+        rows = _wait(_run(graph.settings, graph.database, text, params, timeout_s, max_rows, tag), timeout_s)
+    except Deadline:
+        threading.Thread(target=_release_when_done, args=(graph, tag), daemon=True,
+                         name=f"user-cypher-{tag[:8]}").start()
+        raise
     except ServiceUnavailable as exc:
+        _SLOTS.release()
         raise ServiceError("Neo4j is not reachable", hint="run `dibench services up`") from exc
     except Neo4jError as exc:
+        _SLOTS.release()
         raise sanitized(exc, timeout_s) from None
+    except BaseException:
+        _SLOTS.release()
+        raise
+    _SLOTS.release()
+    return rows
+
+
+class Deadline(CypherRefused):
+    """The caller stopped waiting for a user query at its deadline; the server may still run it."""
+
+
+def _release_when_done(graph: Graph, tag: str) -> None:
+    """Free the slot of a query given up at its deadline once the server no longer runs it (or
+    after LINGER_MAX_S, or when the server cannot say)."""
+    try:
+        deadline = time.monotonic() + LINGER_MAX_S
+        while time.monotonic() < deadline and graph.read("user_query_running", tag=tag)[0]["running"]:
+            time.sleep(1.0)
+    except DibenchError:
+        pass  # the server is gone or refuses to say: it runs nothing of ours any more either way
+    finally:
+        _SLOTS.release()
+
+
+def slots_free(wait_s: float = 0.0) -> bool:
+    """Whether every user query slot is free (waiting up to `wait_s` for the lingering ones)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        taken = [_SLOTS.acquire(blocking=False) for _ in range(USER_QUERY_SLOTS)]
+        for got in taken:
+            if got:
+                _SLOTS.release()
+        if all(taken):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.5)
 
 
 def _wait(job: Coroutine[Any, Any, list[dict[str, Any]]], timeout_s: float) -> list[dict[str, Any]]:
@@ -218,7 +276,7 @@ def _wait(job: Coroutine[Any, Any, list[dict[str, Any]]], timeout_s: float) -> l
         try:
             return await asyncio.wait_for(job, timeout_s + DEADLINE_GRACE_S)
         except TimeoutError:
-            raise CypherRefused(f"the query ran longer than the {timeout_s:g} s limit (stopped by dibench)") from None
+            raise Deadline(f"the query ran longer than the {timeout_s:g} s limit (stopped by dibench)") from None
 
     try:
         asyncio.get_running_loop()
@@ -229,7 +287,7 @@ def _wait(job: Coroutine[Any, Any, list[dict[str, Any]]], timeout_s: float) -> l
 
 
 async def _run(settings: Settings, database: str, text: str, params: dict[str, Any], timeout_s: float,
-               max_rows: int) -> list[dict[str, Any]]:
+               max_rows: int, tag: str) -> list[dict[str, Any]]:
     # A driver of its own: cancelling a query at the deadline closes its connection, which must
     # not be one of the process's pooled ones.
     driver = AsyncGraphDatabase.driver(settings.neo4j_uri, auth=(settings.neo4j_user, settings.neo4j_password),
@@ -238,7 +296,7 @@ async def _run(settings: Settings, database: str, text: str, params: dict[str, A
         async with driver.session(database=database, default_access_mode=READ_ACCESS) as session:
             # An explicit transaction: the managed ones retry transient errors, and a query that
             # ran out of memory would run out of it again, several times over.
-            tx = await session.begin_transaction(timeout=timeout_s)
+            tx = await session.begin_transaction(timeout=timeout_s, metadata={"dibench_user_query": tag})
             summary = await (await tx.run("EXPLAIN " + text, params)).consume()
             check_plan(summary.query_type, summary.plan)
             rows: list[dict[str, Any]] = []

@@ -253,11 +253,12 @@ def _mebibytes(size: str) -> int:
 
 
 def transaction_memory(heap: str) -> tuple[str, str]:
-    """(db.memory.transaction.max, dbms.memory.transaction.total.max) for a heap: a quarter of
-    the heap per transaction (at least 128 MiB), half of it for all transactions together, so a
-    runaway query fails on its own pool long before the JVM runs out of heap."""
+    """(db.memory.transaction.max, dbms.memory.transaction.total.max) for a heap: an eighth of
+    the heap per transaction (at least 64 MiB), a quarter for all transactions together, so a
+    runaway query fails on its own pool long before the JVM runs out of heap (the pools count
+    estimates: a quarter per transaction still left a 1 GiB heap collecting for seconds)."""
     mib = _mebibytes(heap)
-    return f"{max(128, mib // 4)}m", f"{max(256, mib // 2)}m"
+    return f"{max(64, mib // 8)}m", f"{max(128, mib // 4)}m"
 
 
 class LocalNeo4j:
