@@ -27,7 +27,9 @@ from dibench.core.config import Settings, get_settings
 from dibench.core.errors import (
     DibenchError, QueryTimeout, ReadOnlyViolation, RewriteError, ServiceError, WarehouseError,
 )
+from dibench.sqlops import pglex
 from dibench.sqlops.dialect import parse
+from dibench.sqlops.pglex import SqlScanError
 from dibench.stores.pgroles import ensure_all_readonly_roles, ensure_readonly_role, readonly_role
 
 # Functions with side effects, that reach outside the database or other sessions, or that run SQL
@@ -96,8 +98,24 @@ def _refusal(node: exp.Expression) -> str | None:
     return None
 
 
+def _scanned_refusal(sql: str) -> str | None:
+    """Why the names PostgreSQL itself reads in `sql` (sqlops.pglex) may not run, or None. The
+    tree check below sees sqlglot's reading; this one sees the server's, so a name spelled so
+    that the two differ (Unicode escapes, a comment one of them ends earlier) is still caught."""
+    try:
+        for name in pglex.names(sql):
+            if name.called and forbidden_function(name.text):
+                return f"call to {name.text.lower()}()"
+            if name.text.lower() in SECRET_RELATIONS:
+                return f"read of system catalog {name.text.lower()}"
+    except SqlScanError as exc:
+        return str(exc)
+    return None
+
+
 def check_readonly(sql: str) -> exp.Expression:
-    """Raise ReadOnlyViolation unless sql is one side-effect-free query."""
+    """Raise ReadOnlyViolation unless sql is one side-effect-free query: checked on the names
+    PostgreSQL reads (`_scanned_refusal`) and on sqlglot's tree."""
     try:
         tree = parse(sql, where="read-only SQL")
     except RewriteError as exc:
@@ -108,6 +126,9 @@ def check_readonly(sql: str) -> exp.Expression:
         raise ReadOnlyViolation("unparseable", sql) from exc
     if not isinstance(tree, exp.Query):
         raise ReadOnlyViolation(statement_kind(tree), sql)
+    scanned = _scanned_refusal(sql)
+    if scanned is not None:
+        raise ReadOnlyViolation(scanned, sql)
     for node in tree.walk():
         reason = _refusal(node)
         if reason is not None:
