@@ -95,12 +95,19 @@ def domain_list() -> None:
               help="Folder with the original data files (real-data packs).")
 @handle_errors
 def domain_load(pack: str, size: int | None, seed: int | None, source_path: str | None) -> None:
-    """Build or load PACK's database into PostgreSQL (replaces the pack's schema)."""
+    """Build or load PACK's database into PostgreSQL (replaces the pack's schema).
+
+    This RUNS CODE from the pack: its pack.yaml `loader.entry` (any module:function, or a .py
+    file in the pack) is imported and called with the warehouse's admin engine. Load only packs
+    you trust. No other command, and no HTTP route, runs a loader."""
     from dibench.ingest.database import load_database
     from dibench.core.pack import load_pack
     from dibench.stores.warehouse import get_warehouse
 
     pk = load_pack(pack)
+    if pk.spec.loader is not None:
+        err_console.print(f"running the loader of pack {pk.name}: {pk.spec.loader.entry} (code from the pack, "
+                          "with the warehouse's admin role)", highlight=False, soft_wrap=True)
     report = load_database(pk, get_warehouse(), size=size, seed=seed, path=source_path)
     print_json({"domain": pk.name, "schema": pk.schema, **report})
 

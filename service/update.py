@@ -141,6 +141,8 @@ def with_document(pack: Pack, doc: RuleDoc) -> Pack:
 
 
 def load_document(path: str | Path, pack: str | Path | None = None) -> tuple[Pack, RuleDoc]:
+    """The pack with the rule document at `path` in place (the document may lie anywhere: the
+    user names it; it is still read through the pack file door, core.pack.read_pack_file)."""
     doc = read_rule(Path(path))
     pk = load_pack(pack if pack is not None else pack_root_of(Path(path)))
     return with_document(pk, doc), doc
