@@ -576,7 +576,7 @@ def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run:
     pk, doc = load_document(path, pack_path)
     plan_fn = lambda: plan_update(pk, doc, graph, get_warehouse(), configured_model(), regenerate=regenerate)  # noqa: E731
     with console.status(f"updating {doc.id}: verifying edges, re-deriving tasks"):
-        plan = plan_fn() if dry_run else run_update(plan_fn, graph)[0]
+        plan = plan_fn() if dry_run else run_update(plan_fn, graph, pk.name)[0]
     log = plan.changelog()
     if dry_run:
         log["written"] = False
@@ -616,7 +616,7 @@ def remove_rule_cmd(rule_id: str, domain: str | None, pack_path: str | None, as_
         err_console.print(f"[yellow]warning[/yellow] no pack for domain {dom!r}: tasks on its metrics are retired, "
                           f"not re-derived (pass --pack)", highlight=False, soft_wrap=True)
     plan, _ = run_update(lambda: plan_remove(graph, rule_id, dom, pk, get_warehouse() if pk else None,
-                                             configured_model()), graph)
+                                             configured_model()), graph, dom)
     log = plan.changelog()
     if as_json:
         print_json(log)

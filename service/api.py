@@ -19,6 +19,7 @@ import socket
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -256,6 +257,18 @@ def bounded_422(exc: RequestValidationError) -> dict[str, Any]:
     return {"error": "RequestValidationError", "detail": shown, "errors": len(errors)}
 
 
+@contextmanager
+def as_in_pack(path: Path) -> Iterator[Path]:
+    """A rule document sent in a request is written to `path` (a temp folder) to be read like any
+    other; its problems name it as `domain validate` would in the pack, `rules/<file name>`."""
+    try:
+        yield path
+    except PackErrors as exc:
+        shown = f"rules/{path.name}"
+        raise PackErrors([PackError(shown, e.field, e.problem) if Path(e.file).resolve() == path.resolve() else e
+                          for e in exc.errors]) from None
+
+
 class PackOutsideRoots(DibenchError):
     """A `pack` the HTTP API refuses to read: outside the configured pack roots."""
 
@@ -468,13 +481,13 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
 
         pack = pack_under_roots(req.pack, list(cfg.api_pack_roots))
         g = graph_of()
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / req.file_name
+        with tempfile.TemporaryDirectory() as tmp, as_in_pack(Path(tmp) / "rules" / req.file_name) as path:
+            path.parent.mkdir()
             path.write_text(req.document)
             pk, doc = load_document(path, pack)
-        plan_fn = lambda: plan_update(pk, doc, g, get_warehouse(), configured_model(),  # noqa: E731
-                                      regenerate=req.regenerate)
-        plan = plan_fn() if req.dry_run else run_update(plan_fn, g)[0]
+            plan_fn = lambda: plan_update(pk, doc, g, get_warehouse(), configured_model(),  # noqa: E731
+                                          regenerate=req.regenerate)
+            plan = plan_fn() if req.dry_run else run_update(plan_fn, g, pk.name)[0]
         if not req.dry_run:
             from_thread.run_sync(cache.clear)  # on the event loop, which owns the cache
         log = plan.changelog()

@@ -63,6 +63,17 @@ _MAYBE_STALE_GRANTS = ("42501", "42P01")
 _MAX_ERROR_CHARS = 160
 
 
+# The server went away under the statement, or is not there yet: a connection exception (class
+# 08), an administrator's shutdown, a crash of another backend, or a server still starting.
+_UNREACHABLE_PREFIXES = ("08", "57P01", "57P02", "57P03")
+
+
+def _unreachable(sqlstate: str | None) -> bool:
+    """Whether a failed statement says the server is unreachable, not that the statement is wrong:
+    a caller must not record it against the statement (a rejected task), only retry later."""
+    return sqlstate is not None and sqlstate.startswith(_UNREACHABLE_PREFIXES)
+
+
 def forbidden_function(name: str) -> bool:
     lowered = name.lower()
     return lowered in FORBIDDEN_FUNCTIONS or lowered.startswith(FORBIDDEN_PREFIXES)
@@ -293,7 +304,7 @@ class Warehouse:
             raise QueryTimeout("statement timed out (SQLSTATE 57014)") from exc
         if sqlstate == "25006":
             raise ReadOnlyViolation("write in read-only transaction", sql) from exc
-        if sqlstate is None and isinstance(exc, OperationalError):
+        if (sqlstate is None and isinstance(exc, OperationalError)) or _unreachable(sqlstate):
             raise ServiceError(f"PostgreSQL is not reachable: {bounded_message(str(orig or exc))}",
                                hint="run `dibench services up`") from exc
         raise WarehouseError(f"SQL failed: {sanitized_error(orig)}") from exc

@@ -196,7 +196,7 @@ def test_export_during_an_update_sees_one_state(pack: Pack, graph: Graph, wareho
     thread = threading.Thread(target=exporter)
     thread.start()
     try:
-        run_update(lambda: plan_update(pk, doc, graph, warehouse), graph)
+        run_update(lambda: plan_update(pk, doc, graph, warehouse), graph, pk.name)
         # The snapshot in flight when the update returned may predate its commit; the one after
         # it cannot. Wait for both, so the last snapshot is known to start after the commit.
         committed_at = len(seen)

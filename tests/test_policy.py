@@ -247,7 +247,7 @@ def test_update_of_an_input_rule_changes_the_derived_gold(derived_domain: Any, g
     path = pack.root / "rules" / "strict.md"
     edit_front(path, lambda f: f["effects"][0].__setitem__("value", 3))
     pk, doc = load_document(path)
-    plan, _ = run_update(lambda: plan_update(pk, doc, graph, warehouse), graph)
+    plan, _ = run_update(lambda: plan_update(pk, doc, graph, warehouse), graph, pk.name)
     changed = {t["key"]: t for t in plan.changelog()["tasks"]}
     assert on_derived <= set(changed)
     assert any(changed[k]["action"] == "updated" for k in on_derived)

@@ -63,7 +63,7 @@ def pack(tmp_path_factory: pytest.TempPathFactory, graph: Graph, warehouse: Ware
     path = pk.root / "rules" / "strict.md"
     edit_front(path, lambda f: f["effects"][0].__setitem__("value", 3))
     updated, doc = load_document(path)
-    run_update(lambda: plan_update(updated, doc, graph, warehouse), graph)
+    run_update(lambda: plan_update(updated, doc, graph, warehouse), graph, DOMAIN)
     tasks = sorted(k for k, t in tasks_of(graph, DOMAIN).items() if t["status"] == "admitted" and t.get("gold_sql"))
     points = [k for k in tasks if tasks_of(graph, DOMAIN)[k]["analysis_type"] == "point_query"]
     for key in points[:2]:  # a stale fingerprint and a wrong answer: drift records old and new answers
