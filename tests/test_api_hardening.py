@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from dibench.cli.main import main
-from dibench.core.config import Settings
+from dibench.core.config import REPO_ROOT, Settings
 from dibench.core.errors import GraphError
-from dibench.service.api import MAX_BODY_BYTES, RulesCache, create_app
+from dibench.service.api import MAX_BODY_BYTES, RulesCache, create_app, without_paths
 from dibench.service.export import ExportError, resolve_domain
 
 WRITE, READ = "write-secret", "read-secret"
@@ -74,6 +74,7 @@ HTTP_ATTACKS = [
     "pack outside roots (absolute)", "pack outside roots (..)", "pack through a symlink", "offset 10**30",
     "negative offset", "limit 0", "offset not an int", "no token configured", "private export with the read token",
     "insecure-local on a public interface", "write endpoint with insecure-local",
+    "foreign Host header (DNS rebinding)", "server path in an error body",
 ]
 
 
@@ -258,3 +259,48 @@ def test_rules_cache_shares_one_computation_and_forgets_on_clear() -> None:
         assert g.computed == 4
 
     asyncio.run(scenario())
+
+
+# ------------------------------------------------------------------------------ Host header, server paths
+@pytest.mark.parametrize("insecure_local", [True, False])
+def test_a_foreign_host_header_is_refused_before_anything(insecure_local: bool) -> None:
+    """DNS rebinding: a page on evil.example resolves its own name to 127.0.0.1; the browser then
+    sends `Host: evil.example`, which the app refuses, with or without tokens."""
+    app = app_with(token=None if insecure_local else WRITE, insecure_local=insecure_local)
+    for host in ("evil.example", "evil.example:8765", "127.0.0.1.evil.example", ""):
+        r = TestClient(app, base_url=f"http://{host or 'x'}").get("/health", headers={"host": host})
+        assert r.status_code == 400, (host, r.status_code)
+    for host in ("127.0.0.1:8765", "localhost", "localhost:8765", "127.0.0.1"):
+        assert TestClient(app, base_url=f"http://{host}").get("/health").status_code == 200, host
+
+
+def test_the_bound_address_and_configured_names_are_answered() -> None:
+    app = create_app(Settings(api_token=WRITE, api_allowed_hosts=["bench.internal"]), host="10.1.2.3")
+    for host in ("10.1.2.3:8765", "bench.internal", "localhost"):
+        assert TestClient(app, base_url=f"http://{host}").get("/health").status_code == 200, host
+    assert TestClient(app, base_url="http://other.internal").get("/health").status_code == 400
+
+
+def test_error_bodies_carry_no_server_path(tmp_path: Path) -> None:
+    root = tmp_path / "packs"
+    (root / "broken").mkdir(parents=True)
+    (root / "broken" / "pack.yaml").write_text("name: [broken\n")
+    c = TestClient(app_with(roots=[root]), base_url=LOCAL)
+    document = (REPO_ROOT / "tests" / "fixtures" / "minipack" / "rules" / "strict.md").read_text()
+    r = c.post("/rules/update", json={"pack": str(root / "broken"), "document": document, "dry_run": True},
+               headers=BEARER)
+    assert r.status_code == 422, r.text
+    assert str(tmp_path) not in r.text
+    assert r.json()["detail"].startswith("packs/broken/pack.yaml: line 2"), r.text
+    bad_doc = c.post("/rules/update", json={"pack": "demo", "document": "---\nid: [X\n---\nsome rule text",
+                                            "file_name": "mine.md", "dry_run": True}, headers=BEARER)
+    assert bad_doc.status_code == 422, bad_doc.text
+    assert bad_doc.json()["detail"].startswith("rules/mine.md: ") and str(REPO_ROOT) not in bad_doc.text
+
+
+def test_without_paths() -> None:
+    roots = [Path("/srv/packs")]
+    assert without_paths("/srv/packs/demo/rules/x.md: effects.0: bad", roots) == "packs/demo/rules/x.md: effects.0: bad"
+    assert without_paths("cannot read '/var/tmp/abc/rule.md' (x)", roots) == "cannot read 'rule.md' (x)"
+    assert without_paths(f"{REPO_ROOT}/domains/demo/pack.yaml: name: x") == "domains/demo/pack.yaml: name: x"
+    assert without_paths("o.amount / 100 > 2 and a/b") == "o.amount / 100 > 2 and a/b"
