@@ -10,17 +10,23 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from dibench.core.config import REPO_ROOT, Settings
+from dibench.core.pack import load_pack
+from dibench.ingest.pipeline import ingest_pack
 from dibench.service.api import create_app
 from dibench.stores.cypher_guard import USER_QUERY_TIMEOUT_S, CypherRefused, run_user_query, slots_free
 from dibench.stores.graph import Graph
 from dibench.stores.local import transaction_memory
+from dibench.stores.warehouse import Warehouse
+from tests.fixtures.packs import copy_pack, delete_domain, ensure_mini_loaded
 
 RUNAWAY = {
     "collect": "UNWIND range(1, 150000000) AS x WITH collect(x) AS xs RETURN toString(size(xs)) AS key",
@@ -31,6 +37,18 @@ LIMIT_S = USER_QUERY_TIMEOUT_S
 READ_S = 5.0
 RESULTS = REPO_ROOT / "bench" / "results" / "cypher_limits.json"
 WRITE = "limits-write"
+DOMAIN = "mini_limits"
+
+
+@pytest.fixture(scope="module")
+def domain(graph: Graph, warehouse: Warehouse, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A domain of its own for the HTTP exports, which name one: the graph may hold any number."""
+    ensure_mini_loaded(warehouse)
+    delete_domain(graph, DOMAIN)
+    root: Path = tmp_path_factory.mktemp("limits")
+    assert ingest_pack(load_pack(copy_pack(root / DOMAIN, DOMAIN)), graph, warehouse).failures == []
+    yield DOMAIN
+    delete_domain(graph, DOMAIN)
 
 
 class Reader:
@@ -71,9 +89,9 @@ def test_the_generated_configuration_bounds_every_transaction() -> None:
     assert "NEO4J_db_memory_transaction_max" in compose and "NEO4J_dbms_memory_transaction_total_max" in compose
 
 
-def test_three_concurrent_http_exports_of_the_string_doubling_end_in_time(graph: Graph) -> None:
+def test_three_concurrent_http_exports_of_the_string_doubling_end_in_time(graph: Graph, domain: str) -> None:
     c = TestClient(create_app(Settings(api_token=WRITE)), base_url="http://127.0.0.1")
-    body = {"cypher": RUNAWAY["string_doubling"], "view": "private"}
+    body = {"cypher": RUNAWAY["string_doubling"], "view": "private", "domain": domain}
 
     def export() -> tuple[float, Any]:
         started = time.perf_counter()
