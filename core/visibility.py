@@ -98,6 +98,7 @@ EDGES: dict[str, Kind] = {
     "CatalogReferences": _kind(None, "routing"),
     "CatalogRelated": _kind(None, "routing"),
     "RoutingOwnedBy": _kind(None, "routing"),
+    "RoutingReadsTable": _kind(None, "routing: a source unit -> a catalog table its gold SQL reads"),
     "RoutingRequires": _kind(None, "routing"),
     "RoutingUsesUnit": _kind(None, "routing"),
 }
