@@ -2,15 +2,11 @@
 
 `dibench ingest`, `dibench update-rule` / `remove-rule` (while they plan and write) and
 `dibench generate` (for its whole run) hold the domain's write lease (a DomainLease node, created
-and deleted in their own small transactions). The ingest statements create edges where missing
-instead of MERGEing them (see "Concurrent batches" in ingest/pipeline.py), so two writers of one
-domain could otherwise create the same edge twice; and a run generating tasks while a rule
-changes would admit tasks under the superseded version.
+and deleted in their own small transactions); why each needs it: docs/architecture.md.
 
 A holder that died leaves its lease behind: a lease of a process on this host that no longer
 exists is taken over at once, any other lease when it expires (LEASE_S, renewed while a large
-ingest writes).
-`dibench domain unlock` releases a stale lease by hand (or, with --force, a live one).
+ingest writes). `dibench domain unlock` releases a stale lease by hand (or, with --force, a live one).
 """
 from __future__ import annotations
 
