@@ -274,7 +274,8 @@ def test_a_rule_without_effects_makes_the_policy_unknown(tmp_path: Path, graph: 
         summary = generate(pack, graph, target=4, seed=2, min_per_type=0)
         assert "MINI-REV-001" in summary.skipped_metrics and "MINI-R-REFUND" in summary.skipped_metrics["MINI-REV-001"]
         manifest = export(graph, warehouse, ExportQuery("MATCH (t:Task) WHERE t.domain = $d RETURN t.key AS key",
-                                                        {"d": name}), "jsonl", tmp_path / "out", domain=name)
+                                                        {"d": name}), "jsonl", tmp_path / "out", domain=name,
+                          audience="private")  # user Cypher is private-only
         assert [p["metric"] for p in manifest["incomplete_policies"][name]] == ["MINI-REV-001"]
     finally:
         delete_domain(graph, name)
