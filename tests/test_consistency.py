@@ -36,12 +36,12 @@ from dibench.ingest.pipeline import ingest_pack
 from dibench.service.update import load_document, plan_update
 from dibench.service.update_write import run_update
 from dibench.stores.graph import Graph
-from dibench.stores.lease import DomainLease, unlock
+from dibench.stores.lease import DomainLease
 from dibench.stores.pack_data import warehouse_for
 from dibench.stores.warehouse import Warehouse
 from tests.fixtures.outage import outage_proxy
-from tests.fixtures.packs import copy_pack, delete_domain, edit_front, ensure_mini_loaded, snapshot
-from tests.test_recovery import cli, runs_of, wait_until
+from tests.fixtures.packs import copy_pack, delete_domain, edit_front, fresh_domains, snapshot
+from tests.test_recovery import cli, ingested, runs_of, wait_until
 
 GEN, STALE, VAR, OUT = "mini_con_gen", "mini_con_stale", "mini_con_var", "mini_con_out"
 DOMAINS = (GEN, STALE, VAR, OUT)
@@ -51,13 +51,7 @@ OUTAGE_ENV = "DIBENCH_TEST_OUTAGE_URL"
 
 @pytest.fixture(scope="module", autouse=True)
 def clean(graph: Graph, warehouse: Warehouse) -> Iterator[None]:
-    ensure_mini_loaded(warehouse)
-    for d in DOMAINS:
-        delete_domain(graph, d)
-        unlock(graph, d, force=True)
-    yield
-    for d in DOMAINS:
-        delete_domain(graph, d)
+    yield from fresh_domains(graph, warehouse, DOMAINS)
 
 
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "consistency.json"
@@ -67,12 +61,6 @@ def _record(what: str, data: dict[str, Any]) -> None:
     found = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({**found, what: data}, indent=1, sort_keys=True) + "\n")
-
-
-def ingested(root: Path, name: str, graph: Graph, wh: Warehouse) -> Pack:
-    pack = load_pack(copy_pack(root / name, name))
-    assert ingest_pack(pack, graph, wh).failures == []
-    return pack
 
 
 def tasks(graph: Graph, domain: str) -> dict[str, dict[str, Any]]:
@@ -122,7 +110,7 @@ def edit_strict(pack: Pack, value: float) -> tuple[Pack, Any]:
 def test_update_rule_during_generate_waits_then_refuses(tmp_path: Path, graph: Graph,
                                                                     warehouse: Warehouse) -> None:
     pack = ingested(tmp_path, GEN, graph, warehouse)
-    gen = cli("generate", str(pack.root), "--target", "16", "--min-per-type", "0", "--new", "--json")
+    gen = cli("generate", str(pack.root), "--target", "32", "--min-per-type", "0", "--new", "--json")
     try:
         def mid_run() -> bool:
             assert gen.poll() is None, gen.communicate()[0]
@@ -144,7 +132,7 @@ def test_update_rule_during_generate_waits_then_refuses(tmp_path: Path, graph: G
                                             "line": upd_out.strip()[:200]})
     assert upd.returncode == 1, upd_out
     [line] = upd_out.splitlines()
-    assert "is being written by" in line and "(generate, seed 42, target 16)" in line, line
+    assert "is being written by" in line and "(generate, seed 42, target 32)" in line, line
     assert superseded(graph, GEN) == []  # the rule did not change under the run
     rerun = cli("update-rule", str(pack.root / "rules" / "strict.md"))
     out, _ = rerun.communicate(timeout=300)
