@@ -28,6 +28,7 @@ from dibench.core.config import REPO_ROOT, Settings
 from dibench.core.pack import Pack
 from dibench.core.visibility import EDGES, NODES, public_edge_properties, public_properties
 from dibench.generation.pipeline import migrate
+from dibench.generation.writeback import GOLD_VERSION
 from dibench.service.api import create_app
 from dibench.service.drift import run_drift
 from dibench.service.export import FILTER_FIELDS
@@ -67,7 +68,7 @@ def pack(tmp_path_factory: pytest.TempPathFactory, graph: Graph, warehouse: Ware
     tasks = sorted(k for k, t in tasks_of(graph, DOMAIN).items() if t["status"] == "admitted" and t.get("gold_sql"))
     points = [k for k in tasks if tasks_of(graph, DOMAIN)[k]["analysis_type"] == "point_query"]
     for key in points[:2]:  # a stale fingerprint and a wrong answer: drift records old and new answers
-        graph.write("test_set_task_fields", key=key, gold_version=2, fingerprint='{"schema": "mini", "tables": {}}',
+        graph.write("test_set_task_fields", key=key, gold_version=GOLD_VERSION, fingerprint='{"schema": "mini", "tables": {}}',
                     gold_answer='{"value": -12345.5}')
     assert run_drift(graph, warehouse, DOMAIN).counts()["drifted"] == len(points[:2]) > 0
     last = tasks[-1]
