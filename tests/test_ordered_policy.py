@@ -183,7 +183,7 @@ def test_update_rule_rederives_in_the_same_order(pack: Pack, graph: Graph, wareh
     path = pack.root / "rules" / "freight-cap.md"
     edit_front(path, lambda f: (f.update(version="2"), f["effects"][0].update(expression="LEAST(o.freight, 450)")))
     pk, doc = load_document(path)
-    plan, _ = run_update(lambda: plan_update(pk, doc, graph, warehouse), graph)
+    plan, _ = run_update(lambda: plan_update(pk, doc, graph, warehouse), graph, pk.name)
     assert plan.policy_order[METRIC] == [SURCHARGE, CAP]
     assert plan.counts()["updated"] > 0
     tasks = freight_tasks(graph)
