@@ -136,7 +136,7 @@ def main() -> None:
         doc_path.write_text(doc_path.read_text().replace("o.amount > 2000", "o.amount > 400"))
         t1 = time.perf_counter()
         pk, doc = load_document(doc_path)
-        plan, counters = run_update(lambda: plan_update(pk, doc, graph, wh), graph)
+        plan, counters = run_update(lambda: plan_update(pk, doc, graph, wh), graph, pk.name)
         t_update = time.perf_counter() - t1
         log = plan.changelog()
         affected = len(log["tasks"])

@@ -95,12 +95,19 @@ def domain_list() -> None:
               help="Folder with the original data files (real-data packs).")
 @handle_errors
 def domain_load(pack: str, size: int | None, seed: int | None, source_path: str | None) -> None:
-    """Build or load PACK's database into PostgreSQL (replaces the pack's schema)."""
+    """Build or load PACK's database into PostgreSQL (replaces the pack's schema).
+
+    This RUNS CODE from the pack: its pack.yaml `loader.entry` (any module:function, or a .py
+    file in the pack) is imported and called with the warehouse's admin engine. Load only packs
+    you trust. No other command, and no HTTP route, runs a loader."""
     from dibench.ingest.database import load_database
     from dibench.core.pack import load_pack
     from dibench.stores.warehouse import get_warehouse
 
     pk = load_pack(pack)
+    if pk.spec.loader is not None:
+        err_console.print(f"running the loader of pack {pk.name}: {pk.spec.loader.entry} (code from the pack, "
+                          "with the warehouse's admin role)", highlight=False, soft_wrap=True)
     report = load_database(pk, get_warehouse(), size=size, seed=seed, path=source_path)
     print_json({"domain": pk.name, "schema": pk.schema, **report})
 
@@ -569,7 +576,7 @@ def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run:
     pk, doc = load_document(path, pack_path)
     plan_fn = lambda: plan_update(pk, doc, graph, get_warehouse(), configured_model(), regenerate=regenerate)  # noqa: E731
     with console.status(f"updating {doc.id}: verifying edges, re-deriving tasks"):
-        plan = plan_fn() if dry_run else run_update(plan_fn, graph)[0]
+        plan = plan_fn() if dry_run else run_update(plan_fn, graph, pk.name)[0]
     log = plan.changelog()
     if dry_run:
         log["written"] = False
@@ -609,7 +616,7 @@ def remove_rule_cmd(rule_id: str, domain: str | None, pack_path: str | None, as_
         err_console.print(f"[yellow]warning[/yellow] no pack for domain {dom!r}: tasks on its metrics are retired, "
                           f"not re-derived (pass --pack)", highlight=False, soft_wrap=True)
     plan, _ = run_update(lambda: plan_remove(graph, rule_id, dom, pk, get_warehouse() if pk else None,
-                                             configured_model()), graph)
+                                             configured_model()), graph, dom)
     log = plan.changelog()
     if as_json:
         print_json(log)
@@ -698,9 +705,13 @@ def _domain_warehouse(domain_name: str, pack_path: str | None) -> Any:
 
 
 @main.command("export")
-@click.option("--cypher", "cypher_text", default=None, help="Read-only Cypher selecting tasks: RETURN t.key AS key.")
+@click.option("--cypher", "cypher_text", default=None,
+              help="Read-only Cypher selecting tasks (RETURN t.key AS key); --audience private only.")
 @click.option("--preset", type=click.Choice(["domain", "analysis_type", "tier", "rule", "metric", "status"]), default=None,
-              help="A named query instead of --cypher (pass its parameter with --param).")
+              help="A named selection (pass its one parameter with --param, e.g. --param tier=K+A+R).")
+@click.option("--filter", "filters", multiple=True,
+              help="Select by public fields: field=value[,value...] (repeatable; fields: domain, analysis_type, "
+                   "tier, variant, status, answer_format, version, key, metric, rule; status defaults to admitted).")
 @click.option("--param", "params", multiple=True, help="Query parameter k=v (repeatable; JSON values are decoded).")
 @click.option("--domain", default=None,
               help="The one domain to export (required when the graph holds more than one).")
@@ -712,16 +723,18 @@ def _domain_warehouse(domain_name: str, pack_path: str | None) -> Any:
 @click.option("--dialect", "dialects", default=None,
               help="Also give the gold SQL in these dialects (comma-separated: duckdb,snowflake,bigquery,trino,spark).")
 @handle_errors
-def export_cmd(cypher_text: str | None, preset: str | None, params: tuple[str, ...], domain: str | None,
-               audience: str, fmt: str, out_dir: str, dialects: str | None) -> None:
-    """Export the tasks a graph query selects from one domain: the audience's views and a manifest
-    (--dialect adds the gold SQL in other engines' dialects to the private view)."""
+def export_cmd(cypher_text: str | None, preset: str | None, filters: tuple[str, ...], params: tuple[str, ...],
+               domain: str | None, audience: str, fmt: str, out_dir: str, dialects: str | None) -> None:
+    """Export the tasks a preset, a filter over public fields or (private audience only) a Cypher
+    query selects from one domain: the audience's views and a manifest (--dialect adds the gold
+    SQL in other engines' dialects to the private view). docs/public-surface.md lists what a
+    public export can see."""
     from dibench.service import library
-    from dibench.service.export import parse_param
+    from dibench.service.export import parse_filters, parse_param
     from dibench.sqlops.transpile import parse_dialects
 
     manifest = library.export(out_dir, cypher=cypher_text, preset=preset, params=dict(parse_param(p) for p in params),
-                              domain=domain, audience=audience, fmt=fmt,
+                              filters=parse_filters(filters), domain=domain, audience=audience, fmt=fmt,
                               dialects=parse_dialects(dialects) if dialects else ())
     c = manifest["counts"]
     click.echo(f"exported {c['tasks']} tasks of {manifest['domain']} ({audience}) to {out_dir} ({fmt}): "
@@ -738,14 +751,16 @@ def export_cmd(cypher_text: str | None, preset: str | None, params: tuple[str, .
 @handle_errors
 def serve_cmd(host: str, port: int, insecure_local: bool) -> None:
     """Run the HTTP API (FastAPI; OpenAPI docs at /docs). Without DIBENCH_API_TOKEN or
-    DIBENCH_API_READ_TOKEN every route but /health is refused, unless --insecure-local."""
+    DIBENCH_API_READ_TOKEN every route but /health is refused, unless --insecure-local. Requests
+    whose Host header is not the bound address, localhost or a name in DIBENCH_API_ALLOWED_HOSTS
+    get 400."""
     import uvicorn
 
     from dibench.service.api import create_app
 
     if insecure_local and host != "127.0.0.1":
         raise click.ClickException("--insecure-local binds 127.0.0.1 only; drop --host")
-    uvicorn.run(create_app(insecure_local=insecure_local), host=host, port=port)
+    uvicorn.run(create_app(insecure_local=insecure_local, host=host), host=host, port=port)
 
 
 # The command modules register here, last: they import cli.common, never this module.

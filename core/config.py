@@ -96,6 +96,11 @@ class Settings(BaseSettings):
     api_pack_roots: list[Path] = Field(
         default_factory=lambda: [REPO_ROOT / "domains"],
         description="folders under which the HTTP API accepts a rule update's `pack` path")
+    lease_wait_s: float = Field(30.0, ge=0, description="how long an ingest, rule update or generate waits for "
+                                                        "its domain's write lease before it refuses")
+    api_allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host header names the HTTP API answers besides its bound address and localhost names")
     seed: int = 42
 
     @classmethod

@@ -1,12 +1,18 @@
 """Read a domain pack from disk into validated models.
 
 A pack is `pack.yaml`, a metric catalog (`metrics.yaml`) and `rules/*.md` Markdown documents
-with YAML front matter. Every problem becomes a PackError naming file, field and problem;
-all problems of a pack are collected before raising, so a user fixes them in one pass.
+with YAML front matter. Every file goes through one door, `read_pack_file`: a regular file
+inside the pack folder (a symlink may not lead out of it), at most MAX_PACK_FILE_BYTES, UTF-8
+text. Every problem becomes a PackError naming file, field (or byte offset) and problem; all
+problems of a pack are collected before raising, so a user fixes them in one pass. Reading a
+pack runs none of its code: its loader (`pack.yaml` loader.entry) runs only in `domain load`.
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +26,9 @@ from dibench.core.models import MetricCatalog, MetricSpec, PackSpec, RuleFrontMa
 
 DOMAINS_DIR = REPO_ROOT / "domains"
 MIN_RULE_WORDS = 50
+# A pack file larger than this is refused: real catalogs of hundreds of metrics are a few
+# hundred KB, and a symlink to /dev/zero or a huge file must not be read whole.
+MAX_PACK_FILE_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -86,15 +95,68 @@ def _pydantic_errors(file: Path, exc: ValidationError, prefix: str = "", whole: 
     return out
 
 
-def _load_yaml(file: Path) -> Any:
+def _refused(file: Path, where: str, problem: str) -> PackErrors:
+    return PackErrors([PackError(_rel(file), where, problem)])
+
+
+def read_pack_file(file: Path, root: Path | None = None) -> str:
+    """The text of one pack file: the only way a pack file is read. Refused, in one PackError
+    naming the file: a path that leads out of `root` (through a symlink or `..`), anything but a
+    regular file (a folder, FIFO, device or socket: opened without blocking, then checked on the
+    open descriptor), more than MAX_PACK_FILE_BYTES, and text that is not UTF-8 (the byte offset
+    of the first bad byte; a NUL byte; a UTF-16 byte-order mark). A UTF-8 byte-order mark is
+    dropped. `root` None: a document named by the user on its own (update-rule), any folder."""
+    if root is not None:
+        real_root, real = root.resolve(), file.resolve()
+        if real != real_root and real_root not in real.parents:
+            raise _refused(file, "file", "leads out of the pack folder (a symlink or `..`): pack files must lie inside it")
     try:
-        return yaml.safe_load(file.read_text())
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise _refused(file, "file", "missing") from None
+    except OSError as exc:
+        raise _refused(file, "file", f"cannot read: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _refused(file, "file", "not a regular file (a folder, FIFO, device or socket)")
+        if st.st_size > MAX_PACK_FILE_BYTES:
+            raise _refused(file, "file", f"{st.st_size:,} bytes: larger than {MAX_PACK_FILE_BYTES:,}")
+        chunks, size = [], 0
+        while size <= MAX_PACK_FILE_BYTES and (chunk := os.read(fd, 1 << 16)):
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise _refused(file, "file", f"cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if size > MAX_PACK_FILE_BYTES:
+        raise _refused(file, "file", f"larger than {MAX_PACK_FILE_BYTES:,} bytes")
+    return _decoded(file, b"".join(chunks))
+
+
+def _decoded(file: Path, data: bytes) -> str:
+    skipped = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise _refused(file, "byte 0", "UTF-16 text (byte-order mark): save the file as UTF-8")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise _refused(file, f"byte {nul}", "binary content (a NUL byte): pack files are UTF-8 text")
+    try:
+        return data[skipped:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _refused(file, f"byte {exc.start + skipped}",
+                       f"not valid UTF-8 ({exc.reason}): save the file as UTF-8") from None
+
+
+def _load_yaml(file: Path, root: Path) -> Any:
+    text = read_pack_file(file, root)
+    try:
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "-"
         raise PackErrors([PackError(_rel(file), where, f"YAML syntax error: {getattr(exc, 'problem', exc)}")]) from exc
-    except OSError as exc:
-        raise PackErrors([PackError(_rel(file), "-", f"cannot read: {exc.strerror}")]) from exc
 
 
 def split_front_matter(text: str) -> tuple[str | None, str]:
@@ -113,9 +175,10 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def read_rule(file: Path) -> RuleDoc:
-    """Parse one rule document; raises PackErrors naming the file and field."""
-    text = file.read_text()
+def read_rule(file: Path, root: Path | None = None) -> RuleDoc:
+    """Parse one rule document (inside pack folder `root`, when given); raises PackErrors naming
+    the file and field."""
+    text = read_pack_file(file, root)
     head, body = split_front_matter(text)
     if head is None:
         raise PackErrors([PackError(_rel(file), "front matter", "missing: the document must start with '---' YAML front matter (id, title, version, effective_date, owner, rule_type)")])
@@ -149,7 +212,7 @@ def load_pack(name_or_path: str | Path) -> Pack:
     root = resolve_pack_path(name_or_path)
     errors: list[PackError] = []
     pack_file = root / "pack.yaml"
-    raw = _load_yaml(pack_file)
+    raw = _load_yaml(pack_file, root)
     try:
         spec = PackSpec.model_validate(raw)
     except ValidationError as exc:
@@ -157,7 +220,7 @@ def load_pack(name_or_path: str | Path) -> Pack:
 
     metrics_file = root / spec.metrics
     metrics: list[MetricSpec] = []
-    raw_m = _load_yaml(metrics_file)
+    raw_m = _load_yaml(metrics_file, root)
     try:
         metrics = list(MetricCatalog.model_validate(raw_m).metrics)
     except ValidationError as exc:
@@ -172,11 +235,13 @@ def load_pack(name_or_path: str | Path) -> Pack:
     rule_dir = root / spec.rules
     if not rule_dir.is_dir():
         errors.append(PackError(_rel(rule_dir), "-", "rules folder missing"))
+    elif rule_dir.resolve() != root.resolve() and root.resolve() not in rule_dir.resolve().parents:
+        errors.append(PackError(_rel(rule_dir), "file", "leads out of the pack folder (a symlink or `..`)"))
     else:
         seen_rules: dict[str, Path] = {}
         for f in sorted(rule_dir.glob("*.md")):
             try:
-                doc = read_rule(f)
+                doc = read_rule(f, root)
             except PackErrors as exc:
                 errors.extend(exc.errors)
                 continue

@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from sqlglot import exp
 
-from dibench.core.errors import DibenchError
+from dibench.core.errors import DibenchError, ServiceError
 from dibench.core.models import MetricSpec
 from dibench.generation.executor import Executor, Part, Shape
 from dibench.generation.skeletons import Skeleton
@@ -227,6 +227,8 @@ def _cube(ctx: Context, key: Hashable, sets: list[frozenset[str]],
     sql = render(grouped.cube_query(base, cube_sides, [d for _, d in dims], ctx.time(base), list(months), params))
     try:
         res = ctx.ex.run(sql, {**params, **months}, cache=False, exact=True)
+    except ServiceError:
+        raise  # the server is out of reach: no smaller statement would fare better
     except DibenchError:
         # The cube is a shortcut: one that fails (its statement timed out on a loaded server) leaves
         # each rule set to its own, smaller partials statement, which reports its own errors.
@@ -387,6 +389,8 @@ def batched(ctx: Context, rule_ids: frozenset[str], shape: Shape, window: tuple[
     def split() -> dict[frozenset[str], QueryResult] | None:
         try:
             res = ctx.ex.run(sql, params, cache=False, exact=exact)
+        except ServiceError:
+            raise
         except DibenchError:
             return None  # as a failed cube: each rule set's own statement runs (and reports its errors)
         at = {c: i for i, c in enumerate(res.columns)}

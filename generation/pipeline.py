@@ -32,6 +32,7 @@ from dibench.generation.workers import die_with_parent, work, work_entry
 from dibench.generation.writeback import GOLD_MEANING, GOLD_VERSION, reject_ambiguous
 from dibench.stores import fingerprint
 from dibench.stores.graph import DEADLOCK, Graph, retries_between, retry_counts
+from dibench.stores.lease import DomainLease, domain_lease
 from dibench.stores.llm import configured_model, describe, merge_counts
 from dibench.stores.pack_data import warehouse_for
 
@@ -136,6 +137,7 @@ def create_run(graph: Graph, pack: Pack, seed: int, target: int) -> str:
              # What the gold answers were computed on; every task of the run copies it (tasks_write).
              "data_fingerprint": fingerprint.dumps(fingerprint.pack_fingerprint(warehouse_for(pack), pack))}
     graph.write("run_create", key=key, props=props)
+    graph.write("run_rules_state", run=key)  # what its workers check their write-backs against
     return key
 
 
@@ -282,14 +284,37 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
     is gone is resumed (or the run `resume` names; `new` forces a fresh run): its plan is kept,
     the skeletons not yet done are processed, augmentation goes on from what is there."""
     started = time.perf_counter()
-    # The worker processes start (and import) while this one enumerates and plans.
-    with worker_pool(workers) as pool:
-        return _generate(pack, graph, pool, started, target=target, seed=seed, workers=workers,
+    # The domain's write lease, for the whole run: no rule changes under it (update-rule and
+    # ingest wait for it, then refuse in one line), so no task is admitted under a superseded
+    # version. The worker processes start (and import) while this one enumerates and plans.
+    with domain_lease(graph, pack.name, purpose=f"generate, seed {seed}, target {target}") as lease, \
+            worker_pool(workers) as pool:
+        return _generate(pack, graph, pool, started, lease, target=target, seed=seed, workers=workers,
                          min_per_type=min_per_type, progress=progress, counter=counter, resume=resume, new=new)
 
 
-def _generate(pack: Pack, graph: Graph, pool: Pool | None, started: float, *, target: int, seed: int,
-              workers: int, min_per_type: int, progress: Callable[[str], None] | None,
+def refresh_pending(graph: Graph, run_key: str, domain: str, seed: int, costs: dict[str, int]) -> int:
+    """A resumed run's skeletons not yet done, planned again under the domain's rules as they are
+    now (a rule may have changed while the run was abandoned): each keeps its place in the plan
+    with the current policy; one that is no longer a skeleton (its featured rule left the metric's
+    policy, or the policy became incomplete) is dropped. The number dropped."""
+    pending = [r["key"] for r in graph.read("run_pending_skeletons", run=run_key)]
+    if not pending:
+        return 0
+    now = {s.key: s for s in enumerate_all(graph, domain, limit=10**9, seed=seed).skeletons}
+    fresh = [now[k] for k in pending if k in now]
+    gone = sorted(k for k in pending if k not in now)
+    if fresh:
+        graph.write("skeletons_plan", run=run_key, rows=plan_rows(fresh, "resume", 0, costs))
+    if gone:
+        graph.write("run_drop_skeletons", run=run_key, keys=gone,
+                    reason="no longer a skeleton under the domain's current rules")
+    graph.write("run_rules_state", run=run_key)
+    return len(gone)
+
+
+def _generate(pack: Pack, graph: Graph, pool: Pool | None, started: float, lease: DomainLease, *, target: int,
+              seed: int, workers: int, min_per_type: int, progress: Callable[[str], None] | None,
               counter: Counter_ | None, resume: str | None, new: bool) -> RunSummary:
     retries_before = retry_counts()
     say = progress or (lambda _m: None)
@@ -301,15 +326,22 @@ def _generate(pack: Pack, graph: Graph, pool: Pool | None, started: float, *, ta
     run: OpenedRun = open_run(graph, pack, seed, target, lambda: create_run(graph, pack, seed, target),
                               resume=resume, new=new)
     run_key = run.key
-    beat = Heartbeat(graph, run_key)
+    heartbeat = Heartbeat(graph, run_key)
+
+    def beat() -> None:
+        heartbeat()
+        lease.keep()
+
     migrated = migrate(graph, pack.name, run_key)
     if migrated:
         say(f"{migrated} tasks of an older gold meaning retired (GoldMigration record)")
     planned = [r["key"] for r in graph.read("run_planned", run=run_key)]
     costs = metric_costs(pack)  # the claim order's weights, for the plan and every augmentation round
     if run.resumed:
+        dropped = refresh_pending(graph, run_key, pack.name, seed, costs)
         done, total = plan_states(graph, run_key)
-        say(f"resuming run {run_key}: {done} of {total} skeletons done, {run.released} abandoned claims taken over")
+        say(f"resuming run {run_key}: {done} of {total} skeletons done, {run.released} abandoned claims taken over"
+            + (f", {dropped} no longer skeletons under the current rules" if dropped else ""))
     if not planned:
         planned = plan_selection(graph, run_key, candidates, target, seed, costs)
         selected = sum(1 for r in graph.read("run_planned", run=run_key) if r["selected_by"] == "mmr")

@@ -11,7 +11,7 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from dibench.core.errors import DibenchError
+from dibench.core.errors import DibenchError, ServiceError
 from dibench.core.models import MetricSpec
 from dibench.core.pack import Pack
 from dibench.generation.analyses import Analysis, Outcome, registry
@@ -153,6 +153,8 @@ def build_candidates(sk: Skeleton, pack: Pack, ex: Executor, vocab: Vocabulary, 
         mark = len(ex.plan_log)
         try:
             g = ground(analysis, sk, metric, ex, rng, windows[metric.id], docs, metrics=pack.metric_by_id)
+        except ServiceError:
+            raise  # a store out of reach says nothing of this candidate: its skeleton is done again later
         except DibenchError as exc:
             g = Grounded(Outcome({"error": str(exc)}, {}, None, None, {}, {}, {}))
         if g is None:

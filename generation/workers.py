@@ -12,6 +12,7 @@ before each claim, while it waits and before each write, so an orphan never writ
 name its process (`owner_proc`), so a resumed run takes them over at once (generation/runs.py)."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -23,12 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dibench.core.config import get_settings
-from dibench.core.errors import DibenchError, NotFound
+from dibench.core.errors import DibenchError, GraphError, NotFound
 from dibench.core.pack import Pack, load_pack
 from dibench.generation.executor import Executor
 from dibench.generation.skeletons import Skeleton
 from dibench.generation.tasks import build_candidates, vocabulary
-from dibench.generation.writeback import task_rows
+from dibench.generation.writeback import link_variants, task_rows
 from dibench.stores.graph import Graph, Tx, retries_between, retry_counts
 from dibench.stores.lease import process_id
 from dibench.stores.llm import configured_model, new_session, session
@@ -80,6 +81,32 @@ def claim(graph: Graph, run_key: str, worker: str, limit: int = BATCH, lease_s: 
                                  metrics=metrics or [],
                                  until=now_ms() + int(lease * 1000), token=uuid.uuid4().hex, proc=process_id())
     return [Skeleton.from_row(r["skeleton"]) for r in rows]
+
+
+class RulesChanged(GraphError):
+    """A rule of the domain changed after the run planned its skeletons: a task computed now would
+    be admitted under a superseded version."""
+
+    hint = "run `dibench generate` again: it resumes the run with its skeletons under the current rules"
+
+
+def rules_unchanged(tx: Tx, run_key: str, sk: Skeleton) -> None:
+    """In the transaction that writes `sk`'s tasks: refuse (and so write nothing) if the domain's
+    rules are no longer those the run was planned under (`run_rules_state`). A driver holds the
+    domain's lease, so this guards workers of a run whose driver is gone (`dibench worker`)."""
+    row = tx.run("run_rules_current", run=run_key)[0]
+    if row["planned"] is not None and list(row["planned"]) != list(row["now"]):
+        raise RulesChanged(f"the rules of domain {sk.domain!r} changed after run {run_key} planned its skeletons; "
+                           f"the tasks of {sk.key} were not written")
+
+
+def give_back(graph: Graph, run_key: str, worker: str, keys: list[str]) -> None:
+    """Return the skeletons a failing worker claimed and did not write to pending at once, so a
+    resumed run (or another worker) does not wait for their leases. Best effort, on the way out
+    of an error that is raised anyway: if the graph is out of reach too, the leases expire."""
+    if keys:
+        with contextlib.suppress(DibenchError):
+            graph.write("skeletons_release", run=run_key, keys=keys, worker=worker)
 
 
 def unfinished(graph: Graph, run_key: str) -> int:
@@ -150,6 +177,7 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
     done = tasks = 0
     started = time.perf_counter()
     retries_before = retry_counts()
+    releasing: list[str] = []  # claimed and not yet written: given back if this worker fails
     try:
         while (max_skeletons is None or done < max_skeletons) and not orphaned(parent):
             batch = claim(graph, run_key, worker, metrics=metrics)
@@ -165,6 +193,7 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
                 # a live worker never loses a claim it is about to work on.
                 graph.write("skeletons_renew", run=run_key, keys=[s.key for s in batch[i:]], worker=worker,
                             until=now_ms() + int(lease_seconds() * 1000))
+                releasing = [s.key for s in batch[i:]]
                 cands = build_candidates(sk, pack, ex, vocab, seed=seed, llm=llm, windows=windows,
                                          judge=get_settings().llm_judge)
                 if sk.metric not in metrics:
@@ -172,18 +201,23 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
                 rows = task_rows(cands, pack, run_key)
 
                 def write(tx: Tx, sk: Skeleton = sk, rows: list[dict[str, Any]] = rows) -> None:
+                    rules_unchanged(tx, run_key, sk)
                     tx.run("tasks_write", run=run_key, skeleton=sk.key, worker=worker, now=now_ms(), rows=rows)
-                    tx.run("tasks_variant_link", rows=[r for r in rows if r["variant"] != "standard"])
+                    link_variants(tx, rows, run_key)
 
                 if orphaned(parent):
                     break
                 graph.transaction(write)
+                releasing = []
                 tasks += sum(1 for r in rows if r["props"]["status"] == "admitted")
                 done += 1
                 if on_skeleton:
                     on_skeleton()
                 if max_skeletons is not None and done >= max_skeletons:
                     break
+    except BaseException:
+        give_back(graph, run_key, worker, releasing)
+        raise
     finally:
         graph.close()
         if not keep:

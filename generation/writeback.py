@@ -10,10 +10,11 @@ import json
 from typing import Any
 
 from dibench.core.ambiguity import Asked, ambiguous
+from dibench.core.errors import GraphError
 from dibench.core.keys import dimension_key, metric_key, rule_key, rule_version_key, table_key
 from dibench.core.pack import Pack
 from dibench.generation.validation import Candidate
-from dibench.stores.graph import Graph
+from dibench.stores.graph import Graph, Tx
 
 # What a task's gold means: 1 = the skeleton's one rule, 2 = the metric's whole policy, 3 = the
 # same, rounded on the exact value, with no-rule variants that ask for the catalog's definition
@@ -116,3 +117,22 @@ def reject_ambiguous(graph: Graph, domain: str) -> int:
     if reasons:
         graph.write("tasks_reject_ambiguous", rows=[{"key": k, "reason": r} for k, r in sorted(reasons.items())])
     return len(reasons)
+
+
+def link_variants(tx: Tx, rows: list[dict[str, Any]], by: str) -> None:
+    """After `rows` (task_rows, or an update's re-derived rows) are written in `tx`: link their
+    variants to their standard tasks, retire the variants the rows no longer carry, and check,
+    before the commit, that every admitted variant of these tasks has its twin's rule versions
+    (else GraphError, and the transaction writes nothing)."""
+    tx.run("tasks_variant_link", rows=[r for r in rows if r["variant"] != "standard"])
+    written: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        entry = written.setdefault(r["standard"], {"standard": r["standard"], "variants": [], "by": by,
+                                                  "reason": "its standard task was written without this variant"})
+        if r["variant"] != "standard":
+            entry["variants"].append(r["key"])
+    tx.run_rows("tasks_variants_prune", list(written.values()))
+    broken = tx.run("tasks_variant_versions", keys=sorted(written))
+    if broken:
+        raise GraphError(f"variant {broken[0]['variant']} would carry other rule versions than its standard task "
+                         f"{broken[0]['standard']} ({len(broken)} such variants); nothing was written")

@@ -21,9 +21,11 @@ from dibench.ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION
 from dibench.ingest.indexes import missing_indexes
 from dibench.ingest.rules import RulePlan, needs_extraction, plan_rules
 from dibench.ingest.schema import SchemaPlan, plan_schema
+from dibench.ingest.validate import catalog_problems, refuse_problems
 from dibench.stores.graph import Graph, Tx, add_counters, batched
 from dibench.stores.lease import domain_lease
 from dibench.stores.llm import describe
+from dibench.stores.pack_data import schema_columns
 from dibench.stores.warehouse import Warehouse
 
 
@@ -138,6 +140,8 @@ def ingest_pack(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | No
     module docstring). With extraction, the schema and catalog part goes first: candidate metrics
     are selected through the graph's metric -> table edges; then the rules, in a second write
     (a failure between them leaves the metrics and tables, and rerunning completes the ingest)."""
+    if only_rules is None:  # `domain validate`'s catalog checks: a bad metric refuses the ingest whole
+        refuse_problems(catalog_problems(pack, schema_columns(wh, pack.schema)))
     schema = plan_schema(pack, wh) if only_rules is None else None
     catalog = plan_catalog(pack) if only_rules is None else None
     counters: dict[str, int] = {}

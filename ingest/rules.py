@@ -17,12 +17,12 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from dibench.core.config import get_settings
-from dibench.core.errors import DibenchError
+from dibench.core.errors import DibenchError, PackError
 from dibench.core.keys import dimension_key, metric_key, row, rule_key, rule_version_key
 from dibench.core.pack import Pack, RuleDoc, _rel
 from dibench.ingest.conflicts import conflict_lines, pack_conflicts
 from dibench.ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION, extract_effects
-from dibench.ingest.validate import reference_problems
+from dibench.ingest.validate import document_problems
 from dibench.ingest.verify import EdgeCheck, SideCache, edge_window, prefetch, verify_effect
 from dibench.sqlops.ops import AnyEffect
 from dibench.stores.graph import Graph
@@ -41,6 +41,7 @@ class RulePlan:
     checks: list[EdgeCheck] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    problems: list[PackError] = field(default_factory=list)  # `domain validate`'s, of the documents left out
     conflicts: list[str] = field(default_factory=list)  # unresolved policy conflicts, one line each
 
 
@@ -121,8 +122,9 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, g
     sides: SideCache = {}  # each metric's slices without rules and under each effect, one scan per metric
     if verify:
         prefetch_sides(pack, wh, only, windows, sides)
-    # Extracted effects are checked against the loaded schema, like front-matter ones by `domain validate`.
-    columns = schema_columns(wh, pack.schema) if llm is not None else {}
+    # Every document's effects (front matter or extracted) get `domain validate`'s checks,
+    # against the loaded schema.
+    columns = schema_columns(wh, pack.schema)
     for doc in pack.rules:
         if only is not None and doc.id not in only:
             continue
@@ -133,10 +135,10 @@ def plan_rules(pack: Pack, wh: Warehouse, llm: BaseChatModel | None = None, *, g
             continue
         # Checked before anything of the document enters the plan: a document with one bad
         # effect is left out whole (graph unchanged for it), never written with the rest.
-        problems = [f"{_rel(doc.path)}: effects.{j}.{field}: {problem}"
-                    for j, eff in enumerate(effects) for field, problem in reference_problems(pack, eff)]
+        problems = document_problems(pack, doc, columns, effects)
         if problems:
-            plan.failures.extend(problems)
+            plan.problems.extend(problems)
+            plan.failures.extend(str(p) for p in problems)
             continue
         f = doc.front
         vkey = rule_version_key(d, doc.id, doc.content_hash)

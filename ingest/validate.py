@@ -1,13 +1,19 @@
-"""`dibench domain validate`: every problem of a pack, one line each, with file and field."""
+"""`dibench domain validate`: every problem of a pack, one line each, with file and field.
+
+The same checks guard every path that writes: ingest leaves out a rule document with a problem
+(`document_problems`) and refuses a pack whose catalog has one (`catalog_problems`), and
+update-rule, remove-rule and the HTTP API refuse before planning, with the same lines.
+"""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from sqlglot import exp
 
 from dibench.core.errors import DibenchError, PackError, PackErrors
 from dibench.core.models import MetricSpec
-from dibench.core.pack import Pack, _rel, load_pack
+from dibench.core.pack import Pack, RuleDoc, _rel, load_pack
 from dibench.ingest.conflicts import conflict_lines, pack_conflicts
 from dibench.sqlops.dialect import STATEMENT_LIMITS, check_size, parse, parse_expression, placeholders
 from dibench.sqlops.ops import AnyEffect, Bound, apply_effect
@@ -249,17 +255,24 @@ def after_problem(pack: Pack, rule_id: str, eff: AnyEffect) -> str | None:
     return None
 
 
-def _rule_problems(pack: Pack, columns: dict[str, dict[str, str]] | None = None) -> list[PackError]:
+def document_problems(pack: Pack, doc: RuleDoc, columns: dict[str, dict[str, str]],
+                      effects: Sequence[AnyEffect] | None = None) -> list[PackError]:
+    """Every problem of one rule document's effects (its front matter's, or `effects` an LLM
+    extracted), as `domain validate` reports them: one PackError per problem, naming the file
+    and the field (`effects.<j>.<field>`)."""
+    file = _rel(doc.path)
     out: list[PackError] = []
-    for doc in pack.rules:
-        file = _rel(doc.path)
-        for j, eff in enumerate(doc.front.effects or []):
-            out += [PackError(file, f"effects.{j}.{f}" if f else f"effects.{j}", p)
-                    for f, p in effect_problems(pack, eff, columns or {}, doc.id, f"effects.{j}.")]
-            problem = after_problem(pack, doc.id, eff)
-            if problem:
-                out.append(PackError(file, f"effects.{j}.after", problem))
+    for j, eff in enumerate(doc.front.effects or [] if effects is None else effects):
+        out += [PackError(file, f"effects.{j}.{f}" if f else f"effects.{j}", p)
+                for f, p in effect_problems(pack, eff, columns, doc.id, f"effects.{j}.")]
+        problem = after_problem(pack, doc.id, eff)
+        if problem:
+            out.append(PackError(file, f"effects.{j}.after", problem))
     return out
+
+
+def _rule_problems(pack: Pack, columns: dict[str, dict[str, str]] | None = None) -> list[PackError]:
+    return [p for doc in pack.rules for p in document_problems(pack, doc, columns or {})]
 
 
 def _conflict_problems(pack: Pack) -> list[PackError]:
@@ -269,6 +282,23 @@ def _conflict_problems(pack: Pack) -> list[PackError]:
             for c, line in zip(found, conflict_lines(pack, found))]
 
 
+def catalog_problems(pack: Pack, columns: dict[str, dict[str, str]]) -> list[PackError]:
+    """Problems of metrics.yaml and of pack.yaml's dimensions (`columns`: the loaded schema; empty:
+    table and column references are not checked)."""
+    problems = _metric_problems(pack, columns)
+    for d in pack.spec.dimensions:
+        t, c = d.column.split(".")
+        if columns and (t not in columns or c not in columns[t]):
+            problems.append(PackError(_rel(pack.root / "pack.yaml"), "dimensions", f"{d.column} does not exist"))
+    return problems
+
+
+def refuse_problems(problems: list[PackError]) -> None:
+    """Raise the problems (PackErrors, one line each) before anything is written."""
+    if problems:
+        raise PackErrors(problems)
+
+
 def validate_pack(path: str | Path, wh: Warehouse | None = None) -> tuple[Pack | None, list[PackError]]:
     """Return the pack (if readable) and every problem found."""
     try:
@@ -276,13 +306,9 @@ def validate_pack(path: str | Path, wh: Warehouse | None = None) -> tuple[Pack |
     except PackErrors as exc:
         return None, exc.errors
     columns = schema_columns(wh, pack.schema) if wh is not None else {}
-    problems = _metric_problems(pack, columns) + _rule_problems(pack, columns) + _conflict_problems(pack)
+    problems = catalog_problems(pack, columns) + _rule_problems(pack, columns) + _conflict_problems(pack)
     if wh is not None and not columns:
         problems.append(PackError(_rel(pack.root / "pack.yaml"), "schema",
                                   f"schema {pack.schema!r} is not loaded, so table and column references were not checked "
                                   f"(run `dibench domain load {pack.name}`)"))
-    for d in pack.spec.dimensions:
-        t, c = d.column.split(".")
-        if columns and (t not in columns or c not in columns[t]):
-            problems.append(PackError(_rel(pack.root / "pack.yaml"), "dimensions", f"{d.column} does not exist"))
     return pack, problems

@@ -14,9 +14,12 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import re
+import socket
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,16 +31,18 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from dibench.core.config import Settings, get_settings
+from dibench.core.config import REPO_ROOT, Settings, get_settings
 from dibench.core.errors import (
     ConfigError, DibenchError, ExtractionError, GraphError, NotFound, PackError, PackErrors, ReadOnlyViolation,
     ServiceError, WarehouseError,
 )
 from dibench.core.pack import DOMAINS_DIR
+from dibench.core.visibility import public_edge_view, public_view
 from dibench.service.drift import latest_check, run_drift
 from dibench.service import library
-from dibench.service.export import ExportError, public_record
+from dibench.service.export import ExportError, public_filter, public_record
 from dibench.service.impact import impact
 from dibench.service.queries import graph_stats, rules_for, tasks_for_rules
 from dibench.service.update import UpdateConflict, load_document, plan_update
@@ -68,6 +73,9 @@ RULES_CHECK_S = 0.1
 RULES_CACHE_SIZE = 10_000
 WRITE_ROUTES = frozenset({("POST", "/rules/update")})
 OPEN_ROUTES = frozenset({"/health"})
+LOCAL_HOSTS = ("localhost", "127.0.0.1")
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
+TASK_QUERY = frozenset({"domain", "analysis_type", "tier", "status", "rule", "metric", "offset", "limit"})
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -106,9 +114,12 @@ class RuleUpdateRequest(BaseModel):
 class ExportRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     cypher: str | None = Field(None, max_length=MAX_CYPHER_CHARS,
-                               description="read-only Cypher selecting tasks: RETURN t.key AS key")
+                               description="view private only: read-only Cypher selecting tasks (RETURN t.key AS key)")
     preset: str | None = Field(None, max_length=40, description="domain | analysis_type | tier | rule | metric | status")
     params: dict[str, Any] = Field(default_factory=dict)
+    filter: dict[str, Any] | None = Field(None, description="select by public fields: {field: value or [values]}; "
+                                                             "fields domain, analysis_type, tier, variant, status, "
+                                                             "answer_format, version, key, metric, rule")
     domain: str | None = Field(None, max_length=200,
                                description="the one domain exported (required when the graph holds several)")
     view: str = Field("public", pattern="^(public|private)$",
@@ -156,10 +167,24 @@ def refusal(cfg: Settings, insecure_local: bool, level: str, need: str) -> Forbi
     return None
 
 
-def _error_body(exc: DibenchError) -> dict[str, Any]:
-    body = {"error": type(exc).__name__, "detail": str(exc)[:500]}
+# An absolute path of two components or more, where a path starts: after a space, a quote, `(`,
+# `=` or at the start of the text.
+_ABSOLUTE_PATH = re.compile(r"(?:(?<=^)|(?<=[\s'\"(=]))/(?:[^\s:'\"(),;/]+/)+([^\s:'\"(),;/]*)")
+
+
+def without_paths(text: str, roots: Sequence[Path] = ()) -> str:
+    """`text` with no server path in it: a path under one of `roots` (pack roots, the repository)
+    becomes relative to that root's parent (`demo/rules/x.md`), any other absolute path its
+    last part (`rule.md`), so an error still names the file at fault."""
+    for root in sorted({str(r.resolve()) for r in roots} | {str(REPO_ROOT)}, key=len, reverse=True):
+        text = text.replace(root.rstrip("/") + "/", Path(root).name + "/" if root != str(REPO_ROOT) else "")
+    return _ABSOLUTE_PATH.sub(lambda m: m.group(1) or "/", text)
+
+
+def _error_body(exc: DibenchError, roots: Sequence[Path] = ()) -> dict[str, Any]:
+    body = {"error": type(exc).__name__, "detail": without_paths(str(exc), roots)[:500]}
     if exc.hint:
-        body["hint"] = exc.hint
+        body["hint"] = without_paths(exc.hint, roots)
     return body
 
 
@@ -224,11 +249,24 @@ async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
 
 
 def bounded_422(exc: RequestValidationError) -> dict[str, Any]:
-    """Field path and message of the first errors, never the input (which can be megabytes)."""
+    """Field path and message of the first errors, never the input (which can be megabytes) nor
+    a server path."""
     errors = list(exc.errors())
-    shown = [{"loc": ".".join(str(p) for p in e.get("loc", ()))[:200], "msg": str(e.get("msg", ""))[:200]}
-             for e in errors[:MAX_422_ERRORS]]
+    shown = [{"loc": ".".join(str(p) for p in e.get("loc", ()))[:200],
+              "msg": without_paths(str(e.get("msg", "")))[:200]} for e in errors[:MAX_422_ERRORS]]
     return {"error": "RequestValidationError", "detail": shown, "errors": len(errors)}
+
+
+@contextmanager
+def as_in_pack(path: Path) -> Iterator[Path]:
+    """A rule document sent in a request is written to `path` (a temp folder) to be read like any
+    other; its problems name it as `domain validate` would in the pack, `rules/<file name>`."""
+    try:
+        yield path
+    except PackErrors as exc:
+        shown = f"rules/{path.name}"
+        raise PackErrors([PackError(shown, e.field, e.problem) if Path(e.file).resolve() == path.resolve() else e
+                          for e in exc.errors]) from None
 
 
 class PackOutsideRoots(DibenchError):
@@ -351,10 +389,19 @@ def _retrieve(task: asyncio.Task[bytes]) -> None:
         task.exception()
 
 
+def trusted_hosts(cfg: Settings, host: str) -> list[str]:
+    """The Host header names the app answers: the address it is bound to (for a wildcard address,
+    this machine's names), localhost names and Settings.api_allowed_hosts. Anything else is
+    refused, so a page that points a name of its own at this server (DNS rebinding) reads nothing."""
+    bound = [socket.gethostname(), socket.getfqdn()] if host in WILDCARD_HOSTS else [host]
+    return sorted({*bound, *LOCAL_HOSTS, *cfg.api_allowed_hosts} - {""})
+
+
 def create_app(settings: Settings | None = None, graph_factory: Callable[[], Graph] | None = None,
                insecure_local: bool = False, rules_route: str = "async",
-               rules_cache_s: float = RULES_CACHE_S) -> FastAPI:
-    """`rules_route`: `async` (default) or `sync`, the old path, kept for bench/api_load_bench.py;
+               rules_cache_s: float = RULES_CACHE_S, host: str = "127.0.0.1") -> FastAPI:
+    """`host`: the address the server is bound to (its Host header check, `trusted_hosts`);
+    `rules_route`: `async` (default) or `sync`, the old path, kept for bench/api_load_bench.py;
     `rules_cache_s`: how long an async rules-for answer is reused (0: never)."""
     cfg = settings or get_settings()
     limiter = CapacityLimiter(RULES_POOL)
@@ -362,10 +409,12 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
     app = FastAPI(title="dibench", version="0.1.0",
                   description="Verifiable benchmarks for enterprise data agents: the knowledge service.")
     app.add_middleware(Gate, cfg=cfg, insecure_local=insecure_local)
+    # Added last, so it runs first: a foreign Host is refused before anything else looks at it.
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=trusted_hosts(cfg, host))
 
     @app.exception_handler(DibenchError)
     async def _dibench_error(_: Request, exc: DibenchError) -> JSONResponse:
-        return JSONResponse(status_code=status_of(exc), content=_error_body(exc))
+        return JSONResponse(status_code=status_of(exc), content=_error_body(exc, cfg.api_pack_roots))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -410,29 +459,35 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
 
         return impact(graph_of(), rule_id, domain)
 
-    @app.get("/tasks", summary="Tasks with filters, paginated")
-    def tasks(domain: str | None = None, analysis_type: str | None = None, tier: str | None = None,
+    @app.get("/tasks", summary="Tasks with filters over public fields, paginated")
+    def tasks(request: Request, domain: str | None = None, analysis_type: str | None = None, tier: str | None = None,
               status: str | None = None, rule: str | None = None, metric: str | None = None,
               offset: int = Query(0, ge=0, le=MAX_OFFSET), limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
 
+        unknown = sorted(set(request.query_params) - TASK_QUERY)
+        if unknown:  # never ignored: a filter on a private field must not look like it worked
+            raise ExportError(f"unknown query parameter {unknown[0][:60]!r}; /tasks filters on "
+                              f"{', '.join(sorted(TASK_QUERY - {'offset', 'limit'}))}")
         g = graph_of()
-        args = dict(domain=domain, analysis_type=analysis_type, tier=tier, status=status, rule=rule, metric=metric)
-        total = g.read("export_tasks_count", **args)[0]["total"]
-        rows = g.read("export_tasks_page", **args, offset=offset, limit=limit)
-        return {"total": total, "offset": offset, "limit": limit, "tasks": [public_record(r["task"]) for r in rows]}
+        given = dict(domain=domain, analysis_type=analysis_type, tier=tier, status=status, rule=rule, metric=metric)
+        selection = public_filter({k: v for k, v in given.items() if v is not None}, admitted=False)
+        keys = [r["key"] for r in g.read("export_filter", **selection.params())]
+        page = sorted(keys)[offset:offset + limit]
+        rows = g.read("export_tasks_public", keys=page, domain=None) if page else []
+        return {"total": len(keys), "offset": offset, "limit": limit, "tasks": [public_record(r["task"]) for r in rows]}
 
     @app.post("/rules/update", summary="Update one rule document (write token)")
     def rules_update(req: RuleUpdateRequest) -> dict[str, Any]:
 
         pack = pack_under_roots(req.pack, list(cfg.api_pack_roots))
         g = graph_of()
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / req.file_name
+        with tempfile.TemporaryDirectory() as tmp, as_in_pack(Path(tmp) / "rules" / req.file_name) as path:
+            path.parent.mkdir()
             path.write_text(req.document)
             pk, doc = load_document(path, pack)
-        plan_fn = lambda: plan_update(pk, doc, g, get_warehouse(), configured_model(),  # noqa: E731
-                                      regenerate=req.regenerate)
-        plan = plan_fn() if req.dry_run else run_update(plan_fn, g)[0]
+            plan_fn = lambda: plan_update(pk, doc, g, get_warehouse(), configured_model(),  # noqa: E731
+                                          regenerate=req.regenerate)
+            plan = plan_fn() if req.dry_run else run_update(plan_fn, g, pk.name)[0]
         if not req.dry_run:
             from_thread.run_sync(cache.clear)  # on the event loop, which owns the cache
         log = plan.changelog()
@@ -448,8 +503,8 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
                             hint="send Authorization: Bearer <write token>")
         dialects = parse_dialects(",".join(req.dialects)) if req.dialects else []
         lines: Iterator[str] = iter(list(library.export_lines(  # materialised, so errors come first
-            cypher=req.cypher, preset=req.preset, params=req.params, domain=req.domain, audience=req.view,
-            dialects=dialects, graph=graph_of())))
+            cypher=req.cypher, preset=req.preset, params=req.params, filters=req.filter, domain=req.domain,
+            audience=req.view, dialects=dialects, graph=graph_of())))
         return StreamingResponse(lines, media_type="application/x-ndjson")
 
     @app.get("/domains/{domain}/drift",
@@ -457,8 +512,8 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
     def drift_latest(domain: str) -> dict[str, Any]:
 
         check = latest_check(graph_of(), domain)
-        check["tasks"] = [{k: v for k, v in t.items() if k not in ("old", "new")} for t in check["tasks"]]
-        return check
+        tasks = [{"key": t["key"], **public_edge_view("CHECKED", t)} for t in check.pop("tasks")]
+        return {**public_view("DriftCheck", check), "tasks": tasks}
 
     @app.post("/domains/{domain}/drift",
               summary="Run a drift check now (apply=true versions drifted tasks; write token); returns the changelog")

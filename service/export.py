@@ -1,10 +1,12 @@
 """`dibench export`: a task subset chosen by a graph query, as files.
 
-The user's Cypher selects tasks (`RETURN t.key AS key`) and runs only when Neo4j's plan shows a
-read (stores.cypher_guard); the service then materialises the records itself, from one domain
-and a whitelist of properties per audience (`public`: what an agent may see; `private`: adds
-gold and base answers, SQL, parameters). An export holds its audience's views and a manifest;
-the same graph and query give byte-identical files.
+A public export selects tasks with a preset or a structured filter over public fields
+(`PublicFilter`, one statement of ours): it cannot reach a private value, since no text of the
+caller's reaches Neo4j. User Cypher (`RETURN t.key AS key`) is for the private audience and runs
+only when Neo4j's plan shows a read (stores.cypher_guard). The service materialises the records
+itself, from one domain and a whitelist of properties per audience (`public`: core/visibility.py;
+`private`: adds gold and base answers, SQL, parameters). An export holds its audience's views and
+a manifest; the same graph and query give byte-identical files.
 """
 from __future__ import annotations
 
@@ -22,15 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from sqlglot import exp
 
 from dibench.core.ambiguity import ambiguous
 from dibench.core.contracts import task_contract
 from dibench.core.errors import DibenchError
+from dibench.core.visibility import public_properties, public_view
 from dibench.generation.writeback import asked
 from dibench.sqlops.dialect import parse, render
 from dibench.sqlops.transpile import transpile_all
-from dibench.stores.cypher_guard import check_text, run_user_query
+from dibench.stores.cypher_guard import check_read_only, run_user_query
 from dibench.stores.graph import Graph, load
 from dibench.stores.pack_data import schema_columns
 from dibench.stores.policies import domain_policies
@@ -40,6 +44,9 @@ PRESETS = ("domain", "analysis_type", "tier", "rule", "metric", "status")
 FORMATS = ("jsonl", "csv", "hf")
 AUDIENCES = ("public", "private")
 KEY_CONTRACT = "the query returns task keys: a column `key` with Task.key strings (RETURN t.key AS key)"
+PUBLIC_SURFACE = ("a public export selects with --preset or --filter over the public fields "
+                  "(docs/public-surface.md); arbitrary Cypher is for the private audience only "
+                  "(--audience private; over HTTP: view private, with the write token)")
 PUBLIC_FIELDS = ("task_id", "domain", "analysis_type", "tier", "variant", "question", "answer_format", "metadata")
 PRIVATE_FIELDS = ("task_id", "domain", "analysis_type", "tier", "question", "answer_format", "gold_answer",
                   "base_answer", "gold_sql", "base_sql", "params", "contract", "metric_ids", "rule_ids", "variant",
@@ -49,32 +56,115 @@ JSON_TEXT_FIELDS = ("gold_answer", "base_answer", "params", "contract", "metadat
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 FINGERPRINT_SQL = ("SELECT COUNT(*) AS n_rows, MD5(STRING_AGG(MD5(CAST(dibench_fp_row AS TEXT)), '' "
                    "ORDER BY MD5(CAST(dibench_fp_row AS TEXT)))) AS checksum FROM fp_table AS dibench_fp_row")
+MAX_FILTER_VALUES = 10_000
 
 
 class ExportError(DibenchError):
     """An export query that breaks the key contract, or an export that cannot be written."""
 
 
+class PrivateOnly(ExportError):
+    """A public export asked for user Cypher: only the private audience may run it."""
+
+    hint = PUBLIC_SURFACE
+
+
+class PublicFilter(BaseModel):
+    """The public selection: tasks whose public fields take one of the given values (no field:
+    any value; `status` defaults to admitted in exports). `metric` and `rule` follow the task's
+    ON_METRIC and USES_RULE edges, which the impact and rules-for answers show as well."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    domain: list[str] | None = None
+    analysis_type: list[str] | None = None
+    tier: list[str] | None = None
+    variant: list[str] | None = None
+    status: list[str] | None = None
+    answer_format: list[str] | None = None
+    version: list[int] | None = None
+    key: list[str] | None = None
+    metric: list[str] | None = None
+    rule: list[str] | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _listed(cls, v: Any) -> Any:
+        """One value or a list of them; strings at most 500 characters, at most MAX_FILTER_VALUES."""
+        values = v if isinstance(v, (list, tuple)) or v is None else [v]
+        if values is not None and len(values) > MAX_FILTER_VALUES:
+            raise ValueError(f"at most {MAX_FILTER_VALUES} values")
+        if values is not None and any(isinstance(x, str) and len(x) > 500 for x in values):
+            raise ValueError("values are at most 500 characters")
+        return values
+
+    def params(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+FILTER_FIELDS = tuple(PublicFilter.model_fields)
+assert set(FILTER_FIELDS) <= public_properties("Task") | {"metric", "rule"}, "a filter field must be public"
+
+
+def public_filter(raw: dict[str, Any], *, admitted: bool = True) -> PublicFilter:
+    """A PublicFilter from request data, refused in one line naming the field (an unknown field is
+    named as not public: a private property cannot be filtered on by any spelling)."""
+    unknown = sorted(str(k)[:60] for k in raw if k not in FILTER_FIELDS)
+    if unknown:
+        raise ExportError(f"filter field {unknown[0]!r} is not a public field; public filter fields: "
+                          f"{', '.join(FILTER_FIELDS)}", hint=PUBLIC_SURFACE)
+    try:
+        f = PublicFilter.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ExportError(f"filter field {str(err['loc'][0])[:60]!r}: {err['msg']}") from None
+    return f.model_copy(update={"status": ["admitted"]}) if admitted and f.status is None else f
+
+
 @dataclass(frozen=True)
 class ExportQuery:
+    """What selects an export's tasks: user Cypher (`text`, private audience only) or the public
+    filter statement with a PublicFilter (from --filter, or from a preset)."""
+
     text: str
     params: dict[str, Any] = field(default_factory=dict)
     preset: str | None = None
+    selection: PublicFilter | None = None
+
+    @property
+    def user(self) -> bool:
+        """User Cypher, which only the private audience runs."""
+        return self.selection is None
 
     def describe(self) -> dict[str, Any]:
-        return {"cypher": self.text, "params": self.params, "preset": self.preset, "contract": KEY_CONTRACT}
+        out: dict[str, Any] = {"cypher": self.text, "params": self.params, "preset": self.preset,
+                               "contract": KEY_CONTRACT}
+        if self.selection is not None:
+            out["filter"] = {k: v for k, v in self.selection.params().items() if v is not None}
+        return out
 
     def domain_hint(self) -> str | None:
-        """The domain a `domain` preset names: its export needs no separate --domain."""
-        value = self.params.get("domain") if self.preset == "domain" else None
-        return value if isinstance(value, str) else None
+        """The one domain a selection names: its export needs no separate --domain."""
+        named = self.selection.domain if self.selection is not None else None
+        return named[0] if named and len(named) == 1 else None
 
 
-def export_query(cypher: str | None, preset: str | None, params: dict[str, Any]) -> ExportQuery:
-    """The query of an export request: exactly one of user Cypher and a preset."""
-    if (cypher is None) == (preset is None):
-        raise ExportError("pass exactly one of --cypher and --preset (HTTP: cypher, preset)")
-    return preset_query(preset, params) if preset else ExportQuery(str(cypher), params)
+def filter_query(selection: PublicFilter, preset: str | None = None, params: dict[str, Any] | None = None) -> ExportQuery:
+    return ExportQuery(load("export_filter").text, dict(params or {}), preset, selection)
+
+
+def export_query(cypher: str | None, preset: str | None, params: dict[str, Any],
+                 filters: dict[str, Any] | None = None) -> ExportQuery:
+    """The query of an export request: exactly one of user Cypher, a preset and a filter."""
+    given = [x for x in (cypher, preset, filters) if x is not None]
+    if len(given) != 1:
+        raise ExportError("pass exactly one of --cypher, --preset and --filter (HTTP: cypher, preset, filter)")
+    if preset is not None:
+        return preset_query(preset, params)
+    if filters is not None:
+        if params:
+            raise ExportError("--param goes with --cypher or --preset; a filter carries its own values")
+        return filter_query(public_filter(filters))
+    return ExportQuery(str(cypher), params)
 
 
 def parse_param(item: str) -> tuple[str, Any]:
@@ -91,20 +181,45 @@ def parse_param(item: str) -> tuple[str, Any]:
     return k, value if not isinstance(value, str) else v
 
 
+def parse_filters(items: Sequence[str]) -> dict[str, Any] | None:
+    """`--filter k=v[,v...]` items as one filter ({k: [v, ...]}; a repeated k adds values)."""
+    if not items:
+        return None
+    out: dict[str, list[Any]] = {}
+    for item in items:
+        if "=" not in item:
+            raise ExportError(f"--filter {item[:80]!r}: expected field=value[,value...]")
+        k, v = item.split("=", 1)
+        out.setdefault(k, []).extend(int(x) if k == "version" and x.strip().isdigit() else x for x in v.split(","))
+    return out
+
+
+# The preset and the filter field it sets (`status` takes any status; the others admitted tasks).
+_PRESET_FIELD = {"domain": "domain", "analysis_type": "analysis_type", "tier": "tier", "rule": "rule",
+                 "metric": "metric", "status": "status"}
+
+
 def preset_query(name: str, params: dict[str, Any]) -> ExportQuery:
+    """A named selection: one public filter field, given as its one parameter (`--param tier=K`)."""
     if name not in PRESETS:
         raise ExportError(f"unknown preset {name[:40]!r}; presets: {', '.join(PRESETS)}")
-    stmt = load(f"export_preset_{name}")
-    if set(params) != set(stmt.params):
-        raise ExportError(f"preset {name} takes exactly --param {', '.join(sorted(stmt.params))}=...; "
-                          f"got {sorted(params) or 'none'}")
-    return ExportQuery(stmt.text, dict(params), name)
+    field_name = _PRESET_FIELD[name]
+    if set(params) != {field_name}:
+        raise ExportError(f"preset {name} takes exactly --param {field_name}=...; got {sorted(params) or 'none'}")
+    value = params[field_name]
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise ExportError(f"preset {name}: --param {field_name} takes one value, not {type(value).__name__}")
+    return filter_query(public_filter({field_name: str(value)}), name, params)
 
 
 def task_keys(graph: Graph, q: ExportQuery, audience: str = "public") -> list[str]:
     """Sorted distinct task keys the query selects (column `key`; values that are not task keys
-    are ignored, never echoed)."""
-    rows = run_user_query(graph.driver, graph.database, q.text, q.params, public=_public(audience))
+    are ignored, never echoed). User Cypher runs for the private audience only."""
+    if q.selection is not None:
+        rows = graph.read("export_filter", **q.selection.params())
+    else:
+        refuse_public_cypher(q, audience)
+        rows = run_user_query(graph, q.text, q.params)
     keys: set[str] = set()
     for r in rows:
         if "key" not in r:
@@ -112,6 +227,15 @@ def task_keys(graph: Graph, q: ExportQuery, audience: str = "public") -> list[st
         if isinstance(r["key"], str) and r["key"].startswith("task:"):
             keys.add(r["key"])
     return sorted(keys)
+
+
+def refuse_public_cypher(q: ExportQuery, audience: str) -> None:
+    """User Cypher: its text pass (local), then, for a public export, a refusal before anything
+    reaches Neo4j."""
+    if q.user:
+        check_read_only(q.text)
+        if _public(audience):
+            raise PrivateOnly("refused Cypher: a public export cannot run arbitrary Cypher")
 
 
 def _columns(row: dict[str, Any]) -> str:
@@ -163,7 +287,9 @@ def private_record(t: dict[str, Any]) -> dict[str, Any]:
 
 
 def public_record(t: dict[str, Any]) -> dict[str, Any]:
-    """No gold, no SQL, no rule ids (they would say which document to consult)."""
+    """No gold, no SQL, no rule ids (they would say which document to consult): public Task
+    properties only (core/visibility.py)."""
+    t = public_view("Task", t)
     return {"task_id": t["key"], "domain": t["domain"], "analysis_type": t["analysis_type"], "tier": t["tier"],
             "variant": t.get("variant", "standard"), "question": t["question"], "answer_format": t["answer_format"],
             "metadata": {"status": t.get("status"), "version": t.get("version", 1)}}
@@ -191,7 +317,7 @@ def read_snapshot(graph: Graph, q: ExportQuery, domain: str | None = None, audie
     domains' update sequence: an update that commits meanwhile makes us read again, so an export
     never mixes two states."""
     statement = "export_tasks_public" if _public(audience) else "export_tasks"
-    check_text(q.text, _public(audience))  # a hostile query is refused before any other question
+    refuse_public_cypher(q, audience)  # before any other question
     for _ in range(retries):
         before = graph.read("export_clock")
         scope = resolve_domain(before, domain)
@@ -291,7 +417,8 @@ def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any], au
         hashed = [private_record(t) for t in tasks]
         files.update(_view_files(fmt, "private", hashed))
     versions = {(v["domain"], v["rule_id"], v["hash"]): v for r in snap.rows for v in r["rule_versions"]}
-    runs = {r["run"]["key"]: r["run"] for r in snap.rows if r["run"]}
+    runs = {r["run"]["key"]: r["run"] if not _public(audience) else public_view("Run", r["run"])
+            for r in snap.rows if r["run"]}
     manifest = {
         "format": fmt, "audience": audience, "domain": snap.domain, "query": q.describe(),
         "counts": {"tasks": len(tasks), "by_domain": dict(sorted(Counter(t["domain"] for t in tasks).items())),

@@ -67,21 +67,22 @@ def generate(pack: Pack | str | Path, *, target: int = 40, seed: int = 42, worke
 
 
 def export(out: str | Path, *, cypher: str | None = None, preset: str | None = None,
-           params: Mapping[str, Any] | None = None, domain: str | None = None, audience: str = "public",
-           fmt: str = "jsonl", dialects: Sequence[str] = (), graph: Graph | None = None,
-           warehouse: Warehouse | None = None) -> dict[str, Any]:
-    """Write the tasks that a read-only Cypher query (`RETURN t.key AS key`) or a preset selects
-    from one domain into the folder `out`, for one audience; returns the manifest."""
-    q = export_query(cypher, preset, dict(params or {}))
+           params: Mapping[str, Any] | None = None, filters: Mapping[str, Any] | None = None,
+           domain: str | None = None, audience: str = "public", fmt: str = "jsonl", dialects: Sequence[str] = (),
+           graph: Graph | None = None, warehouse: Warehouse | None = None) -> dict[str, Any]:
+    """Write the tasks that a preset, a filter over public fields (`{"tier": ["K+A+R"]}`) or, for
+    the private audience only, a read-only Cypher query (`RETURN t.key AS key`) selects from one
+    domain into the folder `out`, for one audience; returns the manifest."""
+    q = export_query(cypher, preset, dict(params or {}), dict(filters) if filters is not None else None)
     return _export(graph or get_graph(), warehouse or get_warehouse(), q, fmt, Path(out),
                    domain=domain or q.domain_hint(), audience=audience, dialects=dialects)
 
 
 def export_lines(*, cypher: str | None = None, preset: str | None = None, params: Mapping[str, Any] | None = None,
-                 domain: str | None = None, audience: str = "public", dialects: Sequence[str] = (),
-                 graph: Graph | None = None) -> Iterator[str]:
+                 filters: Mapping[str, Any] | None = None, domain: str | None = None, audience: str = "public",
+                 dialects: Sequence[str] = (), graph: Graph | None = None) -> Iterator[str]:
     """The JSONL lines of the same export, from one consistent snapshot, without writing files."""
-    q = export_query(cypher, preset, dict(params or {}))
+    q = export_query(cypher, preset, dict(params or {}), dict(filters) if filters is not None else None)
     return stream_records(graph or get_graph(), q, audience, domain or q.domain_hint(), dialects)
 
 

@@ -28,6 +28,7 @@ from dibench.generation.validation import Candidate, Vocabulary
 from dibench.generation.writeback import task_rows
 from dibench.ingest.extract import PROMPT_VERSION as EXTRACT_PROMPT_VERSION
 from dibench.ingest.rules import RulePlan, plan_rules
+from dibench.ingest.validate import catalog_problems, document_problems, refuse_problems
 from dibench.service.queries import resolve_one
 from dibench.service.rederive import canonical, rederive
 from dibench.stores.graph import Graph
@@ -87,7 +88,6 @@ class UpdatePlan:
     changes: list[TaskChange] = field(default_factory=list)
     archive: list[dict[str, Any]] = field(default_factory=list)
     writes: list[dict[str, Any]] = field(default_factory=list)
-    variant_links: list[dict[str, Any]] = field(default_factory=list)
     retire: list[dict[str, Any]] = field(default_factory=list)
     regeneration: Regeneration | None = None
     warnings: list[str] = field(default_factory=list)
@@ -141,6 +141,8 @@ def with_document(pack: Pack, doc: RuleDoc) -> Pack:
 
 
 def load_document(path: str | Path, pack: str | Path | None = None) -> tuple[Pack, RuleDoc]:
+    """The pack with the rule document at `path` in place (the document may lie anywhere: the
+    user names it; it is still read through the pack file door, core.pack.read_pack_file)."""
     doc = read_rule(Path(path))
     pk = load_pack(pack if pack is not None else pack_root_of(Path(path)))
     return with_document(pk, doc), doc
@@ -231,7 +233,6 @@ def classify(task: dict[str, Any], why: str, c: Candidate | None, ctx: _Ctx, pla
                          "update": ctx.update_key})
     rows = _rows_for(c, task, ctx, v + 1, stamp=True)
     plan.writes.extend(rows)
-    plan.variant_links.extend(r for r in rows if r["variant"] != "standard")
     return ch
 
 
@@ -333,7 +334,11 @@ def plan_update(pack: Pack, doc: RuleDoc, graph: Graph, wh: Warehouse, llm: Base
     state = graph.read("update_rule_state", rule=rule_key(d, doc.id))
     st = state[0] if state else None
     seq = int(st["seq"]) if st else int(graph.read("update_domain_seq", domain=d)[0]["seq"])
+    # `domain validate`'s checks first, in its words: nothing runs or is written for a document it refuses.
+    columns = schema_columns(wh, pack.schema)
+    refuse_problems(catalog_problems(pack, columns) + document_problems(pack, doc, columns))
     rules = plan_rules(pack, wh, llm, graph=graph, only={doc.id})
+    refuse_problems(rules.problems)  # of effects the LLM extracted
     if rules.failures:
         raise DibenchError("; ".join(rules.failures), hint="fix the rule document; the graph was not changed")
     before = {"version": st["version"], "hash": st["hash"], "removed": bool(st["removed"])} if st else \
@@ -389,6 +394,9 @@ def plan_remove(graph: Graph, rule_id: str, domain: str | None = None, pack: Pac
     plan.policy_order = {m: after_removal[m].order() for m in metrics if m in after_removal}
     if pack is not None and wh is not None:
         kept = replace(pack, rules=tuple(r for r in pack.rules if r.id != rule_id))
+        columns = schema_columns(wh, kept.schema)
+        refuse_problems(catalog_problems(kept, columns) + [p for r in kept.rules
+                                                          for p in document_problems(kept, r, columns)])
         plan_tasks(plan, graph, _context(kept, wh, llm, plan.update_key), after_removal, metrics)
         for ch in plan.changes:
             if ch.action == "retired" and rule_id in ch.reason:

@@ -11,9 +11,11 @@ import datetime as dt
 import json
 import os
 import signal
+from collections.abc import Callable
 from typing import Any
 
 from dibench.generation.pipeline import plan_rows
+from dibench.generation.writeback import link_variants
 from dibench.ingest.pipeline import write_plans
 from dibench.service.update import UpdateConflict, UpdatePlan
 from dibench.stores.graph import Graph, Tx
@@ -39,11 +41,12 @@ def _write_regeneration(tx: Tx, plan: UpdatePlan, now: int) -> None:
     for sk in regen.skeletons:
         rows = regen.rows_by_skeleton[sk.key]
         tx.run("tasks_write", run=regen.run_key, skeleton=sk.key, worker=WORKER, now=now, rows=rows)
-        tx.run("tasks_variant_link", rows=[r for r in rows if r["variant"] != "standard"])
+        link_variants(tx, rows, plan.update_key)
 
 
 def write_update(plan: UpdatePlan, graph: Graph) -> dict[str, int]:
-    """Apply `plan`; returns the driver's write counters ({} when there was nothing to write)."""
+    """Apply `plan`; returns the driver's write counters ({} when there was nothing to write).
+    The caller holds the domain's write lease (`run_update`)."""
     checkpoint("planned")
     if not plan.changed:
         return {}
@@ -62,8 +65,8 @@ def write_update(plan: UpdatePlan, graph: Graph) -> dict[str, int]:
         checkpoint("rule_written")
         tx.run_rows("update_tasks_archive", plan.archive)
         tx.run_rows("update_tasks_write", plan.writes, batch_size=500)
-        tx.run_rows("tasks_variant_link", plan.variant_links)
         tx.run_rows("update_tasks_retire", plan.retire)
+        link_variants(tx, plan.writes, plan.update_key)
         _write_regeneration(tx, plan, int(stamp.timestamp() * 1000))
         checkpoint("tasks_written")
         props: dict[str, Any] = {"domain": plan.domain, "rule_id": plan.rule_id, "seq": plan.seq + 1,
@@ -73,19 +76,26 @@ def write_update(plan: UpdatePlan, graph: Graph) -> dict[str, int]:
         tx.run("update_record", rule=plan.rule_key, key=plan.update_key, props=props)
         return tx.counters
 
-    with domain_lease(graph, plan.domain):
-        counters = graph.transaction(work)
+    counters = graph.transaction(work)
     checkpoint("committed")
     return counters
 
 
-def run_update(plan_fn: Any, graph: Graph, retries: int = 3) -> tuple[UpdatePlan, dict[str, int]]:
-    """Plan and write; a concurrent update of the same domain makes us re-plan (bounded)."""
-    for attempt in range(retries):
-        plan = plan_fn()
-        try:
-            return plan, write_update(plan, graph)
-        except UpdateConflict:
-            if attempt == retries - 1:
-                raise
+def run_update(plan_fn: Callable[[], UpdatePlan], graph: Graph, domain: str,
+               retries: int = 3) -> tuple[UpdatePlan, dict[str, int]]:
+    """Plan and write under `domain`'s write lease, held from before the plan to after the commit:
+    no generation run or other writer of the domain changes what the plan read (a run holds the
+    lease for its whole length: this waits for it, then refuses in one line). A concurrent update
+    that slipped in anyway (a lease taken over) makes us re-plan (bounded)."""
+    with domain_lease(graph, domain, purpose="update-rule") as lease:
+        for attempt in range(retries):
+            plan = plan_fn()
+            if plan.domain != domain:
+                raise UpdateConflict(f"the update planned domain {plan.domain!r}, not {domain!r}")
+            lease.renew()  # a plan that took longer than the lease must not write after a takeover
+            try:
+                return plan, write_update(plan, graph)
+            except UpdateConflict:
+                if attempt == retries - 1:
+                    raise
     raise AssertionError("unreachable")

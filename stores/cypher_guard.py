@@ -2,20 +2,29 @@
 
 A query is compiled with EXPLAIN in the READ transaction that then runs it, and refused unless
 its query type is `r` and every plan operator is in READ_OPERATORS; a tokenizer first gives clear
-messages for the obvious cases and, for the public audience, refuses private task properties.
-Errors carry only Neo4j's status code (and line and column of a syntax error), never its message.
+messages for the obvious cases. It runs within a time limit (server-side, and a deadline here)
+and the server's per-transaction memory limit. Only the private audience runs user Cypher (see
+docs/public-surface.md). Errors carry only Neo4j's status code (and line and column of a syntax
+error), never its message.
 """
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Iterator
+import threading
+import time
+import uuid
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from neo4j import READ_ACCESS, ManagedTransaction, unit_of_work
+from neo4j import READ_ACCESS, AsyncGraphDatabase
 from neo4j.exceptions import Neo4jError, ServiceUnavailable
 
+from dibench.core.config import Settings
 from dibench.core.errors import DibenchError, ServiceError
+from dibench.stores.graph import Graph
 
 WRITE_CLAUSES = frozenset({
     "create", "merge", "set", "delete", "detach", "remove", "foreach", "drop", "alter", "grant", "deny",
@@ -46,25 +55,16 @@ _READ_OPERATOR_FAMILY = re.compile(
     r"^(Node|MultiNode|Directed|Undirected)(Unique)?(Relationship)?(Type)?Index\w*(Seek|Scan)\w*$"
     r"|^(Directed|Undirected)RelationshipTypeScan$|^PartitionedAllNodesScan$"
     r"|^(Expand|OptionalExpand|VarLengthExpand|StatefulShortestPath)\([A-Za-z,]+\)$")
-# Task properties only the private audience may read, filter on or return (gold, SQL, judge...).
-PRIVATE_PROPERTIES = frozenset({
-    "gold_answer", "base_answer", "gold_sql", "base_sql", "gold_params", "base_params", "judge", "facts",
-    "rejections", "rule_versions", "contract", "skeleton_key", "params",
-})
-_PRIVATE_NAME = re.compile(r"^(gold|base)_|^(" + "|".join(sorted(PRIVATE_PROPERTIES)) + r")$", re.IGNORECASE)
-# Ways to reach a property without naming it: whole-map projections and dynamic access.
-_DYNAMIC = frozenset({"properties", "keys"})
-# Words after which `[` opens a list literal or comprehension, not a subscript.
-_KEYWORDS_BEFORE_LIST = frozenset({
-    "in", "return", "with", "unwind", "and", "or", "xor", "not", "where", "then", "else", "when", "case",
-    "contains", "starts", "ends", "distinct", "by", "as", "is", "yield", "skip", "limit",
-})
-# In plan details integer literals show as `$autoint_N` and cached property reads as `cache[t.x]`;
-# any other subscript, `properties(...)`, `keys(...)` or `.*` could reach a private property.
-_PLAN_INDEX = r"(?:\$autoint_\d+|-?\d+)?(?:\.\.(?:\$autoint_\d+|-?\d+)?)?\]"
-_DYNAMIC_IN_PLAN = re.compile(r"\b(?:properties|keys)\(|\.\*|\b(?!cache\[)\w+\[(?!" + _PLAN_INDEX + r")|[)\]]\[(?!"
-                              + _PLAN_INDEX + r")")
 USER_QUERY_TIMEOUT_S = 10.0
+# How long after the server-side timeout the caller stops waiting.
+DEADLINE_GRACE_S = 1.0
+# User queries of one process on the server at a time, how long a query waits for a slot, and how
+# long a query given up at its deadline may keep its slot. One: a string the memory pools do not
+# track (doubled in a `reduce`) fills the JVM's heap, and several at once stall every reader.
+USER_QUERY_SLOTS = 1
+SLOT_WAIT_S = 1.0
+LINGER_MAX_S = 600.0
+_SLOTS = threading.BoundedSemaphore(USER_QUERY_SLOTS)
 MAX_ROWS = 1_000_000
 _LINE_END = "\n\r\u2028\u2029\u0085\x0b\x0c"
 
@@ -157,51 +157,6 @@ def check_read_only(query: str) -> None:
             raise CypherRefused("procedure calls are not allowed", *_where(query, t.pos))
 
 
-def check_public(query: str) -> None:
-    """Refuse, for the public audience, every way this text names or reaches a private property:
-    `t.gold_answer`, `{gold_answer: ...}` pattern predicates, `t{.*}`, `properties(t)`, `t[k]`."""
-    toks = tokens(query)
-    for i, t in enumerate(toks):
-        prev = toks[i - 1].text if i > 0 else ""
-        nxt = toks[i + 1].text if i + 1 < len(toks) else ""
-        if t.kind == "word" and _PRIVATE_NAME.search(t.text) and (prev == "." or nxt == ":"):
-            raise CypherRefused("private task properties are only for the private audience", *_where(query, t.pos))
-        if t.kind == "word" and t.text.lower() in _DYNAMIC and nxt == "(" and prev != ".":
-            raise CypherRefused(f"{t.text.lower()}() is only for the private audience", *_where(query, t.pos))
-        if t.text == "*" and prev == ".":
-            raise CypherRefused("map projections with .* are only for the private audience", *_where(query, t.pos))
-        if t.text == "[" and _is_subscript(toks, i) and not _integer_subscript(query, toks, i):
-            raise CypherRefused("dynamic property or map access is only for the private audience",
-                                *_where(query, t.pos))
-
-
-def _is_subscript(toks: list[Token], i: int) -> bool:
-    """`[` indexing a value (`t[...]`, `f(x)[...]`, `$p[...]`), not a list after a keyword (`IN [...]`)."""
-    if i == 0:
-        return False
-    prev = toks[i - 1]
-    if prev.kind == "word":
-        return prev.text.lower() not in _KEYWORDS_BEFORE_LIST
-    return prev.kind == "param" or prev.text in (")", "]", "}")
-
-
-def _integer_subscript(query: str, toks: list[Token], i: int) -> bool:
-    """`xs[0]`, `xs[-1]`, `xs[1..3]`: list indexing with integer literals only (checked on the
-    raw text, since the tokenizer drops string literals such as `t['gold_answer']`)."""
-    close = next((t for t in toks[i + 1:] if t.text == "]"), None)
-    return close is not None and bool(_INTEGER_INDEX.fullmatch(query[toks[i].pos + 1:close.pos]))
-
-
-_INTEGER_INDEX = re.compile(r"\s*-?\d+\s*|\s*-?\d*\s*\.\.\s*-?\d*\s*")
-
-
-def check_text(query: str, public: bool) -> None:
-    """Both text passes: cheap, for a clear message before anything reaches the server."""
-    check_read_only(query)
-    if public:
-        check_public(query)
-
-
 # ------------------------------------------------------------------------------ the plan
 def operators(plan: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
     """Every operator of a ResultSummary plan, depth first."""
@@ -216,9 +171,8 @@ def _operator_name(op: dict[str, Any]) -> str:
     return str(op.get("operatorType", "")).split("@", 1)[0]
 
 
-def check_plan(query_type: str | None, plan: dict[str, Any] | None, public: bool) -> None:
-    """Refuse unless Neo4j compiled a read query made of read operators only (and, for the public
-    audience, no operator's details mention a private property)."""
+def check_plan(query_type: str | None, plan: dict[str, Any] | None) -> None:
+    """Refuse unless Neo4j compiled a read query made of read operators only."""
     if query_type != "r":
         raise CypherRefused(f"Neo4j classifies this query as {query_type!r}, not read-only ('r')")
     if not plan:
@@ -227,10 +181,6 @@ def check_plan(query_type: str | None, plan: dict[str, Any] | None, public: bool
         name = _operator_name(op)
         if name not in READ_OPERATORS and not _READ_OPERATOR_FAMILY.match(name):
             raise CypherRefused(f"plan operator {name[:60]} is not allowed in a read-only query")
-        details = str((op.get("args") or op.get("arguments") or {}).get("Details", ""))
-        if public and (any(_PRIVATE_NAME.search(w) for w in re.findall(r"\w+", details))
-                       or _DYNAMIC_IN_PLAN.search(details)):
-            raise CypherRefused("private task properties are only for the private audience")
 
 
 # ------------------------------------------------------------------------------ running
@@ -243,33 +193,117 @@ def sanitized(exc: Neo4jError, timeout_s: float = USER_QUERY_TIMEOUT_S) -> Cyphe
     code = str(exc.code or "Neo.Unknown")[:120]
     if code.endswith("TransactionTimedOutClientConfiguration") or "TransactionTimedOut" in code:
         return CypherRefused(f"the query ran longer than the {timeout_s:g} s limit ({code})")
+    if "MemoryPoolOutOfMemoryError" in code:
+        return CypherRefused(f"the query needed more memory than one transaction may use ({code})")
+    if code.endswith("OutOfMemoryError"):
+        return CypherRefused(f"the query ran the server out of memory ({code})")
     pos = _POSITION.search(str(exc.message or "")) if code.endswith("SyntaxError") else None
     if pos:
         return CypherRefused(f"Neo4j error {code}", int(pos.group(1)), int(pos.group(2)))
     return CypherRefused(f"Neo4j error {code} (the server's message is withheld: it can contain data)")
 
 
-def run_user_query(driver: Any, database: str, text: str, params: dict[str, Any], *, public: bool,
-                   timeout_s: float = USER_QUERY_TIMEOUT_S, max_rows: int = MAX_ROWS) -> list[dict[str, Any]]:
+def run_user_query(graph: Graph, text: str, params: dict[str, Any], *, timeout_s: float = USER_QUERY_TIMEOUT_S,
+                   max_rows: int = MAX_ROWS) -> list[dict[str, Any]]:
     """Rows of user Cypher, run only after Neo4j's EXPLAIN of the same text and parameters shows a
-    read plan; one READ transaction with a server-side timeout, at most `max_rows` rows."""
-    check_text(text, public)
-
-    @unit_of_work(timeout=timeout_s)
-    def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
-        summary = tx.run("EXPLAIN " + text, params).consume()
-        check_plan(summary.query_type, summary.plan, public)
-        rows: list[dict[str, Any]] = []
-        for record in tx.run(text, params):
-            if len(rows) >= max_rows:
-                raise CypherRefused(f"the query returned more than {max_rows} rows")
-            rows.append(record.data())
-        return rows
-
+    read plan: one READ transaction with a server-side timeout of `timeout_s`, never retried, at
+    most `max_rows` rows, and at most USER_QUERY_SLOTS such queries of this process on the server
+    at a time (else one line after SLOT_WAIT_S). The caller has its answer (rows or one line)
+    within `timeout_s` + DEADLINE_GRACE_S: Neo4j checks its timeout between rows, so a query busy
+    inside one expression (a `reduce` over a huge range) would hold the caller long past it; at
+    the deadline its connection is dropped instead, and its slot stays taken until the server
+    has finished it (`_release_when_done`)."""
+    check_read_only(text)
+    if not _SLOTS.acquire(timeout=SLOT_WAIT_S):
+        raise CypherRefused("another user query of this process is still running on the server; "
+                            "retry when it has finished")
+    tag = uuid.uuid4().hex
     try:
-        with driver.session(database=database, default_access_mode=READ_ACCESS) as session:
-            return list(session.execute_read(work))
+        rows = _wait(_run(graph.settings, graph.database, text, params, timeout_s, max_rows, tag), timeout_s)
+    except Deadline:
+        threading.Thread(target=_release_when_done, args=(graph, tag), daemon=True,
+                         name=f"user-cypher-{tag[:8]}").start()
+        raise
     except ServiceUnavailable as exc:
+        _SLOTS.release()
         raise ServiceError("Neo4j is not reachable", hint="run `dibench services up`") from exc
     except Neo4jError as exc:
+        _SLOTS.release()
         raise sanitized(exc, timeout_s) from None
+    except BaseException:
+        _SLOTS.release()
+        raise
+    _SLOTS.release()
+    return rows
+
+
+class Deadline(CypherRefused):
+    """The caller stopped waiting for a user query at its deadline; the server may still run it."""
+
+
+def _release_when_done(graph: Graph, tag: str) -> None:
+    """Free the slot of a query given up at its deadline once the server no longer runs it (or
+    after LINGER_MAX_S, or when the server cannot say)."""
+    try:
+        deadline = time.monotonic() + LINGER_MAX_S
+        while time.monotonic() < deadline and graph.read("user_query_running", tag=tag)[0]["running"]:
+            time.sleep(1.0)
+    except DibenchError:
+        pass  # the server is gone or refuses to say: it runs nothing of ours any more either way
+    finally:
+        _SLOTS.release()
+
+
+def slots_free(wait_s: float = 0.0) -> bool:
+    """Whether every user query slot is free (waiting up to `wait_s` for the lingering ones)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        taken = [_SLOTS.acquire(blocking=False) for _ in range(USER_QUERY_SLOTS)]
+        for got in taken:
+            if got:
+                _SLOTS.release()
+        if all(taken):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.5)
+
+
+def _wait(job: Coroutine[Any, Any, list[dict[str, Any]]], timeout_s: float) -> list[dict[str, Any]]:
+    """Run `job` to its end or to the deadline, on a loop of its own (in a helper thread when this
+    thread already runs one, as an async web handler does)."""
+    async def bounded() -> list[dict[str, Any]]:
+        try:
+            return await asyncio.wait_for(job, timeout_s + DEADLINE_GRACE_S)
+        except TimeoutError:
+            raise Deadline(f"the query ran longer than the {timeout_s:g} s limit (stopped by dibench)") from None
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(bounded())
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="user-cypher") as pool:
+        return pool.submit(asyncio.run, bounded()).result()
+
+
+async def _run(settings: Settings, database: str, text: str, params: dict[str, Any], timeout_s: float,
+               max_rows: int, tag: str) -> list[dict[str, Any]]:
+    # A driver of its own: cancelling a query at the deadline closes its connection, which must
+    # not be one of the process's pooled ones.
+    driver = AsyncGraphDatabase.driver(settings.neo4j_uri, auth=(settings.neo4j_user, settings.neo4j_password),
+                                       notifications_min_severity="OFF")
+    try:
+        async with driver.session(database=database, default_access_mode=READ_ACCESS) as session:
+            # An explicit transaction: the managed ones retry transient errors, and a query that
+            # ran out of memory would run out of it again, several times over.
+            tx = await session.begin_transaction(timeout=timeout_s, metadata={"dibench_user_query": tag})
+            summary = await (await tx.run("EXPLAIN " + text, params)).consume()
+            check_plan(summary.query_type, summary.plan)
+            rows: list[dict[str, Any]] = []
+            async for record in await tx.run(text, params):
+                if len(rows) >= max_rows:
+                    raise CypherRefused(f"the query returned more than {max_rows} rows")
+                rows.append(record.data())
+            return rows
+    finally:
+        await driver.close()

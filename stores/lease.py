@@ -1,14 +1,12 @@
 """One writer of a domain's artifact graph at a time.
 
-`dibench ingest` and `dibench update-rule` hold the domain's write lease (a DomainLease node,
-created and deleted in their own small transactions) while they write. The ingest
-statements create edges where missing instead of MERGEing them (see "Concurrent batches" in
-ingest/pipeline.py), so two writers of one domain could otherwise create the same edge twice.
+`dibench ingest`, `dibench update-rule` / `remove-rule` (while they plan and write) and
+`dibench generate` (for its whole run) hold the domain's write lease (a DomainLease node, created
+and deleted in their own small transactions); why each needs it: docs/architecture.md.
 
 A holder that died leaves its lease behind: a lease of a process on this host that no longer
 exists is taken over at once, any other lease when it expires (LEASE_S, renewed while a large
-ingest writes).
-`dibench domain unlock` releases a stale lease by hand (or, with --force, a live one).
+ingest writes). `dibench domain unlock` releases a stale lease by hand (or, with --force, a live one).
 """
 from __future__ import annotations
 
@@ -22,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dibench.core.config import get_settings
 from dibench.core.errors import GraphError
 from dibench.stores.graph import Graph
 
 LEASE_S = 600.0
-WAIT_S = 30.0
 
 
 def _now_ms() -> int:
@@ -66,19 +64,21 @@ def holder_is_gone(holder: str) -> bool:
 class DomainLease:
     """The write lease of one domain, held under a token naming this host and process."""
 
-    def __init__(self, graph: Graph, domain: str) -> None:
-        self.graph, self.domain = graph, domain
+    def __init__(self, graph: Graph, domain: str, purpose: str = "ingest or update-rule") -> None:
+        self.graph, self.domain, self.purpose = graph, domain, purpose
         self.key = domain
         self.token = f"{process_id()}:{uuid.uuid4().hex[:8]}"
+        self.renewed = time.monotonic()
 
     def _try(self, stale: str | None = None) -> dict[str, Any]:
         now = _now_ms()
         rows = self.graph.write_returning("ingest_lease_acquire", key=self.key, token=self.token, stale=stale,
-                                          now=now, until=now + int(LEASE_S * 1000))
+                                          now=now, until=now + int(LEASE_S * 1000), purpose=self.purpose)
         return rows[0]
 
     def acquire(self, wait_s: float | None = None) -> None:
-        deadline = time.monotonic() + (WAIT_S if wait_s is None else wait_s)
+        """Take the lease, waiting up to `wait_s` (default: Settings.lease_wait_s) for its holder."""
+        deadline = time.monotonic() + (get_settings().lease_wait_s if wait_s is None else wait_s)
         while True:
             got = self._try()
             holder = str(got["holder"])
@@ -89,21 +89,28 @@ class DomainLease:
             if time.monotonic() >= deadline:
                 until = time.strftime("%H:%M:%S", time.localtime(int(got["until"] or 0) / 1000))
                 raise GraphError(
-                    f"domain {self.domain!r} is being written by {holder} (ingest or update-rule); its lease "
-                    f"runs until {until}: run this again when that write has finished")
+                    f"domain {self.domain!r} is being written by {holder} ({got.get('purpose') or 'ingest or update-rule'}); "
+                    f"its lease runs until {until}: run this again when that write has finished")
             time.sleep(0.5)
 
     def renew(self) -> None:
         if str(self._try()["holder"]) != self.token:
             raise GraphError(f"lost the write lease of domain {self.domain!r} (it expired and was taken over)")
+        self.renewed = time.monotonic()
+
+    def keep(self) -> None:
+        """Renew the lease if a tenth of its term has passed since the last renewal (call it often)."""
+        if time.monotonic() - self.renewed >= LEASE_S / 10:
+            self.renew()
 
     def release(self) -> None:
         self.graph.write("ingest_lease_release", key=self.key, token=self.token)
 
 
 @contextmanager
-def domain_lease(graph: Graph, domain: str, wait_s: float | None = None) -> Iterator[DomainLease]:
-    lease = DomainLease(graph, domain)
+def domain_lease(graph: Graph, domain: str, wait_s: float | None = None,
+                 purpose: str = "ingest or update-rule") -> Iterator[DomainLease]:
+    lease = DomainLease(graph, domain, purpose)
     lease.acquire(wait_s)
     try:
         yield lease

@@ -27,7 +27,9 @@ from dibench.core.config import Settings, get_settings
 from dibench.core.errors import (
     DibenchError, QueryTimeout, ReadOnlyViolation, RewriteError, ServiceError, WarehouseError,
 )
+from dibench.sqlops import pglex
 from dibench.sqlops.dialect import parse
+from dibench.sqlops.pglex import SqlScanError
 from dibench.stores.pgroles import ensure_all_readonly_roles, ensure_readonly_role, readonly_role
 
 # Functions with side effects, that reach outside the database or other sessions, or that run SQL
@@ -59,6 +61,17 @@ _SQL_STATE_CLASS_SYNTAX = "42"
 # search_path, so a recreated schema that lost its grants shows as "relation does not exist".
 _MAYBE_STALE_GRANTS = ("42501", "42P01")
 _MAX_ERROR_CHARS = 160
+
+
+# The server went away under the statement, or is not there yet: a connection exception (class
+# 08), an administrator's shutdown, a crash of another backend, or a server still starting.
+_UNREACHABLE_PREFIXES = ("08", "57P01", "57P02", "57P03")
+
+
+def _unreachable(sqlstate: str | None) -> bool:
+    """Whether a failed statement says the server is unreachable, not that the statement is wrong:
+    a caller must not record it against the statement (a rejected task), only retry later."""
+    return sqlstate is not None and sqlstate.startswith(_UNREACHABLE_PREFIXES)
 
 
 def forbidden_function(name: str) -> bool:
@@ -96,8 +109,24 @@ def _refusal(node: exp.Expression) -> str | None:
     return None
 
 
+def _scanned_refusal(sql: str) -> str | None:
+    """Why the names PostgreSQL itself reads in `sql` (sqlops.pglex) may not run, or None. The
+    tree check below sees sqlglot's reading; this one sees the server's, so a name spelled so
+    that the two differ (Unicode escapes, a comment one of them ends earlier) is still caught."""
+    try:
+        for name in pglex.names(sql):
+            if name.called and forbidden_function(name.text):
+                return f"call to {name.text.lower()}()"
+            if name.text.lower() in SECRET_RELATIONS:
+                return f"read of system catalog {name.text.lower()}"
+    except SqlScanError as exc:
+        return str(exc)
+    return None
+
+
 def check_readonly(sql: str) -> exp.Expression:
-    """Raise ReadOnlyViolation unless sql is one side-effect-free query."""
+    """Raise ReadOnlyViolation unless sql is one side-effect-free query: checked on the names
+    PostgreSQL reads (`_scanned_refusal`) and on sqlglot's tree."""
     try:
         tree = parse(sql, where="read-only SQL")
     except RewriteError as exc:
@@ -108,6 +137,9 @@ def check_readonly(sql: str) -> exp.Expression:
         raise ReadOnlyViolation("unparseable", sql) from exc
     if not isinstance(tree, exp.Query):
         raise ReadOnlyViolation(statement_kind(tree), sql)
+    scanned = _scanned_refusal(sql)
+    if scanned is not None:
+        raise ReadOnlyViolation(scanned, sql)
     for node in tree.walk():
         reason = _refusal(node)
         if reason is not None:
@@ -272,7 +304,7 @@ class Warehouse:
             raise QueryTimeout("statement timed out (SQLSTATE 57014)") from exc
         if sqlstate == "25006":
             raise ReadOnlyViolation("write in read-only transaction", sql) from exc
-        if sqlstate is None and isinstance(exc, OperationalError):
+        if (sqlstate is None and isinstance(exc, OperationalError)) or _unreachable(sqlstate):
             raise ServiceError(f"PostgreSQL is not reachable: {bounded_message(str(orig or exc))}",
                                hint="run `dibench services up`") from exc
         raise WarehouseError(f"SQL failed: {sanitized_error(orig)}") from exc

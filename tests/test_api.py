@@ -31,7 +31,8 @@ def pack(tmp_path_factory: pytest.TempPathFactory, graph: Graph, warehouse: Ware
 
 def client(token: str | None = WRITE, read_token: str | None = None, roots: list[Path] | None = None) -> TestClient:
     return TestClient(create_app(Settings(api_token=token, api_read_token=read_token,
-                                          api_pack_roots=roots or [Path(tempfile.gettempdir())])))
+                                          api_pack_roots=roots or [Path(tempfile.gettempdir())])),
+                      base_url="http://127.0.0.1")
 
 
 def auth(token: str) -> dict[str, str]:
@@ -71,12 +72,18 @@ def test_tasks_filters_and_pages(pack: Pack, graph: Graph) -> None:
 
 def test_export_streams_jsonl_and_refuses_writes(pack: Pack) -> None:
     c = client()
-    r = c.post("/export", json={"cypher": "MATCH (t:Task {domain: $d, status: 'admitted'}) RETURN t.key AS key",
-                                "params": {"d": DOMAIN}, "domain": DOMAIN})
+    r = c.post("/export", json={"filter": {"domain": DOMAIN, "status": "admitted"}, "domain": DOMAIN})
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")
     rows = [json.loads(x) for x in r.text.splitlines()]
     assert rows and all("gold_answer" not in x for x in rows)
-    bad = c.post("/export", json={"cypher": "MATCH (t:Task) SET t.x = 1 RETURN t.key AS key"})
+    query = {"cypher": "MATCH (t:Task {domain: $d, status: 'admitted'}) RETURN t.key AS key", "params": {"d": DOMAIN},
+             "domain": DOMAIN}
+    public = c.post("/export", json=query, headers=auth(WRITE))
+    assert public.status_code == 400 and public.json()["error"] == "PrivateOnly"
+    private = c.post("/export", json={**query, "view": "private"}, headers=auth(WRITE))
+    assert [json.loads(x)["task_id"] for x in private.text.splitlines()] == [x["task_id"] for x in rows]
+    bad = c.post("/export", json={"cypher": "MATCH (t:Task) SET t.x = 1 RETURN t.key AS key", "view": "private"},
+                 headers=auth(WRITE))
     assert bad.status_code == 400 and bad.json()["error"] == "CypherRefused"
     assert c.post("/export", json={"preset": "domain", "params": {"domain": DOMAIN}, "view": "private"}).status_code == 401
     private = c.post("/export", json={"preset": "domain", "params": {"domain": DOMAIN}, "view": "private"},
@@ -126,12 +133,14 @@ def test_export_over_http_refuses_oracles_and_hides_server_text(pack: Pack, grap
     c = client()
     oracle = c.post("/export", json={"cypher": "MATCH (t:Task) WHERE t.gold_answer STARTS WITH '{' "
                                                "RETURN t.key AS key", "domain": DOMAIN})
-    assert oracle.status_code == 400 and "private audience" in oracle.json()["detail"]
+    assert oracle.status_code == 400 and oracle.json()["error"] == "PrivateOnly"
+    assert "private audience" in oracle.json()["hint"]
     leak = c.post("/export", json={"cypher": "MATCH (t:Task) RETURN date(t.gold_answer + t.gold_sql) AS key",
                                    "domain": DOMAIN, "view": "private"}, headers=auth(WRITE))
     assert leak.status_code == 400 and leak.json()["detail"].startswith("refused Cypher: Neo4j error Neo.")
     golds = [t["gold_sql"][:30] for t in tasks_of(graph, DOMAIN).values() if t.get("gold_sql")]
     assert golds and not [g for g in golds if g in leak.text]
     load = c.post("/export", json={"cypher": "MATCH (t:Task) // x\rLOAD CSV FROM 'http://127.0.0.1:9/' AS r "
-                                             "RETURN t.key AS key", "domain": DOMAIN})
+                                             "RETURN t.key AS key", "domain": DOMAIN, "view": "private"},
+                  headers=auth(WRITE))
     assert load.status_code == 400 and load.json()["error"] == "CypherRefused"

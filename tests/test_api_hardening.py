@@ -18,12 +18,13 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from dibench.cli.main import main
-from dibench.core.config import Settings
+from dibench.core.config import REPO_ROOT, Settings
 from dibench.core.errors import GraphError
-from dibench.service.api import MAX_BODY_BYTES, RulesCache, create_app
+from dibench.service.api import MAX_BODY_BYTES, RulesCache, create_app, without_paths
 from dibench.service.export import ExportError, resolve_domain
 
 WRITE, READ = "write-secret", "read-secret"
+LOCAL = "http://127.0.0.1"  # the Host header the app accepts (bound to 127.0.0.1)
 CHUNK = 64 * 1024
 HUGE = 400 * 1024 * 1024
 
@@ -59,7 +60,7 @@ def call(app: Any, method: str, path: str, headers: dict[str, str], body: Iterat
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "path": path,
              "raw_path": path.encode(), "root_path": "", "query_string": b"", "scheme": "http",
              "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1),
-             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+             "headers": [(b"host", b"127.0.0.1")] + [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
     asyncio.run(app(scope, receive, send))
     start = next(m for m in sent if m["type"] == "http.response.start")
     return start["status"], b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body"), pulled
@@ -73,6 +74,7 @@ HTTP_ATTACKS = [
     "pack outside roots (absolute)", "pack outside roots (..)", "pack through a symlink", "offset 10**30",
     "negative offset", "limit 0", "offset not an int", "no token configured", "private export with the read token",
     "insecure-local on a public interface", "write endpoint with insecure-local",
+    "foreign Host header (DNS rebinding)", "server path in an error body",
 ]
 
 
@@ -101,15 +103,15 @@ def test_streamed_huge_body_is_cut_at_the_limit(declared: str | None) -> None:
 
 
 def test_malformed_json_before_auth_is_401() -> None:
-    c = TestClient(app_with(read_token=READ))
+    c = TestClient(app_with(read_token=READ), base_url=LOCAL)
     r = c.post("/export", content=b"{not json", headers=JSON)
     assert r.status_code == 401
-    r = TestClient(app_with()).post("/rules/update", content=b"{not json", headers=JSON)
+    r = TestClient(app_with(), base_url=LOCAL).post("/rules/update", content=b"{not json", headers=JSON)
     assert r.status_code == 401
 
 
 def test_422_bodies_are_bounded_and_echo_nothing() -> None:
-    c = TestClient(app_with())
+    c = TestClient(app_with(), base_url=LOCAL)
     r = c.post("/export", json={"preset": "domain", "view": "x" * 600_000}, headers=BEARER)
     assert r.status_code == 422 and len(r.content) < 2_000
     assert "xxxxxxxx" not in r.text and r.json()["detail"][0]["loc"] == "body.view"
@@ -121,7 +123,7 @@ def test_422_bodies_are_bounded_and_echo_nothing() -> None:
 @pytest.mark.parametrize("params", [{"offset": 10**30}, {"offset": -1}, {"limit": 0}, {"limit": 10**6},
                                     {"offset": "1e3"}, {"offset": "abc"}])
 def test_paging_is_validated(params: dict[str, Any]) -> None:
-    r = TestClient(app_with()).get("/tasks", params=params)
+    r = TestClient(app_with(), base_url=LOCAL).get("/tasks", params=params)
     assert r.status_code == 422, r.text
     assert len(r.content) < 1_000
 
@@ -131,7 +133,7 @@ def test_pack_is_restricted_to_roots(tmp_path: Path) -> None:
     root.mkdir()
     outside.mkdir()
     (root / "sneaky").symlink_to(outside)
-    c = TestClient(app_with(roots=[root]))
+    c = TestClient(app_with(roots=[root]), base_url=LOCAL)
     doc = "---\nid: X\n---\nsome rule text"
     for pack in ("/etc", str(root / ".." / "elsewhere"), str(root / "sneaky"), "../../etc"):
         r = c.post("/rules/update", json={"pack": pack, "document": doc, "dry_run": True}, headers=BEARER)
@@ -140,20 +142,20 @@ def test_pack_is_restricted_to_roots(tmp_path: Path) -> None:
 
 
 def test_no_token_closes_everything_but_health() -> None:
-    c = TestClient(app_with(token=None))
+    c = TestClient(app_with(token=None), base_url=LOCAL)
     assert c.get("/health").status_code == 200
     for path in ("/graph/stats", "/tasks", "/metrics/X/rules", "/rules/X/impact", "/docs", "/openapi.json"):
         r = c.get(path)
         assert r.status_code == 403 and "insecure-local" in r.json()["hint"], path
     assert c.post("/export", json={"preset": "domain"}).status_code == 403
-    local = TestClient(app_with(token=None, insecure_local=True))
+    local = TestClient(app_with(token=None, insecure_local=True), base_url=LOCAL)
     assert local.get("/openapi.json").status_code == 200
     disabled = local.post("/rules/update", json={}, headers=BEARER)
     assert disabled.status_code == 403 and "disabled" in disabled.json()["detail"]
 
 
 def test_private_export_needs_the_write_token() -> None:
-    c = TestClient(app_with(read_token=READ))
+    c = TestClient(app_with(read_token=READ), base_url=LOCAL)
     r = c.post("/export", json={"preset": "domain", "params": {"domain": "x"}, "view": "private"},
                headers={"authorization": f"Bearer {READ}"})
     assert r.status_code == 401 and "write token" in r.json()["detail"]
@@ -257,3 +259,48 @@ def test_rules_cache_shares_one_computation_and_forgets_on_clear() -> None:
         assert g.computed == 4
 
     asyncio.run(scenario())
+
+
+# ------------------------------------------------------------------------------ Host header, server paths
+@pytest.mark.parametrize("insecure_local", [True, False])
+def test_a_foreign_host_header_is_refused_before_anything(insecure_local: bool) -> None:
+    """DNS rebinding: a page on evil.example resolves its own name to 127.0.0.1; the browser then
+    sends `Host: evil.example`, which the app refuses, with or without tokens."""
+    app = app_with(token=None if insecure_local else WRITE, insecure_local=insecure_local)
+    for host in ("evil.example", "evil.example:8765", "127.0.0.1.evil.example", ""):
+        r = TestClient(app, base_url=f"http://{host or 'x'}").get("/health", headers={"host": host})
+        assert r.status_code == 400, (host, r.status_code)
+    for host in ("127.0.0.1:8765", "localhost", "localhost:8765", "127.0.0.1"):
+        assert TestClient(app, base_url=f"http://{host}").get("/health").status_code == 200, host
+
+
+def test_the_bound_address_and_configured_names_are_answered() -> None:
+    app = create_app(Settings(api_token=WRITE, api_allowed_hosts=["bench.internal"]), host="10.1.2.3")
+    for host in ("10.1.2.3:8765", "bench.internal", "localhost"):
+        assert TestClient(app, base_url=f"http://{host}").get("/health").status_code == 200, host
+    assert TestClient(app, base_url="http://other.internal").get("/health").status_code == 400
+
+
+def test_error_bodies_carry_no_server_path(tmp_path: Path) -> None:
+    root = tmp_path / "packs"
+    (root / "broken").mkdir(parents=True)
+    (root / "broken" / "pack.yaml").write_text("name: [broken\n")
+    c = TestClient(app_with(roots=[root]), base_url=LOCAL)
+    document = (REPO_ROOT / "tests" / "fixtures" / "minipack" / "rules" / "strict.md").read_text()
+    r = c.post("/rules/update", json={"pack": str(root / "broken"), "document": document, "dry_run": True},
+               headers=BEARER)
+    assert r.status_code == 422, r.text
+    assert str(tmp_path) not in r.text
+    assert r.json()["detail"].startswith("packs/broken/pack.yaml: line 2"), r.text
+    bad_doc = c.post("/rules/update", json={"pack": "demo", "document": "---\nid: [X\n---\nsome rule text",
+                                            "file_name": "mine.md", "dry_run": True}, headers=BEARER)
+    assert bad_doc.status_code == 422, bad_doc.text
+    assert bad_doc.json()["detail"].startswith("rules/mine.md: ") and str(REPO_ROOT) not in bad_doc.text
+
+
+def test_without_paths() -> None:
+    roots = [Path("/srv/packs")]
+    assert without_paths("/srv/packs/demo/rules/x.md: effects.0: bad", roots) == "packs/demo/rules/x.md: effects.0: bad"
+    assert without_paths("cannot read '/var/tmp/abc/rule.md' (x)", roots) == "cannot read 'rule.md' (x)"
+    assert without_paths(f"{REPO_ROOT}/domains/demo/pack.yaml: name: x") == "domains/demo/pack.yaml: name: x"
+    assert without_paths("o.amount / 100 > 2 and a/b") == "o.amount / 100 > 2 and a/b"

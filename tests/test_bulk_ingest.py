@@ -16,7 +16,6 @@ from dibench.core.errors import GraphError
 from dibench.core.keys import row, table_key
 from dibench.core.pack import load_pack
 from dibench.ingest.pipeline import ingest_pack
-from dibench.stores import lease
 from dibench.stores.graph import Graph
 from dibench.stores.lease import DomainLease, domain_lease
 from dibench.stores.warehouse import Warehouse
@@ -122,9 +121,14 @@ def test_lease_of_a_process_that_exited_is_taken_over(graph: Graph) -> None:
 
 def test_ingest_refuses_a_domain_another_writer_holds(tmp_path: Path, graph: Graph, warehouse: Warehouse,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lease, "WAIT_S", 0)
+    monkeypatch.setenv("DIBENCH_LEASE_WAIT_S", "0")
+    get_settings.cache_clear()
     pack = load_pack(copy_pack(tmp_path / "leased", LEASED))
-    with domain_lease(graph, LEASED):
-        with pytest.raises(GraphError, match="is being written by"):
-            ingest_pack(pack, graph, warehouse, verify=False)
-        assert snapshot(graph, LEASED) == ({}, {})
+    try:
+        with domain_lease(graph, LEASED, wait_s=30):
+            with pytest.raises(GraphError, match="is being written by"):
+                ingest_pack(pack, graph, warehouse, verify=False)
+            assert snapshot(graph, LEASED) == ({}, {})
+    finally:
+        monkeypatch.delenv("DIBENCH_LEASE_WAIT_S")
+        get_settings.cache_clear()

@@ -103,7 +103,7 @@ def assert_localised(graph: Graph, plan: Any, day: str, must_move: str) -> None:
 def assert_reported(graph: Graph, plan: Any) -> None:
     """The written check, as the HTTP API and the HTML report's drift panel show it."""
     drifted = [t for t in plan.tasks if t.outcome == "drifted"]
-    api = TestClient(create_app(Settings(api_token="w-token")))
+    api = TestClient(create_app(Settings(api_token="w-token")), base_url="http://127.0.0.1")
     got = api.get(f"/domains/{DOMAIN}/drift")
     assert got.status_code == 200 and got.json()["key"] == plan.key
     assert got.json()["counts"] == plan.counts() and "old" not in got.json()["tasks"][0]
@@ -177,7 +177,7 @@ def test_export_carries_fingerprint_and_dialects(pack: Pack, graph: Graph, wareh
     assert computed and all("$start_date" in r["gold_sql_dialects"]["duckdb"]["sql"] for r in computed)
     trino = computed[0]["gold_sql_dialects"]["trino"]
     assert ":" not in trino["sql"].replace("::", "") and trino["param_order"][0] in computed[0]["params"]
-    api = TestClient(create_app(Settings(api_token="w-token")))
+    api = TestClient(create_app(Settings(api_token="w-token")), base_url="http://127.0.0.1")
     body = {"preset": "domain", "params": {"domain": DOMAIN}, "view": "private", "dialects": ["bigquery"]}
     got = api.post("/export", json=body, headers={"Authorization": "Bearer w-token"})
     assert got.status_code == 200 and "@start_date" in got.text

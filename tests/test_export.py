@@ -104,7 +104,7 @@ WRITES = {
 def test_write_queries_are_refused_before_they_run(pack: Pack, graph: Graph, name: str) -> None:
     before = tasks_of(graph, DOMAIN)
     with pytest.raises(CypherWriteRefused, match="refused Cypher"):
-        task_keys(graph, ExportQuery(WRITES[name]))
+        task_keys(graph, ExportQuery(WRITES[name]), "private")
     assert tasks_of(graph, DOMAIN) == before
     assert graph.run_raw_read("MATCH (p:ExportProbe) RETURN count(p) AS n", {}) == [{"n": 0}]
 
@@ -126,10 +126,11 @@ def test_the_read_session_is_a_second_fence(pack: Pack, graph: Graph) -> None:
 
 
 def test_key_contract_nodes_and_errors(pack: Pack, graph: Graph) -> None:
-    by_key = task_keys(graph, ExportQuery(PROBE, {"domain": DOMAIN}))
+    by_key = task_keys(graph, ExportQuery(PROBE, {"domain": DOMAIN}), "private")
     assert by_key == sorted(tasks_of(graph, DOMAIN))
     with pytest.raises(ExportError, match="no `key` column"):
-        task_keys(graph, ExportQuery("MATCH (t:Task {domain: $domain}) RETURN t.question AS q", {"domain": DOMAIN}))
+        task_keys(graph, ExportQuery("MATCH (t:Task {domain: $domain}) RETURN t.question AS q", {"domain": DOMAIN}),
+                  "private")
     with pytest.raises(ExportError, match="takes exactly"):
         preset_query("rule", {})
 
@@ -195,7 +196,7 @@ def test_export_during_an_update_sees_one_state(pack: Pack, graph: Graph, wareho
     thread = threading.Thread(target=exporter)
     thread.start()
     try:
-        run_update(lambda: plan_update(pk, doc, graph, warehouse), graph)
+        run_update(lambda: plan_update(pk, doc, graph, warehouse), graph, pk.name)
         # The snapshot in flight when the update returned may predate its commit; the one after
         # it cannot. Wait for both, so the last snapshot is known to start after the commit.
         committed_at = len(seen)

@@ -52,6 +52,15 @@ class Attack:
 
 
 CORPUS: list[Attack] = [
+    # names PostgreSQL reads differently from sqlglot: Unicode escapes, where a comment or a
+    # string constant ends (sqlops/pglex.py reads them as the server does)
+    Attack("unicode-escaped-txid_current", 'SELECT U&"txid\\005fcurrent"()', "refused"),
+    Attack("unicode-escaped-current_setting", "SELECT U&\"current\\005fsetting\"('server_version')", "refused"),
+    Attack("unicode-escaped-pg_sleep_until", 'SELECT U&"pg\\005fsleep\\005funtil"(now())', "refused"),
+    Attack("unicode-escape-with-uescape", "SELECT U&\"txid!005fcurrent\" UESCAPE '!' ()", "refused"),
+    Attack("comment-ended-by-carriage-return", "SELECT 1 -- note\r, txid_current()", "refused"),
+    Attack("backslash-in-a-standard-string", "SELECT 'a\\', txid_current(), '\\'", "refused"),
+    Attack("quoted-function-name", 'SELECT "current_setting"(\'server_version\')', "refused"),
     # holes a blocklist once had
     Attack("ts_stat-runs-sql-in-a-string", f"SELECT * FROM ts_stat('SELECT to_tsvector(gold) FROM {B}.secret')", "refused"),
     Attack("ts_stat-pg_read_file-in-error",

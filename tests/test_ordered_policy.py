@@ -23,7 +23,7 @@ from dibench.generation.pipeline import generate
 from dibench.ingest.database import load_database
 from dibench.ingest.pipeline import ingest_pack
 from dibench.ingest.validate import validate_pack
-from dibench.service.export import ExportQuery, export
+from dibench.service.export import ExportQuery, export, preset_query
 from dibench.service.impact import impact
 from dibench.service.queries import rules_for
 from dibench.service.update import load_document, plan_update
@@ -148,7 +148,8 @@ def test_the_private_export_manifest_carries_the_order(pack: Pack, graph: Graph,
     manifest = export(graph, warehouse, q, "jsonl", tmp_path / "private", domain=DOMAIN, audience="private")
     assert manifest["policy_order"][METRIC] == [SURCHARGE, CAP]
     assert manifest["invariants"]["one_answer_per_question"]["violations"] == 0
-    public = export(graph, warehouse, q, "jsonl", tmp_path / "public", domain=DOMAIN)
+    public = export(graph, warehouse, preset_query("domain", {"domain": DOMAIN}), "jsonl", tmp_path / "public",
+                    domain=DOMAIN)  # a public export selects by a preset or a filter only
     assert public["policy_order"] == {}  # rule ids would say which document to consult
 
 
@@ -182,7 +183,7 @@ def test_update_rule_rederives_in_the_same_order(pack: Pack, graph: Graph, wareh
     path = pack.root / "rules" / "freight-cap.md"
     edit_front(path, lambda f: (f.update(version="2"), f["effects"][0].update(expression="LEAST(o.freight, 450)")))
     pk, doc = load_document(path)
-    plan, _ = run_update(lambda: plan_update(pk, doc, graph, warehouse), graph)
+    plan, _ = run_update(lambda: plan_update(pk, doc, graph, warehouse), graph, pk.name)
     assert plan.policy_order[METRIC] == [SURCHARGE, CAP]
     assert plan.counts()["updated"] > 0
     tasks = freight_tasks(graph)

@@ -247,7 +247,7 @@ def test_update_of_an_input_rule_changes_the_derived_gold(derived_domain: Any, g
     path = pack.root / "rules" / "strict.md"
     edit_front(path, lambda f: f["effects"][0].__setitem__("value", 3))
     pk, doc = load_document(path)
-    plan, _ = run_update(lambda: plan_update(pk, doc, graph, warehouse), graph)
+    plan, _ = run_update(lambda: plan_update(pk, doc, graph, warehouse), graph, pk.name)
     changed = {t["key"]: t for t in plan.changelog()["tasks"]}
     assert on_derived <= set(changed)
     assert any(changed[k]["action"] == "updated" for k in on_derived)
@@ -274,7 +274,8 @@ def test_a_rule_without_effects_makes_the_policy_unknown(tmp_path: Path, graph: 
         summary = generate(pack, graph, target=4, seed=2, min_per_type=0)
         assert "MINI-REV-001" in summary.skipped_metrics and "MINI-R-REFUND" in summary.skipped_metrics["MINI-REV-001"]
         manifest = export(graph, warehouse, ExportQuery("MATCH (t:Task) WHERE t.domain = $d RETURN t.key AS key",
-                                                        {"d": name}), "jsonl", tmp_path / "out", domain=name)
+                                                        {"d": name}), "jsonl", tmp_path / "out", domain=name,
+                          audience="private")  # user Cypher is private-only
         assert [p["metric"] for p in manifest["incomplete_policies"][name]] == ["MINI-REV-001"]
     finally:
         delete_domain(graph, name)

@@ -32,7 +32,7 @@ from dibench.stores.graph import Graph
 from dibench.stores.lease import DomainLease, unlock
 from dibench.stores.pack_data import schema_columns
 from dibench.stores.warehouse import Warehouse
-from tests.fixtures.packs import copy_pack, delete_domain, edit_front, ensure_mini_loaded, snapshot
+from tests.fixtures.packs import copy_pack, edit_front, fresh_domains, snapshot
 
 KILLED, REGEN, LEASED, RM_A, RM_B, RM_DATA = ("mini_rec_kill", "mini_rec_regen", "mini_rec_lease", "mini_rec_rma",
                                               "mini_rec_rmb", "mini_rec_data")
@@ -43,13 +43,7 @@ SEED = 42
 
 @pytest.fixture(scope="module", autouse=True)
 def clean(graph: Graph, warehouse: Warehouse) -> Iterator[None]:
-    ensure_mini_loaded(warehouse)
-    for d in DOMAINS:
-        delete_domain(graph, d)
-        unlock(graph, d, force=True)
-    yield
-    for d in DOMAINS:
-        delete_domain(graph, d)
+    yield from fresh_domains(graph, warehouse, DOMAINS)
 
 
 def ingested(root: Path, name: str, graph: Graph, wh: Warehouse) -> Pack:

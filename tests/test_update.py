@@ -95,7 +95,7 @@ def test_threshold_edit_updates_exactly_the_expected_tasks(pack: Pack, graph: Gr
     path = pack.root / "rules" / "strict.md"
     edit_front(path, lambda f: f["effects"][0].__setitem__("value", 3))
     pk, doc = load_document(path)
-    plan, counters = run_update(lambda: plan_update(pk, doc, graph, warehouse), graph)
+    plan, counters = run_update(lambda: plan_update(pk, doc, graph, warehouse), graph, pk.name)
     log = plan.changelog()
     assert counters, "the update wrote nothing"
     # Exactly the tasks on the metric whose policy holds the rule are re-derived.
@@ -204,7 +204,7 @@ def test_new_metric_tasks_and_regeneration(pack: Pack, graph: Graph, warehouse: 
     before = tasks_of(graph, DOMAIN)
     on_policy = set(_on_metric(before, {"MINI-REV-001", "MINI-AOV-001", "MINI-HEALTH-001"}))
     pk, doc = load_document(path)
-    plan, _ = run_update(lambda: plan_update(pk, doc, graph, warehouse, regenerate=True), graph)
+    plan, _ = run_update(lambda: plan_update(pk, doc, graph, warehouse, regenerate=True), graph, pk.name)
     log = plan.changelog()
     assert {e["metric"]: e["change"] for e in log["effects"]}["MINI-HEALTH-001"] == "added"
     assert {t["key"] for t in log["tasks"] if t["why"] == "policy"} == on_policy

@@ -1,2 +1,0 @@
-MATCH (t:Task {domain: $domain, status: 'admitted'})
-RETURN t.key AS key

@@ -1,2 +1,0 @@
-MATCH (t:Task {status: $status})
-RETURN t.key AS key

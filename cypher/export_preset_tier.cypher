@@ -1,2 +1,0 @@
-MATCH (t:Task {tier: $tier, status: 'admitted'})
-RETURN t.key AS key

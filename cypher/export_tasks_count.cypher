@@ -1,6 +1,0 @@
-// Number of tasks matching the HTTP API's filters (a null filter matches everything).
-MATCH (t:Task)
-WHERE ($domain IS NULL OR t.domain = $domain) AND ($analysis_type IS NULL OR t.analysis_type = $analysis_type)
-  AND ($tier IS NULL OR t.tier = $tier) AND ($status IS NULL OR t.status = $status)
-  AND ($metric IS NULL OR t.metric_id = $metric) AND ($rule IS NULL OR $rule IN t.rule_ids)
-RETURN count(t) AS total
