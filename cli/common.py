@@ -57,9 +57,15 @@ PIPE_WIDTH = 200
 
 
 def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    """A table for people: on a terminal, columns fold long values onto more lines (an identifier
+    is never cut); piped, plain tab-separated lines under a `# title` line, whole values each."""
+    if not console.is_terminal:
+        lines = [f"# {title}", "\t".join(columns), *("\t".join(str(x) for x in r) for r in rows)]
+        click.echo("\n".join(lines))
+        return
     table = Table(title=title, title_justify="left")
     for c in columns:
-        table.add_column(c)
+        table.add_column(c, overflow="fold")
     for r in rows:
         table.add_row(*[str(x) for x in r])
     (console if console.is_terminal else Console(width=PIPE_WIDTH)).print(table)

@@ -93,22 +93,29 @@ def domain_list() -> None:
 @click.option("--seed", type=int, default=None, help="Seed of a generated domain (default from pack.yaml).")
 @click.option("--path", "source_path", type=click.Path(), default=None,
               help="Folder with the original data files (real-data packs).")
+@click.option("--replace", is_flag=True,
+              help="Rebuild the pack's schema even though dibench did not create it (its data is lost).")
 @handle_errors
-def domain_load(pack: str, size: int | None, seed: int | None, source_path: str | None) -> None:
-    """Build or load PACK's database into PostgreSQL (replaces the pack's schema).
+def domain_load(pack: str, size: int | None, seed: int | None, source_path: str | None, replace: bool) -> None:
+    """Build or load PACK's database into PostgreSQL, replacing the schema a previous load made.
+
+    A schema of that name that dibench did not create (your own data) is refused unless
+    --replace; the schema loaded is marked as dibench's, so `domain remove --data` may drop it.
 
     This RUNS CODE from the pack: its pack.yaml `loader.entry` (any module:function, or a .py
     file in the pack) is imported and called with the warehouse's admin engine. Load only packs
-    you trust. No other command, and no HTTP route, runs a loader."""
+    you trust. No other command, and no HTTP route, runs a loader.
+
+    Example: dibench domain load demo --size 20000"""
     from dibench.ingest.database import load_database
     from dibench.core.pack import load_pack
-    from dibench.stores.warehouse import get_warehouse
+    from dibench.stores.pack_data import warehouse_for
 
     pk = load_pack(pack)
     if pk.spec.loader is not None:
         err_console.print(f"running the loader of pack {pk.name}: {pk.spec.loader.entry} (code from the pack, "
                           "with the warehouse's admin role)", highlight=False, soft_wrap=True)
-    report = load_database(pk, get_warehouse(), size=size, seed=seed, path=source_path)
+    report = load_database(pk, warehouse_for(pk), replace=replace, size=size, seed=seed, path=source_path)
     print_json({"domain": pk.name, "schema": pk.schema, **report})
 
 
@@ -253,7 +260,12 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | N
     A plan of at most DIBENCH_INGEST_TX_ROWS rows (default 20000; real packs have a few hundred)
     is written in one transaction, all or nothing. A larger one goes in concurrent batch
     transactions (DIBENCH_WRITE_BATCH rows each, DIBENCH_WRITE_WORKERS at a time), each all or
-    nothing; after a failure, running the ingest again completes it."""
+    nothing; after a failure, running the ingest again completes it.
+
+    When the ingest changes a rule's place in a metric's policy (a rule edited, re-verified, or
+    back after `remove-rule`), the tasks on that metric are re-derived as `update-rule` would.
+
+    Example: dibench ingest demo"""
     from dibench.service import library
     from dibench.stores.llm import session
 
@@ -283,6 +295,12 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | N
         click.echo(f"graph writes: {changes} ({report.rows:,} planned rows in {how})")
         if report.catalog_links:
             click.echo(f"linked {report.catalog_links} routing catalog tables to this domain's tables")
+        if report.rederived:
+            r = report.rederived
+            c = r["counts"]
+            click.echo(f"re-derived the tasks of {len(r['rules'])} rule(s) whose policy changed "
+                       f"({', '.join(r['rules'])}): {c['updated']} updated, {c['retired']} retired, "
+                       f"{c['unchanged']} unchanged; --json gives the update keys")
     if report.failures:
         sys.exit(1)
 
@@ -670,13 +688,16 @@ def _print_drift(log: dict[str, Any]) -> None:
 @click.option("--pack", "pack_path", default=None,
               help="Pack folder of the domain, when it is not built in (its own database, if it names one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the changelog as JSON.")
+@click.option("--fail-on-drift", is_flag=True, help="Exit 1 when any task drifted or failed (for CI).")
 @handle_errors
-def drift_cmd(domain_name: str, apply_: bool, pack_path: str | None, as_json: bool) -> None:
+def drift_cmd(domain_name: str, apply_: bool, pack_path: str | None, as_json: bool, fail_on_drift: bool) -> None:
     """Re-execute the stored gold and base SQL of DOMAIN's tasks on today's data and record what moved.
 
     Tasks whose tables have the data fingerprint they recorded are skipped; the others are
     re-executed and compared with their stored answers under their answer contracts. The
-    changelog is written to the graph as a DriftCheck node."""
+    changelog is written to the graph as a DriftCheck node.
+
+    Example: dibench drift demo --fail-on-drift"""
     from dibench.service.drift import run_drift
     from dibench.stores.graph import apply_schema, get_graph
 
@@ -689,6 +710,8 @@ def drift_cmd(domain_name: str, apply_: bool, pack_path: str | None, as_json: bo
         print_json(log)
     else:
         _print_drift(log)
+    if fail_on_drift and (log["counts"]["drifted"] or log["counts"]["failed"]):
+        sys.exit(1)
 
 
 def _domain_warehouse(domain_name: str, pack_path: str | None) -> Any:
@@ -722,13 +745,20 @@ def _domain_warehouse(domain_name: str, pack_path: str | None) -> Any:
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Output folder.")
 @click.option("--dialect", "dialects", default=None,
               help="Also give the gold SQL in these dialects (comma-separated: duckdb,snowflake,bigquery,trino,spark).")
+@click.option("--allow-empty", is_flag=True, help="Exit 0 even when the query selects no task.")
 @handle_errors
 def export_cmd(cypher_text: str | None, preset: str | None, filters: tuple[str, ...], params: tuple[str, ...],
-               domain: str | None, audience: str, fmt: str, out_dir: str, dialects: str | None) -> None:
+               domain: str | None, audience: str, fmt: str, out_dir: str, dialects: str | None,
+               allow_empty: bool) -> None:
     """Export the tasks a preset, a filter over public fields or (private audience only) a Cypher
     query selects from one domain: the audience's views and a manifest (--dialect adds the gold
     SQL in other engines' dialects to the private view). docs/public-surface.md lists what a
-    public export can see."""
+    public export can see; docs/graph.md the labels and properties a Cypher query may use.
+
+    A selection of no task exits 1 (for a Cypher query, naming the labels and properties it uses
+    that the graph does not hold), unless --allow-empty.
+
+    Example: dibench export --preset domain --param domain=demo -o out/demo"""
     from dibench.service import library
     from dibench.service.export import parse_filters, parse_param
     from dibench.sqlops.transpile import parse_dialects
@@ -741,6 +771,15 @@ def export_cmd(cypher_text: str | None, preset: str | None, filters: tuple[str, 
                + ", ".join(f"{k} {v}" for k, v in c["by_analysis_type"].items()))
     for name, digest in manifest["files"].items():
         click.echo(f"  {name}  sha256 {digest[:16]}")
+    if c["tasks"] == 0 and not allow_empty:
+        from dibench.service.hints import unknown_names
+        from dibench.stores.graph import get_graph
+
+        for line in unknown_names(get_graph(), cypher_text) if cypher_text else []:
+            err_console.print(f"[yellow]hint[/yellow] {line}", highlight=False, soft_wrap=True)
+        err_console.print("[red]error[/red] the query selected 0 tasks (docs/graph.md lists the graph's labels "
+                          "and properties; --allow-empty accepts an empty export)", highlight=False, soft_wrap=True)
+        sys.exit(1)
 
 
 @main.command("serve")

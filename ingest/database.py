@@ -8,7 +8,8 @@ from typing import Any
 
 from dibench.core.errors import DibenchError
 from dibench.core.pack import Pack
-from dibench.stores.warehouse import Warehouse
+from dibench.stores.pack_data import mark_created, refuse_foreign
+from dibench.stores.warehouse import Warehouse, admin_cursor
 
 
 def _loader(pack: Pack) -> Any:
@@ -33,14 +34,23 @@ def _loader(pack: Pack) -> Any:
     return getattr(module, func_name)
 
 
-def load_database(pack: Pack, wh: Warehouse, **overrides: Any) -> dict[str, Any]:
-    """Call `module:function(engine, schema, **options)`; returns the loader's report (row counts)."""
+def load_database(pack: Pack, wh: Warehouse, *, replace: bool = False, **overrides: Any) -> dict[str, Any]:
+    """Call `module:function(engine, schema, **options)`; returns the loader's report (row counts).
+
+    Refused when the schema exists and no dibench loader created it, unless `replace`: a schema
+    someone else made is never replaced by accident. The loaded schema is marked as dibench's."""
     func = _loader(pack)
     assert pack.spec.loader is not None  # _loader refused a pack without one
     options = {**pack.spec.loader.options, **{k: v for k, v in overrides.items() if v is not None}}
+    if not replace:
+        with admin_cursor(wh.admin()) as cur:
+            refuse_foreign(cur, pack.schema, pack.name)
     started = time.perf_counter()
     report = func(wh.admin(), pack.schema, **options) or {}
-    # Whatever the loader did (its own DDL, a restore from a dump), the read-only role sees the result.
+    # Whatever the loader did (its own DDL, a restore from a dump), the schema is ours now, and the
+    # read-only role sees the result.
+    with admin_cursor(wh.admin()) as cur:
+        mark_created(cur, pack.schema)
     wh.ensure_role(pack.schema)
     report = dict(report)
     report["seconds"] = round(time.perf_counter() - started, 2)

@@ -43,6 +43,9 @@ class IngestReport:
     # With LLM extraction: the model and prompt version, and how many documents got their effects from it.
     extraction: dict[str, Any] = field(default_factory=dict)
     catalog_links: int = 0  # routing catalog tables of this domain's schema linked to its Table nodes
+    # Filled by the service: the tasks re-derived because the ingest changed a rule's policy state
+    # (rules, counts by action, update keys); empty when nothing needed it.
+    rederived: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()

@@ -23,8 +23,9 @@ from dibench.evaluation.chance import ChanceLevels
 from dibench.evaluation.harness import chance_for_records
 from dibench.evaluation.scoring import Report, load_attempts, load_tasks, score_run
 from dibench.generation.pipeline import Counter_, RunSummary, generate as _generate
-from dibench.ingest.pipeline import IngestReport, ingest_pack as _ingest_pack
+from dibench.ingest.pipeline import IngestReport
 from dibench.service.export import export as _export, export_query, stream_records
+from dibench.service.ingest import ingest_and_rederive
 from dibench.stores.graph import Graph, apply_schema, get_graph
 from dibench.stores.llm import configured_model
 from dibench.stores.pack_data import warehouse_for
@@ -46,12 +47,13 @@ def ingest_pack(pack: Pack | str | Path, *, verify: bool = True, graph: Graph | 
            warehouse: Warehouse | None = None, llm: BaseChatModel | None = None) -> IngestReport:
     """Build (or bring up to date) the pack's artifact linkage graph; running it twice changes
     nothing. Rule edges are checked counterfactually unless `verify` is False. The configured LLM
-    (if any) extracts the effects of documents that state none."""
+    (if any) extracts the effects of documents that state none. Tasks on a metric whose policy
+    the ingest changed are re-derived as `update-rule` would (`report.rederived`)."""
     pk = _pack(pack)
     graph = graph or get_graph()
     apply_schema(graph)
     wh = warehouse or warehouse_for(pk)
-    return _ingest_pack(pk, graph, wh, llm if llm is not None else configured_model(), verify=verify)
+    return ingest_and_rederive(pk, graph, wh, llm if llm is not None else configured_model(), verify=verify)
 
 
 def generate(pack: Pack | str | Path, *, target: int = 40, seed: int = 42, workers: int = 1,

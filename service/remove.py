@@ -3,7 +3,8 @@ task versions, update records, its write lease) and, on request, its Postgres sc
 
 Planned before anything is deleted (`plan_removal`: what exists, whether the schema may be
 dropped), then executed (`remove_domain`). Refused while a writer holds the domain's live lease,
-and the schema is kept when another domain in the graph reads the same schema.
+and the schema is dropped only when `dibench domain load` created it (never a user's own schema,
+read in place) and no other domain in the graph reads it.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dibench.core.errors import DibenchError, NotFound
 from dibench.service.queries import graph_stats
 from dibench.stores.graph import Graph, delete_domain
 from dibench.stores.lease import lease_state, unlock
-from dibench.stores.pack_data import schema_columns
+from dibench.stores.pack_data import schema_columns, schema_origin
 from dibench.stores.warehouse import admin_cursor, Warehouse
 
 
@@ -56,6 +57,15 @@ def plan_removal(graph: Graph, wh: Warehouse, domain: str, data: bool) -> Remova
     if shared:
         raise DibenchError(f"schema {schema!r} of domain {domain!r} is also read by {', '.join(sorted(shared))}",
                            hint="remove it without --data, or remove those domains first")
+    with admin_cursor(wh.admin()) as cur:
+        origin = schema_origin(cur, schema)
+    if origin == "foreign":
+        raise DibenchError(f"schema {schema!r} of domain {domain!r} was not created by `dibench domain load`: "
+                           "dibench never drops data it did not create",
+                           hint="remove the domain without --data (the graph only); drop the schema yourself "
+                                "if you mean to")
+    if origin == "absent":
+        return Removal(domain, nodes)
     return Removal(domain, nodes, schema, len(schema_columns(wh, schema)))
 
 

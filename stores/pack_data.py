@@ -1,5 +1,5 @@
 """A pack's data in the warehouse: the warehouse that holds its schema, the schema's columns,
-replacing a schema in one transaction, and a metric's data window."""
+replacing a schema in one transaction, which schemas dibench created, and a metric's data window."""
 from __future__ import annotations
 
 import datetime as dt
@@ -45,16 +45,45 @@ def _own_warehouse(url: str) -> Warehouse:
     return Warehouse(get_settings().model_copy(update={"database_url": url}))
 
 
+# The comment `dibench domain load` puts on a schema it creates. Only a schema carrying it is ever
+# dropped or replaced by dibench: any other one is a user's data, read in place.
+CREATED_MARK = "created by dibench domain load: dibench domain remove --data may drop it"
+
+
+def schema_origin(cur: psycopg.Cursor[Any], schema: str) -> str:
+    """"absent", "dibench" (created by a dibench loader) or "foreign" (anyone else's)."""
+    row = cur.execute("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = %s",
+                      (schema,)).fetchone()
+    if row is None:
+        return "absent"
+    return "dibench" if row[0] == CREATED_MARK else "foreign"
+
+
+def mark_created(cur: psycopg.Cursor[Any], schema: str) -> None:
+    cur.execute(sql.SQL("COMMENT ON SCHEMA {} IS {}").format(sql.Identifier(schema), sql.Literal(CREATED_MARK)))
+
+
+def refuse_foreign(cur: psycopg.Cursor[Any], schema: str, pack: str) -> None:
+    """Raise when `schema` exists and no dibench loader created it: loading would replace a user's data."""
+    if schema_origin(cur, schema) == "foreign":
+        raise DibenchError(f"pack {pack!r}: schema {schema!r} already exists and was not created by "
+                           "`dibench domain load`; dibench never replaces data it did not create",
+                           hint="name another schema in pack.yaml, drop the schema yourself, or pass --replace "
+                                "if you mean it to be rebuilt")
+
+
 @contextmanager
 def replacing_schema(engine: Engine, schema: str, ddl: Path) -> Iterator[psycopg.Cursor[Any]]:
     """One transaction that drops and recreates `schema`, runs the DDL file in it and yields the
     cursor for the loader's COPYs; the old schema survives any failure before the commit. The
     domain's read-only role is granted the new tables in the same transaction, so readers never
-    see the schema without its grants."""
+    see the schema without its grants. The new schema carries the mark of a dibench-created one
+    (`load_database` refused a foreign schema before the loader ran)."""
     settings = get_settings()
     with admin_cursor(engine) as cur:
         cur.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
         cur.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        mark_created(cur, schema)
         # Transaction-local, so the pooled connection goes back with its usual search_path.
         cur.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
         cur.execute(ddl.read_text())

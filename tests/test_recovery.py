@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from dibench.cli.main import main
@@ -32,7 +31,7 @@ from dibench.stores.graph import Graph
 from dibench.stores.lease import DomainLease, unlock
 from dibench.stores.pack_data import schema_columns
 from dibench.stores.warehouse import Warehouse
-from tests.fixtures.packs import copy_pack, edit_front, fresh_domains, snapshot
+from tests.fixtures.packs import copy_pack, edit_front, fresh_domains, on_schema, snapshot
 
 KILLED, REGEN, LEASED, RM_A, RM_B, RM_DATA = ("mini_rec_kill", "mini_rec_regen", "mini_rec_lease", "mini_rec_rma",
                                               "mini_rec_rmb", "mini_rec_data")
@@ -235,14 +234,7 @@ def test_domain_remove_deletes_one_domain_only(tmp_path: Path, graph: Graph, war
 
 
 def test_domain_remove_data_drops_its_schema(tmp_path: Path, graph: Graph, warehouse: Warehouse) -> None:
-    root = copy_pack(tmp_path / RM_DATA, RM_DATA)
-    spec = yaml.safe_load((root / "pack.yaml").read_text())
-    spec["schema"] = DATA_SCHEMA
-    (root / "pack.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    # The pack's SQL names its schema: the domain's read-only role reads that schema only.
-    for f in [root / "metrics.yaml", *(root / "rules").glob("*.md")]:
-        f.write_text(f.read_text().replace("mini.", f"{DATA_SCHEMA}."))
-    pack = load_pack(root)
+    pack = load_pack(on_schema(copy_pack(tmp_path / RM_DATA, RM_DATA), DATA_SCHEMA))
     load_database(pack, warehouse)
     assert ingest_pack(pack, graph, warehouse).failures == []
     assert schema_columns(warehouse, DATA_SCHEMA)

@@ -22,6 +22,7 @@ from sqlalchemy.pool import NullPool
 from dibench.core.config import Settings
 from dibench.core.errors import DibenchError, WarehouseError
 from dibench.stores.local import _pg_bin
+from dibench.stores.pack_data import CREATED_MARK
 
 FILES = ("pagila-schema.sql", "pagila-data.sql")
 # Counts of the complete Pagila release (Settings().data_dir README); a mismatch means a
@@ -105,7 +106,9 @@ def _copy_schema(engine: Engine, scratch: str, schema: str, quote: Quote) -> Non
                             env=_libpq_env(engine, scratch), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         _psql(_libpq_env(engine, target),
-              ["--single-transaction", "-c", f"DROP SCHEMA IF EXISTS {quote(schema)} CASCADE", "-f", "-"],
+              ["--single-transaction", "-c", f"DROP SCHEMA IF EXISTS {quote(schema)} CASCADE", "-f", "-",
+               # CREATED_MARK is a constant without quotes: the literal needs no escaping.
+               "-c", f"COMMENT ON SCHEMA {quote(schema)} IS '{CREATED_MARK}'"],
               f"restore of schema {schema}", pipe=dump.stdout)
     finally:
         assert dump.stdout is not None

@@ -1,0 +1,76 @@
+"""`dibench ingest` as the service runs it: the ingest stage, then every task on a metric whose
+policy the ingest changed is re-derived exactly as `update-rule` would re-derive it.
+
+A rule's policy state is its current version's hash, its removed mark and its edges; a rule
+document of the pack whose state differs after the ingest (edited, re-verified, or back after
+`remove-rule`) goes through `plan_update` and `run_update`, so the tasks keep gold under the
+policy in force. A domain without tasks skips that step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from dibench.core.pack import Pack
+from dibench.ingest.pipeline import IngestReport, ingest_pack as ingest_stage
+from dibench.service.update import plan_update
+from dibench.service.update_write import run_update
+from dibench.stores.graph import Graph
+from dibench.stores.warehouse import Warehouse
+
+
+@dataclass(frozen=True)
+class RuleState:
+    hash: str | None
+    removed: bool
+    modifies: tuple[str, ...]
+    applies: tuple[str, ...]
+
+
+@dataclass
+class Rederived:
+    """The tasks an ingest re-derived: per rule whose policy state changed, update-rule's counts."""
+
+    rules: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: {"unchanged": 0, "updated": 0, "retired": 0,
+                                                            "regenerated": 0})
+    update_keys: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rules": self.rules, "counts": self.counts, "update_keys": self.update_keys}
+
+
+def rule_states(graph: Graph, domain: str) -> tuple[dict[str, RuleState], bool]:
+    """{rule id: state} of the domain's rules, and whether the domain has any task."""
+    rows = graph.read("ingest_rule_states", domain=domain)
+    states = {str(r["id"]): RuleState(r["hash"], bool(r["removed"]), tuple(sorted(r["modifies"])),
+                                      tuple(sorted(r["applies"]))) for r in rows}
+    return states, bool(rows and rows[0]["has_tasks"])
+
+
+def ingest_and_rederive(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | None, *,
+                        verify: bool = True) -> IngestReport:
+    """Ingest `pack`; then re-derive the tasks of every rule whose policy state the ingest changed
+    (`report.rederived`). A failed ingest (failures in its report) re-derives nothing."""
+    before, has_tasks = rule_states(graph, pack.name)
+    report = ingest_stage(pack, graph, wh, llm, verify=verify)
+    done = Rederived()
+    if report.failures or not has_tasks:
+        return report
+    after, _ = rule_states(graph, pack.name)
+    for doc in pack.rules:
+        state = after.get(doc.id)
+        if state is None or state == before.get(doc.id):
+            continue
+        plan, _ = run_update(partial(plan_update, pack, doc, graph, wh, llm), graph)
+        done.rules.append(doc.id)
+        for k, v in plan.counts().items():
+            done.counts[k] += v
+        if plan.changed:
+            done.update_keys.append(plan.update_key)
+    if done.rules:
+        report.rederived = done.as_dict()
+    return report
