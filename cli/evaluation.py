@@ -367,7 +367,8 @@ def _ablation_variants(results: tuple[Path, ...]) -> None:
 
 # ------------------------------------------------------------------------------ report
 @click.command("report")
-@click.option("--domain", "domains", multiple=True, help="Domain to describe (repeatable; default: the results' domains).")
+@click.option("--domain", "domains", multiple=True,
+              help="Domain to describe (repeatable; default: the results' domains, else every domain with tasks).")
 @click.option("--results", multiple=True, type=click.Path(exists=True, path_type=Path),
               help="A `dibench eval` output folder, or a folder containing several (repeatable).")
 @click.option("--ablation", "ablations", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -376,7 +377,9 @@ def _ablation_variants(results: tuple[Path, ...]) -> None:
               show_default=True, help="The HTML file to write.")
 def report_cmd(domains: tuple[str, ...], results: tuple[Path, ...], ablations: tuple[Path, ...],
                output: Path) -> None:
-    """Write one self-contained HTML report: task mix, coverage heat map, accuracy tables and plots, ablations."""
+    """Write one self-contained HTML report: task mix, coverage heat map, accuracy tables and plots, ablations.
+
+    Example: dibench report --results out/eval -o out/report.html"""
 
     handle_errors(_report)(domains, results, ablations, output)
 

@@ -122,8 +122,11 @@ def collect(graph: Graph, *, domains: Sequence[str] = (), results: Sequence[Path
             ablations: Sequence[Path] = ()) -> ReportData:
     runs = find_runs(results)
     names = list(dict.fromkeys([*domains, *(r.summary.domain for r in runs)]))
+    if not names:  # neither named: every domain that has tasks
+        names = [str(r["name"]) for r in graph.read("report_domains")]
     if not names:
-        raise NotFound("nothing to report: name a --domain or give --results of `dibench eval`")
+        raise NotFound("nothing to report: the graph holds no tasks",
+                       hint="`dibench demo` generates some; or give --results of `dibench eval`")
     return ReportData(domains=[domain_data(graph, d) for d in names], runs=runs,
                       ablations=[read_ablation(p) for p in ablations], routing_html=routing_section(),
                       generated_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))

@@ -1,0 +1,71 @@
+"""Every `dibench` command in a shell block of the README and docs/ names a command that exists,
+with options it has and values it accepts, checked against the CLI itself (click's own parser)."""
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import click
+import pytest
+
+from dibench.cli.main import main
+from dibench.core.config import REPO_ROOT
+
+DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+_PLACEHOLDER = re.compile(r"[A-Z][A-Z0-9_]*(\.[a-z]+)?")
+_BLOCK = re.compile(r"^```(?:bash|sh|shell|console)?\n(.*?)^```", re.S | re.M)
+
+
+def commands(path: Path) -> list[tuple[int, str]]:
+    """(line number, command) of each `dibench ...` line of the file's shell blocks: a trailing
+    comment, a `$ ` prompt and a redirection or pipe dropped; optional syntax `[--opt V]` given,
+    and of alternatives `a|b` the first."""
+    text = path.read_text()
+    out = []
+    for block in _BLOCK.finditer(text):
+        first = text.count("\n", 0, block.start(1)) + 1
+        for i, line in enumerate(block.group(1).splitlines()):
+            line = re.sub(r"\s#\s.*$", "", line).strip().removeprefix("$ ")
+            if not line.startswith("dibench "):
+                continue
+            line = re.split(r"\s[|>]\s?|\s2>", line)[0]
+            line = re.sub(r"(\S+?)(?:\|[^\s|\]]+)+", r"\1", line.replace("[", "").replace("]", ""))
+            out.append((first + i, line))
+    return out
+
+
+ALL = [(f"{p.relative_to(REPO_ROOT)}:{n}", c) for p in DOCS for n, c in commands(p)]
+
+
+def parse(command: str) -> None:
+    """Resolve the command path and parse its arguments as the CLI would, without running it.
+    Tolerated: a missing input file, and a value that is a placeholder (N, RUN, TASKS.jsonl)."""
+    args = [a for a in shlex.split(command)[1:] if a != "..."]
+    cmd: click.Command = main
+    ctx = main.make_context("dibench", ["--help"] if not args else [], resilient_parsing=True)
+    while isinstance(cmd, click.Group) and args and not args[0].startswith("-"):
+        sub = cmd.get_command(ctx, args[0])
+        assert sub is not None, f"no command {args[0]!r} under {cmd.name!r}"
+        cmd, args = sub, args[1:]
+    if isinstance(cmd, click.Group) and not args:
+        return
+    try:
+        cmd.make_context(cmd.name or "", list(args), parent=ctx)
+    except click.BadParameter as exc:
+        message = exc.format_message()
+        placeholders = [a for a in args if _PLACEHOLDER.fullmatch(a)]
+        if "does not exist" not in message and not any(f"'{p}'" in message for p in placeholders):
+            raise
+
+
+def test_the_docs_have_commands() -> None:
+    assert len(ALL) >= 30, ALL
+
+
+@pytest.mark.parametrize("where,command", ALL, ids=[w for w, _ in ALL])
+def test_documented_command_parses(where: str, command: str) -> None:
+    try:
+        parse(command)
+    except click.ClickException as exc:
+        pytest.fail(f"{where}: `{command}`: {exc.format_message()}")
