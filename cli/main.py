@@ -540,25 +540,28 @@ def demo_cmd(domain_name: str, size: int | None, target: int | None, min_per_typ
 DEMO_DEFAULTS = {"demo": (28, 5), "berka": (60, 10), "pagila": (50, 10)}
 
 # ------------------------------------------------------------------------------ knowledge service
-def _print_changelog(log: dict[str, Any]) -> None:
-    b, a = log["before"], log["after"]
+def _print_changelog(log: dict[str, Any], verbose: bool = False) -> None:
+    """The summary first (versions, task counts); the edge changes; each changed task only when
+    `verbose` (a rule on a busy metric changes hundreds)."""
+    b, a, c = log["before"], log["after"], log["counts"]
     click.echo(f"{log['action']} {log['rule_id']} ({log['domain']}): version {b.get('version')} "
                f"#{str(b.get('hash') or '-')[:12]} -> "
                + ("removed" if log["action"] == "remove" else f"{a.get('version')} #{str(a.get('hash') or '-')[:12]}"))
+    click.echo(f"tasks: {c['unchanged']} unchanged, {c['updated']} updated, {c['retired']} retired, "
+               f"{c['regenerated']} regenerated" + ("" if log["written"] else " (nothing to write)"))
     if log["effects"]:
         print_table("rule -> metric edges", ["metric", "change", "verified before", "verified after", "operation after"],
                     [[e["metric"], e["change"], e["verified_before"], e["verified_after"],
                       json.dumps(e["after"], sort_keys=True) if e["after"] else "-"] for e in log["effects"]])
     changed = [t for t in log["tasks"] if t["action"] != "unchanged"]
-    if changed:
+    if changed and verbose:
         print_table("tasks changed", ["task", "type", "metric", "action", "version", "reason", "gold before -> after"],
                     [[t["key"], t["analysis_type"], t["metric_id"], t["action"],
                       f"{t['version_before']} -> {t['version_after']}", t["reason"],
                       f"{json.dumps(t['gold_before'], sort_keys=True)[:60]} -> {json.dumps(t['gold_after'], sort_keys=True)[:60]}"]
                      for t in changed])
-    c = log["counts"]
-    click.echo(f"tasks: {c['unchanged']} unchanged, {c['updated']} updated, {c['retired']} retired, "
-               f"{c['regenerated']} regenerated" + ("" if log["written"] else " (nothing to write)"))
+    elif changed:
+        click.echo(f"{len(changed)} tasks changed: --verbose lists each, --json gives the whole changelog")
     llm = log.get("llm") or {}
     if llm.get("model", "none") != "none":
         click.echo(f"LLM {llm['model']}: calls {llm['calls']}, cache hits {llm['cache_hits']}, failures "
@@ -571,17 +574,20 @@ def _print_changelog(log: dict[str, Any]) -> None:
 @click.option("--regenerate", is_flag=True, help="Also generate tasks for skeletons the rule newly reaches.")
 @click.option("--dry-run", is_flag=True, help="Compute and print the changelog without writing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the changelog as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="List every changed task (the summary comes first either way).")
 @LLM_CALLS_OPTION
 @JUDGE_OPTION
 @handle_errors
-def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run: bool, as_json: bool,
+def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run: bool, as_json: bool, verbose: bool,
                     max_llm_calls: int | None, judge: bool | None) -> None:
     """Re-read one rule document, re-verify its edges and re-derive the tasks it affects.
 
     With an LLM configured, a document without effects has them extracted, and re-derived or
     regenerated tasks whose facts changed are phrased and judged as `generate` does (same call
     budget, judge switch, reply cache and fidelity check); a failed model call retires that task
-    with the reason, and running the update again re-derives it."""
+    with the reason, and running the update again re-derives it.
+
+    Example: dibench update-rule domains/demo/rules/dormant-ticket-outliers.md --dry-run"""
     llm_options(max_llm_calls, judge)
     from dibench.service.update import load_document, plan_update
     from dibench.service.update_write import run_update
@@ -601,7 +607,7 @@ def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run:
     if as_json:
         print_json(log)
     else:
-        _print_changelog(log)
+        _print_changelog(log, verbose)
 
 
 @main.command("remove-rule")
@@ -611,13 +617,16 @@ def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run:
               help="The domain's pack, to re-derive the tasks whose metric's policy loses the rule "
                    "(default: the built-in pack of that name, if any; without a pack they are retired).")
 @click.option("--json", "as_json", is_flag=True, help="Print the changelog as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="List every changed task (the summary comes first either way).")
 @LLM_CALLS_OPTION
 @JUDGE_OPTION
 @handle_errors
-def remove_rule_cmd(rule_id: str, domain: str | None, pack_path: str | None, as_json: bool,
+def remove_rule_cmd(rule_id: str, domain: str | None, pack_path: str | None, as_json: bool, verbose: bool,
                     max_llm_calls: int | None, judge: bool | None) -> None:
     """Handle a deleted rule document: remove its edges, keep its versions, re-derive every task on
-    a metric it modified under the policy without it (tasks featuring it are retired)."""
+    a metric it modified under the policy without it (tasks featuring it are retired).
+
+    Example: dibench remove-rule RULE-OUTLIER-DORMANT --domain demo"""
     llm_options(max_llm_calls, judge)
     from dibench.core.pack import DOMAINS_DIR, load_pack
     from dibench.service.update import plan_remove, resolve_rule
@@ -639,7 +648,7 @@ def remove_rule_cmd(rule_id: str, domain: str | None, pack_path: str | None, as_
     if as_json:
         print_json(log)
     else:
-        _print_changelog(log)
+        _print_changelog(log, verbose)
 
 
 @main.command("impact")
