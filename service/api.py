@@ -40,8 +40,9 @@ from dibench.core.errors import (
 )
 from dibench.core.pack import DOMAINS_DIR
 from dibench.core.visibility import public_edge_view, public_view
-from dibench.service.drift import latest_check, run_drift
 from dibench.service import library
+from dibench.service.api_docs import OPEN_PATHS, install_docs
+from dibench.service.drift import latest_check, run_drift
 from dibench.service.export import ExportError, public_filter, public_record
 from dibench.service.impact import impact
 from dibench.service.queries import graph_stats, rules_for, tasks_for_rules
@@ -72,7 +73,7 @@ RULES_CACHE_S = 1.0
 RULES_CHECK_S = 0.1
 RULES_CACHE_SIZE = 10_000
 WRITE_ROUTES = frozenset({("POST", "/rules/update")})
-OPEN_ROUTES = frozenset({"/health"})
+OPEN_ROUTES = frozenset({"/health"}) | OPEN_PATHS
 LOCAL_HOSTS = ("localhost", "127.0.0.1")
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
 TASK_QUERY = frozenset({"domain", "analysis_type", "tier", "status", "rule", "metric", "offset", "limit"})
@@ -86,10 +87,14 @@ class Forbidden(DibenchError):
     """A request without the bearer token an endpoint needs (or to a disabled endpoint)."""
 
 
+class InsufficientScope(Forbidden):
+    """A valid token that does not grant the endpoint (a read token on a write route): 403."""
+
+
 def status_of(exc: DibenchError) -> int:
 
     if isinstance(exc, Forbidden):
-        return 403 if "disabled" in str(exc) else 401
+        return 403 if isinstance(exc, InsufficientScope) or "disabled" in str(exc) else 401
     if isinstance(exc, UpdateConflict):
         return 409
     if isinstance(exc, ExportError):
@@ -158,6 +163,9 @@ def refusal(cfg: Settings, insecure_local: bool, level: str, need: str) -> Forbi
         if not cfg.api_token:
             return Forbidden("write endpoints are disabled: no API token is configured",
                              hint="set DIBENCH_API_TOKEN on the server to enable them")
+        if level == "read":
+            return InsufficientScope("the read token does not grant write endpoints",
+                                     hint="send the write token (DIBENCH_API_TOKEN)")
         if level != "write":
             return Forbidden("a valid bearer token is required for write endpoints",
                              hint="send Authorization: Bearer <token>")
@@ -165,6 +173,15 @@ def refusal(cfg: Settings, insecure_local: bool, level: str, need: str) -> Forbi
     if cfg.api_read_token and level == "anonymous":
         return Forbidden("this server requires a bearer token for reads", hint="send Authorization: Bearer <token>")
     return None
+
+
+def need_write(request: Request, what: str) -> None:
+    """Refuse a request without the write token: 403 for the read token (valid, not enough), else 401."""
+    level = getattr(request.state, "access", "anonymous")
+    if level == "write":
+        return
+    cls = InsufficientScope if level == "read" else Forbidden
+    raise cls(f"{what} needs the write token", hint="send Authorization: Bearer <write token>")
 
 
 # An absolute path of two components or more, where a path starts: after a space, a quote, `(`,
@@ -406,8 +423,9 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
     cfg = settings or get_settings()
     limiter = CapacityLimiter(RULES_POOL)
     graph_of = graph_factory or get_graph
-    app = FastAPI(title="dibench", version="0.1.0",
+    app = FastAPI(title="dibench", version="0.1.0", docs_url=None, redoc_url=None,
                   description="Verifiable benchmarks for enterprise data agents: the knowledge service.")
+    install_docs(app, OPEN_ROUTES)
     app.add_middleware(Gate, cfg=cfg, insecure_local=insecure_local)
     # Added last, so it runs first: a foreign Host is refused before anything else looks at it.
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=trusted_hosts(cfg, host))
@@ -498,9 +516,8 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
               response_class=StreamingResponse)
     def export_stream(req: ExportRequest, request: Request) -> StreamingResponse:
 
-        if req.view == "private" and getattr(request.state, "access", "anonymous") != "write":
-            raise Forbidden("the private view (gold answers, SQL) needs the write token",
-                            hint="send Authorization: Bearer <write token>")
+        if req.view == "private":
+            need_write(request, "the private view (gold answers, SQL)")
         dialects = parse_dialects(",".join(req.dialects)) if req.dialects else []
         lines: Iterator[str] = iter(list(library.export_lines(  # materialised, so errors come first
             cypher=req.cypher, preset=req.preset, params=req.params, filters=req.filter, domain=req.domain,
@@ -518,8 +535,7 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
     @app.post("/domains/{domain}/drift",
               summary="Run a drift check now (apply=true versions drifted tasks; write token); returns the changelog")
     def drift_run(domain: str, request: Request, apply: bool = False) -> dict[str, Any]:
-        if getattr(request.state, "access", "anonymous") != "write":
-            raise Forbidden("running a drift check needs the write token", hint="send Authorization: Bearer <write token>")
+        need_write(request, "running a drift check")
 
         return run_drift(graph_of(), get_warehouse(), domain, apply=apply).changelog()
 
