@@ -51,11 +51,6 @@ def print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
-# Written to a file or a pipe (not a terminal), a table keeps its natural width instead of
-# wrapping at 80 columns: an accuracy table with its chance levels has eight columns.
-PIPE_WIDTH = 200
-
-
 def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     """A table for people: on a terminal, columns fold long values onto more lines (an identifier
     is never cut); piped, plain tab-separated lines under a `# title` line, whole values each."""
@@ -68,7 +63,7 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
         table.add_column(c, overflow="fold")
     for r in rows:
         table.add_row(*[str(x) for x in r])
-    (console if console.is_terminal else Console(width=PIPE_WIDTH)).print(table)
+    console.print(table)
 
 
 @contextmanager
