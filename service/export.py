@@ -363,29 +363,66 @@ def _csv(records: list[dict[str, Any]], fields: tuple[str, ...]) -> bytes:
     return buf.getvalue().encode()
 
 
-def _jsonl(records: list[dict[str, Any]], as_text: bool = False) -> bytes:
-    lines = []
-    for r in records:
-        if as_text:
-            r = {k: dumps(v) if k in JSON_TEXT_FIELDS else v for k, v in r.items()}
-        lines.append(dumps(r) + "\n")
-    return "".join(lines).encode()
+def _jsonl(records: list[dict[str, Any]]) -> bytes:
+    return "".join(dumps(r) + "\n" for r in records).encode()
 
 
-def dataset_card(manifest: dict[str, Any]) -> bytes:
+# In the Hugging Face export, the fields whose shape depends on the analysis type (a number, a
+# list of rows, a map) are JSON text, so that every row of a split has one Arrow schema; null
+# stays null. Every other field keeps its JSON type: lists are lists, numbers numbers.
+HF_TEXT_FIELDS = ("gold_answer", "base_answer", "lifted_answer", "params", "contract", "gold_sql_dialects")
+VARIANTS = ("standard", "oracle", "no_rule")
+CITATION = """@software{dibench,
+  title  = {dibench: verifiable benchmarks for enterprise data agents from an artifact linkage graph},
+  year   = {2026},
+  note   = {version 0.1.0}
+}"""
+
+
+def _hf_record(r: dict[str, Any]) -> dict[str, Any]:
+    return {k: (None if v is None else dumps(v)) if k in HF_TEXT_FIELDS else v for k, v in r.items()}
+
+
+def _hf_files(view: str, records: list[dict[str, Any]]) -> dict[str, bytes]:
+    """One split per variant: data/<view>/<variant>.jsonl (variants with no task have no file)."""
+    out = {}
+    for variant in VARIANTS:
+        rows = [_hf_record(r) for r in records if r.get("variant", "standard") == variant]
+        if rows:
+            out[f"data/{view}/{variant}.jsonl"] = _jsonl(rows)
+    return out
+
+
+def dataset_card(manifest: dict[str, Any], files: dict[str, bytes]) -> bytes:
+    """The dataset card: a config per audience view with a split per variant, the license the
+    data owner sets, a citation, the task counts and the digest of the manifest's task list."""
     counts = manifest["counts"]
+    configs = []
+    for view in ("public", "private"):
+        splits = [(v, f"data/{view}/{v}.jsonl") for v in VARIANTS if f"data/{view}/{v}.jsonl" in files]
+        if splits:
+            configs.append(f"- config_name: {view}\n" + ("  default: true\n" if view == "public" else "")
+                           + "  data_files:\n" + "".join(f"  - split: {v}\n    path: {p}\n" for v, p in splits))
+    tasks_digest = sha256(dumps(manifest["tasks"]).encode())
+    by_variant = Counter(json.loads(line)["variant"] for name, data in files.items() if name.startswith("data/public/")
+                         for line in data.decode().splitlines())
+    rows = "".join(f"| {k} | {v} |\n" for k, v in [*sorted(by_variant.items()), *counts["by_analysis_type"].items()])
     return (
-        "---\nconfigs:\n- config_name: public\n  data_files: data/public.jsonl\n  default: true\n"
-        "- config_name: private\n  data_files: data/private.jsonl\n---\n"
-        "# dibench task export\n\n"
-        f"{counts['tasks']} tasks chosen by a graph query (see `manifest.json`: query, parameters, rule versions, "
-        "data fingerprint, runs, sha256 per task and file).\n\n"
-        "- `data/public.jsonl`: what an agent may see (question, analysis type, tier, answer format, metadata).\n"
-        "- `data/private.jsonl`: the task records with gold and base answers, SQL and parameters. Fields whose "
-        "shape depends on the analysis type (`gold_answer`, `base_answer`, `params`, `contract`, `metadata`, "
-        "`metric_ids`, `rule_ids`) hold JSON text, so that every row has one Arrow schema; decode them with "
-        "`json.loads`.\n\n"
-        "Load with `datasets.load_dataset(\"json\", data_files=\"data/public.jsonl\")`.\n"
+        "---\nlicense: other\nlicense_name: set-by-the-data-owner\npretty_name: dibench tasks of "
+        f"{manifest['domain']}\ntask_categories:\n- table-question-answering\n- question-answering\n"
+        f"configs:\n{''.join(configs)}---\n"
+        f"# dibench tasks of {manifest['domain']}\n\n"
+        f"{counts['tasks']} tasks chosen by a graph query. `manifest.json` holds the query, parameters, rule "
+        "versions, data fingerprint, runs, and the sha256 of each task and file; the sha256 of its task list "
+        f"(`tasks`, canonical JSON) is `{tasks_digest}`.\n\n"
+        "The license is the data owner's: the tasks are computed from their database and documents.\n\n"
+        "| split or analysis type | tasks |\n|---|---|\n" + rows + "\n"
+        "- config `public`: what an agent may see (question, analysis type, tier, answer format, metadata).\n"
+        "- config `private`: adds gold and base answers, SQL, parameters and contracts. "
+        f"{', '.join(f'`{f}`' for f in HF_TEXT_FIELDS)} hold JSON text (their shape depends on the analysis "
+        "type; decode with `json.loads`); a missing value is null.\n\n"
+        "Load with `datasets.load_dataset(\"<this folder>\", \"public\", split=\"standard\")`.\n\n"
+        f"## Citation\n\n```bibtex\n{CITATION}\n```\n"
     ).encode()
 
 
@@ -395,7 +432,7 @@ def _view_files(fmt: str, view: str, records: list[dict[str, Any]]) -> dict[str,
         return {f"{view}.jsonl": _jsonl(records)}
     if fmt == "csv":
         return {f"{view}.csv": _csv(records, fields)}
-    return {f"data/{view}.jsonl": _jsonl(records, as_text=True)}
+    return _hf_files(view, records)
 
 
 def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any], audience: str = "public",
@@ -436,7 +473,7 @@ def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any], au
                   for rec, t in zip(hashed, tasks)},
     }
     if fmt == "hf":
-        files["README.md"] = dataset_card(manifest)
+        files["README.md"] = dataset_card(manifest, files)
     manifest["files"] = {name: sha256(data) for name, data in sorted(files.items())}
     files["manifest.json"] = (json.dumps(manifest, sort_keys=True, indent=2, ensure_ascii=False, default=str)
                               + "\n").encode()

@@ -17,7 +17,8 @@ from dibench.cli.main import main
 from dibench.core.errors import GraphError
 from dibench.core.pack import Pack
 from dibench.evaluation.scoring import validate_task
-from dibench.service.export import ExportError, ExportQuery, export, preset_query, read_snapshot, task_keys
+from dibench.service.export import (ExportError, ExportQuery, dumps, export, preset_query, read_snapshot, sha256,
+                                    task_keys)
 from dibench.service.update import load_document, plan_update
 from dibench.service.update_write import run_update
 from dibench.stores.cypher_guard import CypherWriteRefused, check_read_only
@@ -162,13 +163,25 @@ def test_hf_format_loads_with_datasets(pack: Pack, graph: Graph, warehouse: Ware
     m = export(graph, warehouse, preset_query("domain", {"domain": DOMAIN}), "hf", tmp_path / "hf", domain=DOMAIN,
                audience="private")
     card = (tmp_path / "hf" / "README.md").read_text()
-    assert card.startswith("---\nconfigs:")
+    assert card.startswith("---\nlicense: other\n") and "## Citation" in card and "@software{dibench" in card
+    assert sha256(dumps(m["tasks"]).encode()) in card
+    rows = 0
     for view in ("public", "private"):
-        ds = datasets.load_dataset("json", data_files=str(tmp_path / "hf" / "data" / f"{view}.jsonl"),
-                                   cache_dir=str(tmp_path / "cache"))["train"]
-        assert ds.num_rows == m["counts"]["tasks"]
-        assert "question" in ds.column_names
-    assert json.loads(ds[0]["gold_answer"]) is not None
+        for variant in ("standard", "oracle", "no_rule"):
+            ds = datasets.load_dataset(str(tmp_path / "hf"), view, split=variant, cache_dir=str(tmp_path / "cache"))
+            assert set(ds["variant"]) == {variant}, (view, variant)
+            rows += ds.num_rows if view == "public" else 0
+            features = ds.features
+            assert features["question"].dtype == "string"
+            if view == "public":
+                assert features["metadata"]["version"].dtype == "int64"
+                continue
+            for listed in ("rule_ids", "metric_ids", "decisive_rules", "policy"):
+                assert isinstance(features[listed], (datasets.Sequence, datasets.List)), (listed, features[listed])
+            # A missing value is null, never the text "null"; shape-varying answers are JSON text.
+            assert "null" not in set(ds["lifted_answer"])
+            assert all(json.loads(g) is not None for g in ds["gold_answer"])
+    assert rows == m["counts"]["tasks"]
 
 
 def test_export_during_an_update_sees_one_state(pack: Pack, graph: Graph, warehouse: Warehouse) -> None:
