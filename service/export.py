@@ -561,12 +561,22 @@ def output_folder(out: Path, create: bool = True) -> Path:
 
 
 def _open_dir(parent_fd: int, name: str) -> int:
-    """A sub-folder opened without following symlinks (created when missing)."""
+    """A sub-folder, one or more levels down, opened without following a symlink at any level
+    (each level created when missing)."""
+    fd = os.dup(parent_fd)
     try:
-        os.mkdir(name, 0o755, dir_fd=parent_fd)
-    except FileExistsError:
-        pass
-    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
+        for part in Path(name).parts:
+            try:
+                os.mkdir(part, 0o755, dir_fd=fd)
+            except FileExistsError:
+                pass
+            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _check_target(dir_fd: int, name: str, shown: str) -> None:

@@ -14,25 +14,45 @@ from dibench.core.config import REPO_ROOT
 
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 _PLACEHOLDER = re.compile(r"[A-Z][A-Z0-9_]*(\.[a-z]+)?")
-_BLOCK = re.compile(r"^```(?:bash|sh|shell|console)?\n(.*?)^```", re.S | re.M)
+_FENCE = re.compile(r"^```(\w*)\s*$")
+SHELL = ("", "bash", "sh", "shell", "console")
+
+
+def shell_blocks(text: str) -> list[tuple[int, list[str]]]:
+    """(first line number, lines) of each fenced block in a shell language (fences paired in order)."""
+    blocks, lang, start, body = [], None, 0, []
+    for n, line in enumerate(text.splitlines(), start=1):
+        m = _FENCE.match(line)
+        if m and lang is None:
+            lang, start, body = m.group(1), n + 1, []
+        elif line.startswith("```") and lang is not None:
+            if lang in SHELL:
+                blocks.append((start, body))
+            lang = None
+        elif lang is not None:
+            body.append(line)
+    return blocks
 
 
 def commands(path: Path) -> list[tuple[int, str]]:
-    """(line number, command) of each `dibench ...` line of the file's shell blocks: a trailing
-    comment, a `$ ` prompt and a redirection or pipe dropped; optional syntax `[--opt V]` given,
-    and of alternatives `a|b` the first."""
-    text = path.read_text()
-    out = []
-    for block in _BLOCK.finditer(text):
-        first = text.count("\n", 0, block.start(1)) + 1
-        for i, line in enumerate(block.group(1).splitlines()):
-            line = re.sub(r"\s#\s.*$", "", line).strip().removeprefix("$ ")
-            if not line.startswith("dibench "):
+    """(line number, command) of each `dibench ...` line of the file's shell blocks, with its
+    indented continuation lines: a trailing comment, a `$ ` prompt and a redirection or pipe
+    dropped; optional syntax `[--opt V]` given, and of alternatives `a|b` the first."""
+    out: list[tuple[int, str]] = []
+    for first, lines in shell_blocks(path.read_text()):
+        for i, raw in enumerate(lines):
+            line = re.sub(r"\s#\s.*$", "", raw).strip().removeprefix("$ ")
+            if raw[:1].isspace() and out and out[-1][0] == first + i - 1 and line[:1] in "[-":
+                out[-1] = (first + i, out[-1][1] + " " + _plain(line))  # a synopsis continued
                 continue
-            line = re.split(r"\s[|>]\s?|\s2>", line)[0]
-            line = re.sub(r"(\S+?)(?:\|[^\s|\]]+)+", r"\1", line.replace("[", "").replace("]", ""))
-            out.append((first + i, line))
+            if line.startswith("dibench "):
+                out.append((first + i, _plain(line)))
     return out
+
+
+def _plain(line: str) -> str:
+    line = re.split(r"\s[|>]\s|\s2>", line)[0]
+    return re.sub(r"(\S+?)(?:\|[^\s|\]]+)+", r"\1", line.replace("[", "").replace("]", ""))
 
 
 ALL = [(f"{p.relative_to(REPO_ROOT)}:{n}", c) for p in DOCS for n, c in commands(p)]
