@@ -65,7 +65,7 @@ def ingest_and_rederive(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatMo
         state = after.get(doc.id)
         if state is None or state == before.get(doc.id):
             continue
-        plan, _ = run_update(partial(plan_update, pack, doc, graph, wh, llm), graph)
+        plan, _ = run_update(partial(plan_update, pack, doc, graph, wh, llm), graph, pack.name)
         done.rules.append(doc.id)
         for k, v in plan.counts().items():
             done.counts[k] += v
