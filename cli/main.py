@@ -818,5 +818,49 @@ for _command in (_evaluation.score, _evaluation.eval_cmd, _evaluation.mcp_cmd, _
                  _routing.catalog, _routing.routing):
     main.add_command(_command)
 
+# One example per command whose docstring has none, shown at the end of its --help
+# (tests/test_readme_commands.py parses each against the CLI).
+EXAMPLES = {
+    "ablation pairing": "dibench ablation pairing --domain demo -o out/pairing.json",
+    "ablation variants": "dibench ablation variants out/eval/demo/oracle out/eval/demo/no-rule",
+    "catalog delete": "dibench catalog delete spider",
+    "catalog ingest": "dibench catalog ingest ../shared/data/spider --catalog spider",
+    "catalog status": "dibench catalog status --catalog spider",
+    "demo": "dibench demo --domain berka",
+    "domain check": "dibench domain check demo",
+    "domain check-rules": "dibench domain check-rules demo --json",
+    "domain list": "dibench domain list",
+    "domain remove": "dibench domain remove demo --yes",
+    "domain unlock": "dibench domain unlock demo",
+    "domain validate": "dibench domain validate domains/demo --offline",
+    "eval": "dibench eval --agent oracle --domain demo --trials 3 -o out/eval/demo/oracle",
+    "generate": "dibench generate demo --target 28 --workers 2",
+    "graph stats": "dibench graph stats --domain demo",
+    "impact": "dibench impact RULE-OUTLIER-DORMANT --domain demo",
+    "mcp": "dibench mcp --domain demo --transport http",
+    "routing eval": "dibench routing eval --router lexical --ask once",
+    "routing generate": "dibench routing generate --catalog spider --n 815 --seed 42",
+    "routing report": "dibench routing report out/routing/lexical.json -o out/routing.html",
+    "rules-for": "dibench rules-for MV-FRT-001 --domain demo --tasks",
+    "score": "dibench score out/x/private.jsonl answers.jsonl",
+    "serve": "dibench serve --port 8765",
+    "services down": "dibench services down",
+    "services status": "dibench services status",
+    "services up": "dibench services up",
+    "worker": "dibench worker RUN --worker-id w2",
+}
+
+
+def _with_examples(group: click.Group, path: tuple[str, ...] = ()) -> None:
+    for name, command in group.commands.items():
+        key = " ".join((*path, name))
+        if isinstance(command, click.Group):
+            _with_examples(command, (*path, name))
+        elif key in EXAMPLES and "Example" not in (command.help or ""):
+            command.help = f"{command.help or ''}\n\nExample: {EXAMPLES[key]}"
+
+
+_with_examples(main)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

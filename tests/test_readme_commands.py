@@ -1,5 +1,6 @@
-"""Every `dibench` command in a shell block of the README and docs/ names a command that exists,
-with options it has and values it accepts, checked against the CLI itself (click's own parser)."""
+"""Every `dibench` command in a shell block of the README and docs/, and the example at the end
+of every command's --help, names a command that exists, with options it has and values it
+accepts, checked against the CLI itself (click's own parser)."""
 from __future__ import annotations
 
 import re
@@ -89,3 +90,25 @@ def test_documented_command_parses(where: str, command: str) -> None:
         parse(command)
     except click.ClickException as exc:
         pytest.fail(f"{where}: `{command}`: {exc.format_message()}")
+
+
+def _leaves(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, click.Command]]:
+    out = []
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            out += _leaves(command, (*path, name))
+        else:
+            out.append((" ".join((*path, name)), command))
+    return out
+
+
+@pytest.mark.parametrize("name,command", _leaves(main), ids=[n for n, _ in _leaves(main)])
+def test_every_command_help_ends_with_an_example_that_parses(name: str, command: click.Command) -> None:
+    examples = re.findall(r"Example: (dibench [^\n]+)", command.help or "")
+    assert examples, f"`dibench {name} --help` gives no example"
+    for example in examples:
+        assert example.startswith(f"dibench {name}"), example
+        try:
+            parse(example)
+        except click.ClickException as exc:
+            pytest.fail(f"`dibench {name} --help`: `{example}`: {exc.format_message()}")
