@@ -376,9 +376,12 @@ def apply_effects(bound: Bound, effects: Sequence[Entry], metric: MetricSpec,
                   winners: frozenset[str] = frozenset()) -> Bound:
     """Apply (rule_id, effect) pairs in the composition order (stage, precedence, rule id; an
     effect stating `after:` applies to what that rule's effect produced: `tree_order`)."""
+    original = {p.name for p in bound.tree.find_all(exp.Placeholder)}
     for tag, eff in tree_order(list(effects), winners):
-        if eff.op == "threshold" and not any(p.name == eff.param for p in bound.tree.find_all(exp.Placeholder)):
+        if (eff.op == "threshold" and eff.param in original
+                and not any(p.name == eff.param for p in bound.tree.find_all(exp.Placeholder))):
             continue  # an override replaced every use of the parameter: there is nothing left to set
+        # A parameter the statement never had stays an error (apply_effect says which).
         bound = apply_effect(bound, eff, metric, tag)
     return bound
 
