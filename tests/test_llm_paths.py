@@ -212,14 +212,19 @@ def test_without_a_model_stage_two_is_skipped(candidates: list[Candidate]) -> No
 # ------------------------------------------------------------------------------ end to end
 def test_build_candidates_phrases_and_judges_with_the_model(pack: Pack, warehouse: Warehouse, vocab: Vocabulary,
                                                             candidates: list[Candidate]) -> None:
-    """The same skeleton with a model: one phrasing call per candidate, one judge call per candidate
-    that passes stage 1 (stage 1 does not depend on these well-formed questions)."""
+    """The same skeleton with a model: one phrasing call per candidate (two for an admitted rule
+    task: its no-rule variant is phrased too), one judge call per candidate that passes stage 1
+    (stage 1 does not depend on these well-formed questions)."""
     responses: list[str] = []
     questions = []
     for i, c in enumerate(candidates):
-        q = f"Question {i}: {c.question}"  # faithful to the facts, so phrasing fidelity passes
+        # Faithful to the facts, so phrasing fidelity passes; a letter, not a number, tells the
+        # questions apart (a number could be one of the policy's conditions, which stage 1 refuses).
+        q = f"Question {chr(ord('A') + i)}: {c.question}"
         questions.append(q)
         responses.append(phrased(q))
+        if c.no_rule_question is not None:  # an admitted rule task's no-rule variant is phrased next
+            responses.append(phrased(f"Question {chr(ord('A') + i)}: {c.no_rule_question}"))
         if not c.rejections:
             responses.append(verdict())
     llm, rec = fake(responses)
@@ -229,8 +234,11 @@ def test_build_candidates_phrases_and_judges_with_the_model(pack: Pack, warehous
     assert [c.rejections for c in got] == [c.rejections for c in candidates]
     assert len(rec.calls) == len(responses)
     doc = pack.rule("MINI-R-PHONE").body
-    phrase_prompts = [rec.text(i) for i in range(len(rec.calls)) if "You write the question" in rec.text(i)]
+    prompts = [rec.text(i) for i in range(len(rec.calls)) if "You write the question" in rec.text(i)]
+    no_rule = [p for p in prompts if '"catalog_only": true' in p]
+    phrase_prompts = [p for p in prompts if '"catalog_only": true' not in p]
     assert len(phrase_prompts) == len(candidates)
+    assert len(no_rule) == sum(1 for c in candidates if c.no_rule_question is not None)
     for c, prompt in zip(got, phrase_prompts):
         assert "Satisfaction rate" in prompt and c.analysis_type in prompt
         assert json.dumps(c.gold_answer, default=str)[:60] in prompt

@@ -145,11 +145,11 @@ def test_cache_makes_the_rerun_free_and_the_records_keep_model_prompts_and_calls
 
     [record] = [json.loads(r["update"]["llm"]) for r in graph.read("test_rule_updates", rule=f"rule:{DOMAIN}/MINI-R-PHONE")]
     assert record["model"] == "CompatibleChatOpenAI:stub" and record["cache_hits"] == {"phrase": calls}
-    assert record["prompt_versions"] == {"phrase": "phrase/2"}
+    assert record["prompt_versions"] == {"phrase": "phrase/3"}
     [row] = graph.read("test_run_node", run=f"run:{DOMAIN}/update-MINI-R-PHONE@{log['after']['hash'][:12]}")
     run = row["run"]
     assert (run["llm_model"], run["phraser"], run["judge"]) == ("CompatibleChatOpenAI:stub",) * 2 + ("skipped",)
-    assert json.loads(run["prompt_versions"]) == {"phrase": "phrase/2"}
+    assert json.loads(run["prompt_versions"]) == {"phrase": "phrase/3"}
     assert json.loads(run["llm_usage"])["cache_hits"] == {"phrase": calls} and run["llm_calls"] == 0
 
 
@@ -189,4 +189,4 @@ def test_remove_rule_takes_the_same_llm_options_and_records_them(pack: Pack, stu
     assert log["action"] == "remove" and log["written"] is True
     assert 1 <= len(stub.requests) <= 3 and sum(log["llm"]["calls"].values()) == len(stub.requests)
     assert "judge" in log["llm"]["calls"] and log["llm"]["max_calls"] == 3
-    assert log["llm"]["prompt_versions"] == {"phrase": "phrase/2", "judge": "judge/2"}
+    assert log["llm"]["prompt_versions"] == {"phrase": "phrase/3", "judge": "judge/2"}
