@@ -185,6 +185,7 @@ def check_plan(query_type: str | None, plan: dict[str, Any] | None) -> None:
 
 # ------------------------------------------------------------------------------ running
 _POSITION = re.compile(r"line (\d+), column (\d+)")
+_OUT_OF_MEMORY = re.compile(r"OutOfMemory|out of memory|heap space|array size exceeds|memory", re.I)
 
 
 def sanitized(exc: Neo4jError, timeout_s: float = USER_QUERY_TIMEOUT_S) -> CypherRefused:
@@ -195,7 +196,9 @@ def sanitized(exc: Neo4jError, timeout_s: float = USER_QUERY_TIMEOUT_S) -> Cyphe
         return CypherRefused(f"the query ran longer than the {timeout_s:g} s limit ({code})")
     if "MemoryPoolOutOfMemoryError" in code:
         return CypherRefused(f"the query needed more memory than one transaction may use ({code})")
-    if code.endswith("OutOfMemoryError"):
+    if code.endswith("OutOfMemoryError") or (code.endswith("ExecutionFailed") and _OUT_OF_MEMORY.search(
+            str(exc.message or ""))):
+        # A JVM heap exhausted mid-operator surfaces as ExecutionFailed; its text is only matched, never shown.
         return CypherRefused(f"the query ran the server out of memory ({code})")
     pos = _POSITION.search(str(exc.message or "")) if code.endswith("SyntaxError") else None
     if pos:
