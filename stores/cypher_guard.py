@@ -185,7 +185,9 @@ def check_plan(query_type: str | None, plan: dict[str, Any] | None) -> None:
 
 # ------------------------------------------------------------------------------ running
 _POSITION = re.compile(r"line (\d+), column (\d+)")
-_OUT_OF_MEMORY = re.compile(r"OutOfMemory|out of memory|heap space|array size exceeds|memory", re.I)
+# What the server says when a value outgrows the heap or the largest array: a string doubled past
+# 2^31 characters, before a 2 GiB heap is full, fails with just its overflowed length ("-2147483648").
+_OUT_OF_MEMORY = re.compile(r"memory|heap space|GC overhead|array (?:size|length)|is too large|^\s*-\d+\s*$", re.I)
 
 
 def sanitized(exc: Neo4jError, timeout_s: float = USER_QUERY_TIMEOUT_S) -> CypherRefused:
@@ -199,7 +201,7 @@ def sanitized(exc: Neo4jError, timeout_s: float = USER_QUERY_TIMEOUT_S) -> Cyphe
     if code.endswith("OutOfMemoryError") or (code.endswith("ExecutionFailed") and _OUT_OF_MEMORY.search(
             str(exc.message or ""))):
         # A JVM heap exhausted mid-operator surfaces as ExecutionFailed; its text is only matched, never shown.
-        return CypherRefused(f"the query ran the server out of memory ({code})")
+        return CypherRefused(f"the query built more than the server's memory can hold ({code})")
     pos = _POSITION.search(str(exc.message or "")) if code.endswith("SyntaxError") else None
     if pos:
         return CypherRefused(f"Neo4j error {code}", int(pos.group(1)), int(pos.group(2)))
