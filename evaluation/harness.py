@@ -193,7 +193,7 @@ def run_tasks(tasks: Sequence[TaskRecord], agent: Agent, wh: Warehouse, kb: Know
                             trials=trials, started_at=started_at, wall=time.perf_counter() - started,
                             llm=session().since(llm_before))
     if chance:  # on the tasks that ran: a stopped run is compared on what it finished
-        ran = {task for task, _trial in files.attempts()[0]}
+        ran = {v.verdict.task_id for v in result.report.tasks}  # the report scores exactly those
         levels = chance_levels([t for t in tasks if t.task_id in ran], wh, kb, db_schema=db_schema)
         (out_dir / "chance.json").write_text(levels.model_dump_json(indent=2) + "\n", encoding="utf-8")
         result = replace(result, chance=levels)

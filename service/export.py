@@ -393,7 +393,7 @@ def _hf_files(view: str, records: list[dict[str, Any]]) -> dict[str, bytes]:
     return out
 
 
-def dataset_card(manifest: dict[str, Any], files: dict[str, bytes]) -> bytes:
+def dataset_card(manifest: dict[str, Any], files: dict[str, bytes], by_variant: Counter[str]) -> bytes:
     """The dataset card: a config per audience view with a split per variant, the license the
     data owner sets, a citation, the task counts and the digest of the manifest's task list."""
     counts = manifest["counts"]
@@ -404,8 +404,6 @@ def dataset_card(manifest: dict[str, Any], files: dict[str, bytes]) -> bytes:
             configs.append(f"- config_name: {view}\n" + ("  default: true\n" if view == "public" else "")
                            + "  data_files:\n" + "".join(f"  - split: {v}\n    path: {p}\n" for v, p in splits))
     tasks_digest = sha256(dumps(manifest["tasks"]).encode())
-    by_variant = Counter(json.loads(line)["variant"] for name, data in files.items() if name.startswith("data/public/")
-                         for line in data.decode().splitlines())
     rows = "".join(f"| {k} | {v} |\n" for k, v in [*sorted(by_variant.items()), *counts["by_analysis_type"].items()])
     return (
         "---\nlicense: other\nlicense_name: set-by-the-data-owner\npretty_name: dibench tasks of "
@@ -473,7 +471,7 @@ def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any], au
                   for rec, t in zip(hashed, tasks)},
     }
     if fmt == "hf":
-        files["README.md"] = dataset_card(manifest, files)
+        files["README.md"] = dataset_card(manifest, files, Counter(r["variant"] for r in public))
     manifest["files"] = {name: sha256(data) for name, data in sorted(files.items())}
     files["manifest.json"] = (json.dumps(manifest, sort_keys=True, indent=2, ensure_ascii=False, default=str)
                               + "\n").encode()

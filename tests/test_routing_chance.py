@@ -126,13 +126,20 @@ def test_over_selection_buys_no_execution_credit(small3_eval: EvalSetup) -> None
     assert exact.scores[0].ea == (1.0, 1.0)
 
 
-def test_random_router_works_on_a_two_database_catalog(graph: Graph, tmp_path: Path) -> None:
-    root = write_release(tmp_path, ["music_a", "music_b"])
-    catalog = "routing_test_two"
+def generated_catalog(graph: Graph, tmp_path: Path, dbs: list[str], catalog: str, *, n: int, seed: int) -> Path:
+    """A fresh catalog of the SQLite databases `dbs`, ingested, with `n` routing tasks generated;
+    returns its release folder."""
+    root = write_release(tmp_path, dbs)
     delete_catalog(graph, catalog)
+    ingest_sqlite_folder(graph, root, catalog=catalog)
+    run_generate(graph, catalog=catalog, root=root, n=n, seed=seed)
+    return root
+
+
+def test_random_router_works_on_a_two_database_catalog(graph: Graph, tmp_path: Path) -> None:
+    catalog = "routing_test_two"
     try:
-        ingest_sqlite_folder(graph, root, catalog=catalog)
-        run_generate(graph, catalog=catalog, root=root, n=20, seed=3)
+        generated_catalog(graph, tmp_path, ["music_a", "music_b"], catalog, n=20, seed=3)
         setup = load_eval(graph, catalog)
         result = _run(setup, RandomRouter(42))
         assert setup.contracts
@@ -216,12 +223,9 @@ def test_sequential_binds_into_a_postgresql_downstream(graph: Graph, warehouse: 
 
 
 def test_reingest_prunes_sources_and_retires_their_tasks(graph: Graph, warehouse: Warehouse, tmp_path: Path) -> None:
-    root = write_release(tmp_path, ["music_a", "music_b", "geo_c"])
     catalog = "routing_test_prune"
-    delete_catalog(graph, catalog)
     try:
-        ingest_sqlite_folder(graph, root, catalog=catalog)
-        run_generate(graph, catalog=catalog, root=root, n=40, seed=7)
+        root = generated_catalog(graph, tmp_path, ["music_a", "music_b", "geo_c"], catalog, n=40, seed=7)
         before = read_contracts(graph, catalog)
         geo = next(pid for pid, row in private_locations(graph, catalog).items() if row["name"] == "geo_c")
         needing = graph.run_raw_read("MATCH (t:RoutingTask {catalog: $c}) WHERE $geo IN t.required "
