@@ -226,13 +226,14 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
                             f"under the metric's policy (counterfactual filter)")
     c.rejections += [llm_failure] if llm_failure else stage1(c, vocab)
     if phrased and llm is not None and not llm_failure \
-            and any(r.startswith("phrasing_fidelity") for r in c.rejections):
+            and any(r.startswith("phrasing_fidelity") for r in c.rejections) \
+            and not any(r.startswith(UNFIXABLE) for r in c.rejections):
         # An LLM question that drifted from the facts is rewritten once with the problems, then checked again.
         try:
             c.question = llm_question(llm, analysis, metric.name, result.gold_answer, result.facts, rule_texts,
                                       where=f"phrasing {sk.key} {analysis} (rewrite)",
                                       rewrite=(c.question, c.rejections))
-            c.rejections = [r for r in c.rejections if r.startswith(NOT_DISCRIMINATIVE)] + stage1(c, vocab)
+            c.rejections = stage1(c, vocab)
         except BudgetExhausted:
             pass
         except LLM_FAILURES as exc:
@@ -255,6 +256,10 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
                             skipped="no LLM configured" if llm is None else "judge disabled (--no-judge)")
     return c
 
+
+# Rejections no wording lifts: the rule does not decide the answer, the answer cannot be scored,
+# a date is used as a group. A candidate with one is not rephrased (the call would be wasted).
+UNFIXABLE = (NOT_DISCRIMINATIVE, "missing_gold", "unscorable", "datetime_as_category")
 
 # Analyses with a no-rule variant: a counterfactual asks about the policy itself (its value with
 # and without a rule), so "before any policy adjustments" would ask nothing.

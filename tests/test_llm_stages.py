@@ -30,7 +30,7 @@ from dibench.evaluation.kb import KnowledgeBase
 from dibench.evaluation.tasks import TaskRecord
 from dibench.generation.executor import Executor
 from dibench.generation.questions import CATALOG_ONLY, PHRASE_REPLY_TOKENS, llm_question, template_question
-from dibench.generation.tasks import build_candidates, vocabulary
+from dibench.generation.tasks import UNFIXABLE, build_candidates, vocabulary
 from dibench.generation.writeback import task_rows
 from dibench.ingest.extract import REPLY_TOKENS, bounded_prompt, extract_effects, rank_metrics
 from dibench.ingest.pipeline import ingest_pack
@@ -256,7 +256,10 @@ def test_drifting_question_over_http_is_rewritten_once_then_rejected(stub: StubS
         assert any(r.startswith("phrasing_fidelity") for r in c.rejections)
     asked = [json.loads(r["messages"][1]["content"]) for r in stub.requests]
     rewrites = [p for p in asked if "previous_question" in p]
-    assert len(rewrites) == len(windowed)  # once each, never twice
+    # once each, never twice; never when no wording can admit it (the rule decides nothing)
+    fixable = [c for c in windowed if not any(r.startswith(UNFIXABLE) for r in c.rejections)]
+    assert len(rewrites) == len(fixable)
+    assert all(not any(o.startswith("rule_not_discriminative") for o in p["reviewer_objections"]) for p in rewrites)
     assert all(p["previous_question"] == DRIFT and p["reviewer_objections"] for p in rewrites)
 
     stub.reset()
@@ -265,6 +268,22 @@ def test_drifting_question_over_http_is_rewritten_once_then_rejected(stub: StubS
     for c in fixed:
         if "start" in c.facts and not any(r.startswith("rule_not_discriminative") for r in c.rejections):
             assert c.question.startswith("Quick one: ") and c.rejections == [], (c.question, c.rejections)
+
+
+def test_a_candidate_no_wording_can_admit_is_not_rephrased(stub: StubServer, warehouse: Warehouse) -> None:
+    """The privacy rule changes none of these answers: the candidates are rejected whatever the
+    question says, so a drifting question costs no rewrite call."""
+    pack = load_pack(MINIPACK)
+    vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(warehouse, pack.schema).items()})
+    stub.default = drift_then(lambda _body: json.dumps({"question": "never asked"}))
+    got = build_candidates(skeleton(pack, "MINI-SAT-001", "customers.plan", ["MINI-R-PRIVACY"]), pack,
+                           Executor(warehouse), vocab, seed=42, llm=model(stub), judge=False)
+    windowed = [c for c in got if "start" in c.facts]
+    assert windowed
+    for c in windowed:
+        assert any(r.startswith("rule_not_discriminative") for r in c.rejections)
+        assert any(r.startswith("phrasing_fidelity") for r in c.rejections)
+    assert not [r for r in stub.requests if "previous_question" in json.loads(r["messages"][1]["content"])]
 
 
 def catalog_phrasing(keep_opt_out: bool) -> Any:
