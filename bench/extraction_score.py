@@ -40,16 +40,22 @@ def effect_line(eff: AnyEffect) -> str:
     return json.dumps(eff.model_dump(mode="json", exclude_none=True, exclude={"metric"}), sort_keys=True)
 
 
-def metric_values(wh: Warehouse, pack: Pack, metric_id: str, rule_id: str, effects: list[AnyEffect]) -> dict[str, Any]:
-    """The metric's rounded values on verification's slices with these effects applied."""
+def same_values(wh: Warehouse, pack: Pack, metric_id: str, rule_id: str, stated: list[AnyEffect],
+                extracted: list[AnyEffect]) -> bool:
+    """Whether the metric's rounded values agree with either set of effects applied, on the same
+    window and slices (verification's, for the effects of both sides)."""
     metric = pack.metric_by_id[metric_id]
-    pairs = [(rule_id, e) for e in effects]
+    both = [(rule_id, e) for e in [*stated, *extracted]]
     base = Bound(parse(metric.template, where=f"metric {metric.id}: sql"))
-    gold = apply_effects(base, pairs, metric)
-    lo, hi = edge_window(wh, metric, pairs, {}, schema=pack.schema)
-    params = {"start_date": lo, "end_date": hi, **metric.params, **gold.params}
-    keys = slice_keys(metric, base.tree, effects)
-    return side_answers(wh, gold.tree, params, keys, metric.rounding, schema=pack.schema)
+    lo, hi = edge_window(wh, metric, both, {}, schema=pack.schema)
+    keys = slice_keys(metric, base.tree, [*stated, *extracted])
+
+    def values(effects: list[AnyEffect]) -> dict[str, Any]:
+        gold = apply_effects(base, [(rule_id, e) for e in effects], metric)
+        params = {"start_date": lo, "end_date": hi, **metric.params, **gold.params}
+        return side_answers(wh, gold.tree, params, keys, metric.rounding, schema=pack.schema)
+
+    return values(stated) == values(extracted)
 
 
 def score_document(doc: RuleDoc, pack: Pack, wh: Warehouse, extracted: list[AnyEffect]) -> dict[str, Any]:
@@ -66,7 +72,7 @@ def score_document(doc: RuleDoc, pack: Pack, wh: Warehouse, extracted: list[AnyE
             per_metric.append({"metric": metric_id, "outcome": "missed"})
             continue
         try:
-            same = metric_values(wh, pack, metric_id, doc.id, effs) == metric_values(wh, pack, metric_id, doc.id, mine)
+            same = same_values(wh, pack, metric_id, doc.id, effs, mine)
         except DibenchError as exc:
             per_metric.append({"metric": metric_id, "outcome": "error", "error": str(exc)[:200]})
             continue

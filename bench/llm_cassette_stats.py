@@ -15,8 +15,12 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-STAGES = (("You turn a business rule document", "extract"), ("You write the question", "phrase"),
-          ("You review one benchmark task", "judge"))
+from dibench.generation.questions import PHRASE_SYSTEM
+from dibench.generation.validation import JUDGE_SYSTEM
+from dibench.ingest.extract import SYSTEM as EXTRACT_SYSTEM
+
+# A request's stage is named by the opening of its system prompt (cassettes keep 80 characters of it).
+STAGES = ((EXTRACT_SYSTEM[:40], "extract"), (PHRASE_SYSTEM[:40], "phrase"), (JUDGE_SYSTEM[:40], "judge"))
 
 
 def stage_of(request: dict[str, Any]) -> str:
