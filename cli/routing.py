@@ -14,6 +14,7 @@ import click
 
 from dibench.cli.common import bars as _bars, console, handle_errors, print_table as _table, progress as _progress
 from dibench.core.config import get_settings
+from dibench.routing.models import BEHAVIOURS
 
 DEFAULT_CATALOG = "spider"
 ROUTERS = ("oracle", "lexical", "random", "layout", "select-all", "llm")
@@ -128,13 +129,17 @@ def routing() -> None:
 @click.option("--public-dir", type=click.Path(path_type=Path), default=Path("out/routing/public"),
               show_default=True, help="Public export: tasks.jsonl (requests) and catalog.json (what routers see).")
 @click.option("--llm", "use_llm", is_flag=True, help="Word requests with the configured LLM (template otherwise).")
+@click.option("--allow-missing", "allow_missing", multiple=True, type=click.Choice(BEHAVIOURS),
+              help="A behaviour the catalog may give none of (repeatable); any other missing behaviour exits 1.")
 @handle_errors
 def routing_generate(name: str, root: Path | None, n: int | None, seed: int | None, output: Path, public_dir: Path,
-                     use_llm: bool) -> None:
+                     use_llm: bool, allow_missing: tuple[str, ...]) -> None:
     """Build source units from gold SQL, then validated contracts of the five behaviours, published under
     fresh random ids (a new benchmark each run; the id mapping stays in the graph, private)."""
-    from dibench.routing.generate import DEFAULT_N, targets
+    from dibench.routing.generate import DEFAULT_N, REFERENCE_MIX, targets
+    from dibench.routing.report import pct
     from dibench.routing.pipeline import release_size, run_generate
+    from dibench.routing.shortcuts import n_routers
     from dibench.stores.graph import apply_schema, get_graph
     from dibench.stores.llm import configured_model
 
@@ -146,9 +151,12 @@ def routing_generate(name: str, root: Path | None, n: int | None, seed: int | No
     graph = get_graph()
     apply_schema(graph)
     root = root or _release_root(graph, name, "--path")
-    with _bars(("executing gold SQL", release_size(root)), ("building contracts", sum(targets(n).values()))) as (up, cp):
+    total = sum(targets(n).values())
+    with _bars(("executing gold SQL", release_size(root)), ("building contracts", total),
+               ("shortcut audit", total * n_routers())) as (up, cp, ap):
         s = run_generate(graph, catalog=name, root=root, n=n, seed=settings.seed if seed is None else seed,
-                         out=output, public_dir=public_dir, llm=llm, unit_progress=up, contract_progress=cp)
+                         out=output, public_dir=public_dir, llm=llm, unit_progress=up, contract_progress=cp,
+                         audit_progress=ap)
     u = s.units
     asked = sum(x.intent_source == "question" for x in u.units)
     _table("source units", ["gold queries", "repeats merged", "units", "with a human question", "by file", "failed",
@@ -156,14 +164,24 @@ def routing_generate(name: str, root: Path | None, n: int | None, seed: int | No
            [[u.read, u.merged, len(u.units), asked, ", ".join(f"{k} {v}" for k, v in sorted(u.by_source.items())),
              ", ".join(f"{k} {v}" for k, v in sorted(u.failure_counts().items())) or "0", s.unit_seconds]])
     r = s.report
-    _table("contracts", ["behaviour", "target", "produced"], [[b, t, r.produced.get(b, 0)] for b, t in r.targets.items()]
-           + [["total", sum(r.targets.values()), len(r.contracts)]])
+    built, paper = max(len(r.contracts), 1), {str(b): n for b, n in REFERENCE_MIX.items()}
+    _table("contracts (mix beside the paper's)", ["behaviour", "target", "produced", "share", "paper's share"],
+           [[b, t, r.produced.get(b, 0), pct(r.produced.get(b, 0) / built), pct(paper.get(b, 0) / DEFAULT_N)]
+            for b, t in r.targets.items()] + [["total", sum(r.targets.values()), len(r.contracts), "", ""]])
     for line in r.shortfall_lines():
         console.print(f"[yellow]short[/yellow] {line}", highlight=False)
     if r.rejected:
         console.print("rejected candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items())))
+    if s.audit is not None:
+        _chance_table(s.audit, f"shortcut audit ({s.audit_seconds}s): the best router that reads no request "
+                               "semantics, per metric = this benchmark's chance level (95% Wilson intervals)")
     console.print(f"benchmark {s.benchmark}: contracts built in {s.contract_seconds}s; contracts (private) in "
                   f"{output}, public tasks and catalog in {public_dir}")
+    missing = sorted(set(r.skipped()) - set(allow_missing))
+    if missing:
+        raise click.ClickException(f"no {', '.join(missing)} contract could be built on catalog {name!r} (reasons "
+                                   "above); pass --allow-missing " + " --allow-missing ".join(missing)
+                                   + " to accept a benchmark without them")
 
 
 @routing.command("eval")
@@ -183,8 +201,10 @@ def routing_generate(name: str, root: Path | None, n: int | None, seed: int | No
 def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, seed: int | None, decimals: int,
                  executor: str, output: Path | None) -> None:
     """Route every contract, execute the routes, print RA-Set, RA-Graph, EA-Micro, Route+Exec-Graph."""
+    from dibench.routing.audit import audit as audit_shortcuts
     from dibench.routing.evaluate import chance_routers, evaluate, retrieval_audit
-    from dibench.routing.pipeline import load_eval
+    from dibench.routing.pipeline import load_eval, stored_audit
+    from dibench.routing.shortcuts import n_routers
     from dibench.routing.report import METRICS, pct, result_to_dict, save_result, with_interval
     from dibench.routing.scoring import ScoreConfig
     from dibench.stores.graph import get_graph
@@ -201,12 +221,15 @@ def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, 
     chosen = _router(router, setup.contracts, ask, seed)
     cfg = ScoreConfig(None if decimals < 0 else decimals)
     chance = [r for r in chance_routers(seed, setup.contracts) if r.name != chosen.name]
+    stored = stored_audit(get_graph(), name, setup.contracts) if cfg == ScoreConfig() else None
     results = []
     with _progress(f"routing with {chosen.name} (and {', '.join(r.name for r in chance)})",
-                   len(setup.contracts) * (1 + len(chance))) as advance:
+                   len(setup.contracts) * (1 + len(chance) + (0 if stored else n_routers()))) as advance:
         for r in [chosen, *chance]:
             results.append(evaluate(setup.contracts, setup.indexes, setup.route_executor, r,
                                     clarify=ask == "once" and r is chosen, cfg=cfg, progress=advance))
+        shortcuts = stored or audit_shortcuts(setup.contracts, setup.indexes, setup.route_executor, seed, cfg,
+                                              progress=advance)
     result = results[0]
     audit = retrieval_audit(setup.contracts, setup.indexes)
     s = result.summary
@@ -215,6 +238,8 @@ def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, 
            + [["all", s.tasks, *(pct(getattr(s, k)) for k, _ in METRICS)]])
     _table("against chance on this catalog, same contracts (95% Wilson intervals)", ["router", *(n for _, n in METRICS)],
            [[r.router, *(with_interval(r.summary, k) for k, _ in METRICS)] for r in results])
+    _chance_table(shortcuts, "chance level: the best router that reads no request semantics, per metric "
+                             f"({len(shortcuts.routers)} shortcut routers on the same contracts)", result.summary)
     _table("selection", ["precision", "recall", "over-selection", "under-selection", "asked", "invalid routes"],
            [[pct(s.precision), pct(s.recall), pct(s.over_selection), pct(s.under_selection), result.asked,
              result.invalid_routes]])
@@ -223,12 +248,30 @@ def routing_eval(router: str, name: str, contracts_file: Path | None, ask: str, 
     data = result_to_dict(result, audit, contracts=len(setup.contracts), catalog=name)
     data["chance"] = {r.router: result_to_dict(r, audit, contracts=len(setup.contracts), catalog=name)["summary"]
                       for r in results[1:]}
+    data["shortcut_audit"] = shortcuts.to_dict()
     save_result(data)  # for the routing section of `dibench report`
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(data, indent=1))
         console.print(f"results written to {output}")
     setup.executor.close()
+
+
+def _chance_table(audit: Any, caption: str, scored: Any = None) -> None:
+    """Per metric: the best shortcut with its interval beside random (and the router scored, if any)."""
+    from dibench.routing.report import METRICS, pct
+
+    header = ["metric", *(["router scored"] if scored is not None else []), "best shortcut", "which", "random"]
+    rows = []
+    for key, label in METRICS:
+        best, rand = audit.level(key), next(x for x in audit.random if x.metric == key)
+        rows.append([label, *([pct(getattr(scored, key))] if scored is not None else []),
+                     f"{pct(best.value)} [{pct(best.low)}-{pct(best.high)}]", best.router,
+                     f"{pct(rand.value)} [{pct(rand.low)}-{pct(rand.high)}]"])
+    _table(caption, header, rows)
+    for behaviour, names in sorted(audit.flagged.items()):
+        console.print(f"[yellow]shortcut[/yellow] {behaviour}: above random's interval on RA-Graph: "
+                      + ", ".join(names), highlight=False)
 
 
 def _router(kind: str, contracts: list[Any], ask: str, seed: int) -> Any:

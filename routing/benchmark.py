@@ -85,6 +85,16 @@ def load(graph: Graph, catalog: str, benchmark: str) -> BenchmarkIds:
     return BenchmarkIds(benchmark, dict(zip(rows[0]["catalog_ids"], rows[0]["public_ids"])))
 
 
+def store_audit(graph: Graph, catalog: str, benchmark: str, audit: dict[str, Any]) -> None:
+    graph.write("routing_benchmark_chance_set", catalog=catalog, benchmark=benchmark, audit=json.dumps(audit))
+
+
+def load_audit(graph: Graph, catalog: str, benchmark: str) -> dict[str, Any] | None:
+    """The benchmark's stored shortcut audit (its chance levels), None when it has none."""
+    rows = graph.read("routing_benchmark_chance", catalog=catalog, benchmark=benchmark)
+    return json.loads(rows[0]["audit"]) if rows and rows[0]["audit"] else None
+
+
 def benchmark_of(contracts: list[Contract]) -> str | None:
     """The one benchmark the contracts belong to (None: contracts from before per-benchmark ids)."""
     found = {c.benchmark for c in contracts}
@@ -102,12 +112,20 @@ def public_catalog(indexes: CatalogIndexes) -> list[dict[str, Any]]:
              "relationships": env.inspect_relationships(pid)} for pid in indexes.view.ids()]
 
 
-def write_public(contracts: list[Contract], indexes: CatalogIndexes, folder: Path) -> list[Path]:
-    """tasks.jsonl (task id, request) and catalog.json: what a router may see; no gold, no mapping."""
+def write_public(contracts: list[Contract], indexes: CatalogIndexes, folder: Path,
+                 audit: dict[str, Any] | None = None) -> list[Path]:
+    """tasks.jsonl (task id, request), catalog.json and manifest.json (the behaviour mix and the
+    shortcut audit's chance levels): what a router may see; no gold, no mapping."""
     folder.mkdir(parents=True, exist_ok=True)
     tasks, catalog = folder / "tasks.jsonl", folder / "catalog.json"
     tasks.write_text("".join(json.dumps({"task_id": c.task_id, "benchmark": c.benchmark, "request": c.request},
                                         sort_keys=True) + "\n" for c in sorted(contracts, key=lambda c: c.task_id)))
     catalog.write_text(json.dumps({"benchmark": benchmark_of(contracts), "databases": public_catalog(indexes)},
                                   indent=1, sort_keys=True, default=str))
-    return [tasks, catalog]
+    manifest = folder / "manifest.json"
+    mix: dict[str, int] = {}
+    for c in contracts:
+        mix[str(c.behaviour)] = mix.get(str(c.behaviour), 0) + 1
+    manifest.write_text(json.dumps({"benchmark": benchmark_of(contracts), "tasks": len(contracts),
+                                    "behaviour_mix": mix, "shortcut_audit": audit}, indent=1, sort_keys=True))
+    return [tasks, catalog, manifest]

@@ -2,7 +2,9 @@
 
 Targets follow the published mix (92 single, 305 parallel, 22 sequential, 291 exploratory,
 105 interactive) scaled to `n`. A behaviour whose candidates run out is reported short, never
-padded.
+padded. No gold source set is required by more than MAX_SET_SHARE of one behaviour's tasks (on a
+small catalog one set once covered half the benchmark): a candidate past that share is rejected
+as `concentration`.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ REFERENCE_MIX: dict[Behaviour, int] = {"single": 92, "parallel": 305, "sequentia
                                        "interactive": 105}
 DEFAULT_N = sum(REFERENCE_MIX.values())  # 815
 ATTEMPTS_PER_CONTRACT = 30  # bound on candidates drawn per contract kept, for endless streams
+MAX_SET_SHARE = 0.10  # no gold source set is required by more than this share of a behaviour's tasks
 
 SKIP_REASONS: dict[str, str] = {
     "single": "no unit that only one database can answer",
@@ -83,6 +86,11 @@ class GenerationReport:
         return out
 
 
+def set_cap(target: int) -> int:
+    """Tasks of one behaviour that may share one gold source set (at least one)."""
+    return max(1, int(MAX_SET_SHARE * target))
+
+
 def normalised_request(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
@@ -104,11 +112,16 @@ def generate(ctx: BuildContext, validator: Validator, n: int = DEFAULT_N, *, llm
         # each behaviour draws from its own seeded stream, so changing one target leaves the others unchanged
         ctx.rng = random.Random(f"{ctx.seed}:{behaviour}")
         count = 0
+        per_set: Counter[tuple[str, ...]] = Counter()
         for attempt, cand in enumerate(STREAMS[behaviour](ctx)):
             if count >= goal[behaviour] or attempt >= ATTEMPTS_PER_CONTRACT * goal[behaviour]:
                 break
             if cand.task_id in seen or contract_key(cand) in seen:
                 duplicates += 1
+                continue
+            gold_set = tuple(sorted(cand.required_databases()))
+            if per_set[gold_set] >= set_cap(goal[behaviour]):
+                rejected[f"{behaviour}/concentration"] += 1  # one set would dominate the behaviour
                 continue
             try:
                 validator.validate(cand)
@@ -121,6 +134,7 @@ def generate(ctx: BuildContext, validator: Validator, n: int = DEFAULT_N, *, llm
                 continue
             seen |= {worded.task_id, contract_key(worded), normalised_request(worded.request)}
             kept.append(worded)
+            per_set[gold_set] += 1
             count += 1
             if progress:
                 progress(1)

@@ -16,6 +16,8 @@ from pathlib import Path
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from dibench.routing import benchmark
+from dibench.routing.audit import ShortcutAudit
+from dibench.routing.audit import audit as shortcut_audit
 from dibench.routing.build_common import BuildContext
 from dibench.routing.environment import CatalogIndexes
 from dibench.routing.execution import OracleSql, RouteExecutor, SqlWriter, TextToSql
@@ -41,6 +43,8 @@ class GenerateSummary:
     unit_seconds: float
     contract_seconds: float
     out: Path | None
+    audit: ShortcutAudit | None = None
+    audit_seconds: float = 0.0
 
 
 def release_size(root: Path) -> int:
@@ -49,13 +53,15 @@ def release_size(root: Path) -> int:
 
 def run_generate(graph: Graph, *, catalog: str, root: Path, n: int = DEFAULT_N, seed: int = 42,
                  out: Path | None = None, public_dir: Path | None = None, llm: BaseChatModel | None = None,
-                 only_databases: set[str] | None = None,
-                 unit_progress: Progress | None = None, contract_progress: Progress | None = None) -> GenerateSummary:
+                 only_databases: set[str] | None = None, shortcuts: bool = True,
+                 unit_progress: Progress | None = None, contract_progress: Progress | None = None,
+                 audit_progress: Progress | None = None) -> GenerateSummary:
     """Build units and contracts for `catalog` (whose databases must be ingested) and store them.
 
     only_databases: restrict units to these catalog ids (tests use a small catalog subset).
     out: the contracts (private: gold SQL, the intended reading). public_dir: what routers may see
-    (requests and the catalog under the benchmark's ids).
+    (requests and the catalog under the benchmark's ids). shortcuts: run the shortcut audit on the
+    published contracts and store its chance levels with the benchmark.
     """
     view = CatalogView.load(graph, catalog)
     locations = Locations.load(graph, catalog)
@@ -78,11 +84,18 @@ def run_generate(graph: Graph, *, catalog: str, root: Path, n: int = DEFAULT_N, 
         write_contracts(graph, catalog, published, ids.catalog_of())
         if out is not None:
             export_jsonl(published, out)
-        if public_dir is not None:
-            benchmark.write_public(published, CatalogIndexes(view.aliased(ids.public_of)), public_dir)
         contract_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        indexes = CatalogIndexes(view.aliased(ids.public_of))
+        found = None
+        if shortcuts and published:
+            found = shortcut_audit(published, indexes, RouteExecutor(locations.aliased(ids.public_of), executor,
+                                                                     OracleSql()), seed, progress=audit_progress)
+            benchmark.store_audit(graph, catalog, ids.benchmark, found.to_dict())
+        if public_dir is not None:
+            benchmark.write_public(published, indexes, public_dir, found.to_dict() if found else None)
     return GenerateSummary(units, report, published, ids.benchmark, round(unit_seconds, 2),
-                           round(contract_seconds, 2), out)
+                           round(contract_seconds, 2), out, found, round(time.perf_counter() - started, 2))
 
 
 @dataclass
@@ -109,3 +122,12 @@ def load_eval(graph: Graph, catalog: str, contracts_file: Path | None = None,
     writer: SqlWriter = TextToSql(llm, view) if llm is not None else OracleSql()
     executor = SqliteExecutor()
     return EvalSetup(contracts, CatalogIndexes(view), RouteExecutor(locations, executor, writer), executor)
+
+
+def stored_audit(graph: Graph, catalog: str, contracts: list[Contract]) -> ShortcutAudit | None:
+    """The shortcut audit `routing generate` stored for these contracts' benchmark, if any."""
+    published = benchmark.benchmark_of(contracts)
+    data = benchmark.load_audit(graph, catalog, published) if published else None
+    found = ShortcutAudit.from_dict(data) if data else None
+    # a subset of the benchmark (a filtered contracts file) has chance levels of its own
+    return found if found is not None and found.level("ra_set").n == len(contracts) else None

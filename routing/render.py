@@ -11,9 +11,11 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import Field
 
 from dibench.core.errors import ExtractionError
+from dibench.routing.describe import describe
 from dibench.routing.errors import ContractInvalid
 from dibench.routing.models import Contract, Strict
 from dibench.routing.validate import Validator
+from dibench.routing.view import CatalogView
 from dibench.stores.llm import ask_structured
 
 TEMPLATE_VERSION = "template/v3"
@@ -21,9 +23,10 @@ TEMPLATE_VERSION = "template/v3"
 # A request carries what is asked and nothing derived from the gold SQL: no topic line of the gold
 # tables, no numbering, no count of sources, no binding column. Its layout (how many sentences, how
 # many joining words) is drawn independently of how many asks it holds and of its behaviour: a
-# single question may come with closing sentences, several asks may share one sentence. An
-# exploratory request also asks, in words, for the few sources that cover its capabilities: what
-# it asks differs, not its layout.
+# single question may come with an opening remark and a closing, several asks may share one
+# sentence. An exploratory request also asks, in words, for the few sources that cover what it
+# describes (by the data's columns, never the catalog's labels), anywhere among its asks: what it
+# asks differs, not its layout.
 COVER_ASKS = ("Which sources, taken together, hold {caps}, with as few of them as possible?",
               "Find the smallest set of sources that between them hold {caps}.",
               "I need as few sources as possible that together record {caps}.",
@@ -31,22 +34,22 @@ COVER_ASKS = ("Which sources, taken together, hold {caps}, with as few of them a
 # joining two asks inside one sentence, with no word or with one
 INNER_BARE = (", ", " - ")
 INNER_WORD = (", and ", ", also ")
-# closing sentences carry no word a catalog search could match; some carry a joining word
-CLOSINGS_BARE = ("Thanks.", "That is all.", "That is all there is.", "Thanks, that is all.")
-CLOSINGS_WORD = ("And that is all I need.", "Also, thanks.")
+# the sentences around the asks carry no word a catalog search could match: at most one opening
+# remark and one closing (never two closings in a row); some carry a joining word
+OPENINGS_BARE = ("Quick question.", "I am putting a short report together.", "This is for a review meeting.")
+OPENINGS_WORD = ("I am putting a report together and need a few figures.", "This is for a meeting, and it is urgent.")
+CLOSINGS_BARE = ("Thanks.", "That is all I need.", "Thanks in advance.")
+CLOSINGS_WORD = ("Thanks, and have a good day.", "That is all, and thanks.")
+AROUND = {("opening", False): OPENINGS_BARE, ("opening", True): OPENINGS_WORD,
+          ("closing", False): CLOSINGS_BARE, ("closing", True): CLOSINGS_WORD}
 LOWER_STARTS = frozenset("what which how who whom whose when where why list show find give return count tell "
-                         "is are was were do does did can name".split())
+                         "is are was were do does did can name point".split())
 SENTENCES = (1, 2, 3)  # sentences of a request's layout, whatever it asks
 JOINING_WORDS = (0, 1, 2)  # joining words the layout adds, whatever it asks
 
 
 def _clause(text: str) -> str:
     return text.strip().rstrip(".?! ")
-
-
-def _listing(items: list[str]) -> str:
-    """`a, b, c`: no joining word, so a listing weighs nothing in the layout."""
-    return ", ".join(items)
 
 
 def _mark(text: str) -> str:
@@ -70,8 +73,8 @@ def _sentence(asks: list[str], joiners: list[str]) -> str:
 def laid_out(asks: list[str], rng: random.Random) -> str:
     """The asks as running text in a layout drawn apart from them: a number of sentences from
     SENTENCES and of joining words from JOINING_WORDS; the asks are split over as many sentences as
-    there are asks, the other sentences are closings, and the joining words go between asks or
-    into closings as far as there is room."""
+    there are asks, the other sentences (at most two) are an opening remark and a closing, and the
+    joining words go between asks or into those as far as there is room."""
     sentences, words_wanted = rng.choice(SENTENCES), rng.choice(JOINING_WORDS)
     groups = min(sentences, len(asks))
     cuts = sorted(rng.sample(range(1, len(asks)), groups - 1)) if groups > 1 else []
@@ -82,14 +85,16 @@ def laid_out(asks: list[str], rng: random.Random) -> str:
     rng.shuffle(joiners)
     bounds = [0, *cuts, len(asks)]
     parts = [_sentence(asks[a:b], joiners) for a, b in zip(bounds, bounds[1:])]
-    closing_words = min(words_wanted - with_word, sentences - groups)
-    closings = rng.sample(CLOSINGS_WORD, closing_words) + rng.sample(CLOSINGS_BARE, sentences - groups - closing_words)
-    rng.shuffle(closings)
-    return " ".join(parts + closings)
+    extra = sentences - groups  # 0, 1 or 2: an opening remark, a closing, or both
+    kinds = ["opening", "closing"] if extra == 2 else rng.sample(["opening", "closing"], extra)
+    worded = set(rng.sample(kinds, min(words_wanted - with_word, extra)))
+    around = {k: rng.choice(AROUND[k, k in worded]) for k in kinds}
+    return " ".join(filter(None, [around.get("opening"), *parts, around.get("closing")]))
 
 
-def template_request(c: Contract) -> str:
-    """The request of c, worded from seeded random choices (the same contract always reads the same)."""
+def template_request(c: Contract, view: CatalogView | None = None) -> str:
+    """The request of c, worded from seeded random choices (the same contract always reads the same).
+    An exploratory contract needs the catalog view: its capabilities are described by their columns."""
     rng = random.Random(f"{c.seed}:{c.task_id}:wording")
     units = c.branches[0].units
     intents = [u.intent for u in units]
@@ -97,10 +102,12 @@ def template_request(c: Contract) -> str:
         intents = intents[:1]  # both readings ask the same question
     elif c.behaviour != "sequential":
         rng.shuffle(intents)  # independent asks: their order is free; a sequential chain keeps its order
-    if c.behaviour == "exploratory":  # the cover ask comes first, laid out like any other ask
-        caps = list(c.capabilities)
+    if c.behaviour == "exploratory":  # the cover ask goes anywhere among the asks, laid out like any other
+        caps = describe(c, view, rng) if view is not None else None
+        if caps is None:
+            raise ContractInvalid(c.task_id, "wording", "no description of its capabilities keeps the cover unique")
         rng.shuffle(caps)
-        intents = [rng.choice(COVER_ASKS).format(caps=_listing(caps)), *intents]
+        intents.insert(rng.randint(0, len(intents)), rng.choice(COVER_ASKS).format(caps=" as well as ".join(caps)))
     return laid_out(intents, rng)
 
 
@@ -115,7 +122,7 @@ _SYSTEM = ("You rephrase a data request so it reads like a business user wrote i
 
 def render(c: Contract, validator: Validator, llm: BaseChatModel | None = None) -> Contract:
     """A copy of c with `request` and `renderer` set; the template wording if the LLM's is rejected."""
-    text = template_request(c)
+    text = template_request(c, validator.view)
     worded = c.model_copy(update={"request": text, "renderer": TEMPLATE_VERSION})
     validator.validate_wording(worded)
     if llm is None:

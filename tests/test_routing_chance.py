@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from dibench.cli.main import main
+from dibench.routing.audit import audit as shortcut_audit
 from dibench.routing.catalog_store import delete_catalog, private_locations
 from dibench.routing.environment import RoutingEnvironment
 from dibench.routing.evaluate import EvalResult, behaviour_mix, evaluate
@@ -100,7 +101,10 @@ def test_chance_levels_hold_on_small_catalogs(request: pytest.FixtureRequest, ca
     mix = behaviour_mix(setup.contracts)
     rnd_graph = sum(_run(setup, RandomRouter(s, mix)).summary.ra_graph for s in seeds) / len(seeds)
     layout_graph = sum(_run(setup, LayoutRouter(s)).summary.ra_graph for s in seeds) / len(seeds)
-    assert layout_graph <= rnd_graph + 0.02, (layout_graph, rnd_graph)
+    # the chance level printed is the best of the shortcut library, which holds random and layout-only
+    found = shortcut_audit(setup.contracts, setup.indexes, setup.route_executor, 42)
+    assert found.level("ra_graph").value >= max(found.routers["layout-only"]["ra_graph"], rnd_graph - 0.05)
+    assert abs(found.routers["layout-only"]["ra_graph"] - layout_graph) <= 0.1
     assert everything.ea_micro <= everything.ra_set + 0.10, (everything.ea_micro, everything.ra_set)
     rnd = _run(setup, RandomRouter(42, mix)).summary
     lo, hi = rnd.interval("ra_graph")
@@ -175,7 +179,13 @@ def test_labels_are_asked_and_question_sets_are_never_reused(small3: tuple[Path,
     exploratory = [c for c in contracts if c.behaviour == "exploratory"]
     assert exploratory
     assert all(len(c.branches[0].databases) >= 2 for c in exploratory)
-    assert all(any(cap in c.request for cap in c.capabilities) for c in exploratory)
+    # the cover ask describes what it needs by the data's columns, never by a capability's label:
+    # a label appears only where a unit's own (human) question says it
+    for c in exploratory:
+        cover_ask = c.request
+        for u in c.units():
+            cover_ask = re.sub(re.escape(u.intent.strip().rstrip(".?! ")), "", cover_ask, flags=re.IGNORECASE)
+        assert not any(re.search(rf"\b{re.escape(cap)}\b", cover_ask, re.IGNORECASE) for cap in c.capabilities), c.request
     assert not any("sources" in c.request for c in contracts if c.behaviour == "parallel")
     # a skipped behaviour is named with its reason
     assert any(line.startswith(("sequential: 0 of", "interactive: 0 of")) for line in s.report.shortfall_lines())

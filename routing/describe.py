@@ -1,0 +1,70 @@
+"""Capabilities of an exploratory request in words of the data they hold, not their labels.
+
+An exploratory request used to list the public entity labels of its cover ("tv series, cartoon"):
+an exact lookup of those labels in the catalog then solved the task without reading it. Here each
+capability is described by a few of its table's own columns (in words, never the label or an id
+column), and the description is kept only when the smallest set of databases holding tables with
+those columns is still exactly the contract's cover.
+"""
+from __future__ import annotations
+
+import random
+
+from dibench.routing.build_exploratory import minimum_covers
+from dibench.routing.models import Contract
+from dibench.routing.naming import natural, tokens
+from dibench.routing.view import CatalogView
+
+COLUMNS_PER_CAPABILITY = 3
+DRAWS = 4  # column draws tried before a contract is refused
+PHRASES = ("records with {cols}", "data giving {cols}", "entries that have {cols}", "a list with {cols}")
+
+
+# words a request's layout is read by (joiners, sequence cues): a description never brings one in
+LAYOUT_WORDS = frozenset("and also then plus next besides separately first after using before".split())
+
+
+def _listing(cols: list[str]) -> str:
+    """`a, b, c`: no joining word, so a description weighs nothing in the layout."""
+    return ", ".join(cols)
+
+
+def _describable(columns: list[str], caps: set[str], labels: set[str]) -> list[str]:
+    """The columns (in words) that say something about a table without naming a capability of the
+    request, any entity label of the catalog, or an id."""
+    cap_words = {w for cap in caps for w in tokens(cap)}
+    out = []
+    for col in columns:
+        ws = tokens(col)
+        if not ws or ws[-1] in ("id", "code", "key", "no") or (cap_words | LAYOUT_WORDS) & set(ws) \
+                or natural(col) in labels or len(natural(col)) < 3:
+            continue
+        out.append(natural(col))
+    return sorted(set(out))
+
+
+def _tables_with(view: CatalogView, cols: set[str]) -> frozenset[str]:
+    return frozenset(pid for pid, db in view.databases.items()
+                     if any(cols <= {natural(c["column"]) for c in t.columns} for t in db.tables.values()))
+
+
+def describe(c: Contract, view: CatalogView, rng: random.Random) -> list[str] | None:
+    """One description per capability of c, or None when no draw keeps the cover unique."""
+    cover = frozenset(c.required_databases())
+    options: list[tuple[str, list[str]]] = []
+    labels = {e for db in view.databases.values() for e in db.entities}
+    for label in c.capabilities:
+        tables = [t for d in sorted(cover) for t in view.databases[d].tables.values() if t.entity == label]
+        if not tables:
+            return None
+        cols = _describable([col["column"] for col in tables[0].columns], set(c.capabilities), labels)
+        if not cols:
+            return None
+        options.append((label, cols))
+    for _ in range(DRAWS):
+        drawn = [frozenset(rng.sample(cols, min(COLUMNS_PER_CAPABILITY, len(cols)))) for _, cols in options]
+        holders = {str(i): _tables_with(view, set(d)) for i, d in enumerate(drawn)}
+        covers = minimum_covers(sorted(holders), holders)
+        if len(covers) == 1 and covers[0] == cover:
+            return [rng.choice(PHRASES).format(cols=_listing(sorted(d))) for d in drawn]
+    return None

@@ -1,0 +1,131 @@
+"""The routing shortcut audit: each router of the library reads only what it may (surface, public
+labels, sizes, the other tasks), the audit's chance level is the best of them, it is stored with
+the benchmark and printed by generate and eval; task sets spread over gold sets."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dibench.cli.main import main
+from dibench.routing import benchmark
+from dibench.routing.environment import CatalogIndexes, RoutingEnvironment
+from dibench.routing.generate import set_cap, targets
+from dibench.routing.models import AnswerCondition, Branch, Contract, ContractUnit
+from dibench.routing.pipeline import GenerateSummary
+from dibench.routing.routers import RouterTask
+from dibench.routing.shortcuts import ShortcutContext, shortcut_routers, surface
+from dibench.routing.shortcuts.constant import CommonestSet
+from dibench.routing.shortcuts.labels import looked_up
+from dibench.routing.shortcuts.learned import SurfaceTable
+from dibench.routing.view import CatalogView, DatabaseView, TableView
+from dibench.stores.graph import Graph
+
+
+def _view() -> CatalogView:
+    def db(pid: str, tables: dict[str, list[str]], rows: int) -> DatabaseView:
+        return DatabaseView(pid, [t.rstrip("s") for t in tables], [], [], "", rows, {
+            t: TableView(t, t.rstrip("s"), rows, [{"column": c, "type": "text", "samples": []} for c in cols])
+            for t, cols in tables.items()})
+    return CatalogView("c", {"db_a": db("db_a", {"singers": ["name", "song_name"], "concerts": ["year"]}, 10),
+                             "db_b": db("db_b", {"dogs": ["breed", "weight"]}, 500),
+                             "db_c": db("db_c", {"singers": ["name"], "dogs": ["age"]}, 20)}, [])
+
+
+def _contract(task: str, behaviour: str, dbs: list[str], request: str) -> Contract:
+    units = [ContractUnit(unit_id=f"{task}-{d}", database=d, intent="q", sql="SELECT 1", ordered=False,
+                          fingerprint="x") for d in dbs]
+    return Contract(task_id=task, catalog="c", behaviour=behaviour,  # type: ignore[arg-type]
+                    branches=[Branch(branch_id="main", weight=1.0, databases=sorted(dbs), units=units)],
+                    answer=AnswerCondition(kind="each-unit", description="d", final_units=[]), seed=1,
+                    request=request)
+
+
+def test_surface_counts_read_punctuation_not_meaning() -> None:
+    assert surface.asks("How many singers are there? What is the oldest dog. Thanks.") == 2
+    assert surface.asks("How many singers are there, and what is the oldest dog?") == 2
+    assert surface.asks("Quick question. List all concerts. That is all I need.") == 1
+    assert surface.opening("Point me to a minimal set of sources") == "point me"
+    assert len(surface.sentences("One. Two? Three!")) == 3
+
+
+def test_label_lookup_takes_the_smallest_cover_of_labels_named_verbatim() -> None:
+    view = _view()
+    assert looked_up("Which singer sang at each concert?", view) == ["db_a"]
+    assert looked_up("the heaviest dog and the youngest singer", view) == ["db_c"]
+    assert looked_up("nothing named here", view) == []
+    assert looked_up("each breed by song name", view, "columns") == ["db_b", "db_a"]
+
+
+def test_learned_shortcuts_leave_the_routed_task_out() -> None:
+    contracts = tuple(_contract(f"t{i}", "parallel", ["db_a", "db_b"], f"Same opening {i}. x?") for i in range(3))
+    lone = _contract("t9", "single", ["db_c"], "Different words here.")
+    env = RoutingEnvironment(CatalogIndexes(_view()))
+    route = CommonestSet((*contracts, lone)).route(RouterTask("t0", "whatever"), env)
+    assert (route.behaviour, route.branches[0].databases) == ("parallel", ["db_a", "db_b"])
+    # the only task with its gold set cannot learn it from itself
+    table = SurfaceTable((*contracts, lone))
+    assert table.guess(RouterTask("t9", lone.request)) != ("single", 1)
+    assert table.guess(RouterTask("t1", contracts[1].request)) == ("parallel", 2)
+
+
+def test_every_family_is_registered() -> None:
+    names = [r.name for r in shortcut_routers(ShortcutContext(1, ()))]
+    assert len(names) == len(set(names))
+    for family in ("random", "select-all", "layout-only", "constant-database", "constant-set", "largest-by-rows",
+                   "count-asks", "count-sentences", "count-question-marks", "label-lookup", "column-lookup-as-exploratory",
+                   "surface-learned", "surface-learned+labels"):
+        assert family in names
+
+
+def test_generate_audits_stores_and_prints_the_chance_level(graph: Graph, small_generated: tuple[Path, str],
+                                                            tmp_path: Path) -> None:
+    catalog, out = small_generated[1], small_generated[0]
+    contracts = [json.loads(line) for line in (out / "c.jsonl").read_text().splitlines()]
+    manifest = json.loads((out / "public" / "manifest.json").read_text())
+    assert manifest["tasks"] == len(contracts) and sum(manifest["behaviour_mix"].values()) == len(contracts)
+    stored = benchmark.load_audit(graph, catalog, manifest["benchmark"])
+    assert stored == manifest["shortcut_audit"]
+    routers = stored["routers"]
+    for level in stored["chance"]:  # the chance level is the best shortcut, with its interval
+        assert level["value"] == max(r[level["metric"]] for r in routers.values())
+        assert level["low"] <= level["value"] <= level["high"]
+    # no gold set dominates a behaviour
+    per = Counter((c["behaviour"], tuple(sorted({d for b in c["branches"] for d in b["databases"]})))
+                  for c in contracts)
+    goal = targets(60)
+    assert per and all(n <= set_cap(goal[b]) for (b, _), n in per.items()), per
+    res = CliRunner().invoke(main, ["routing", "eval", "--router", "oracle", "--catalog", catalog, "--contracts",
+                                    str(out / "c.jsonl")], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    chance = res.output.split("chance level: the best router")[1]
+    best = next(x for x in stored["chance"] if x["metric"] == "ra_graph")
+    assert best["router"] in chance and "random" in chance
+
+
+@pytest.fixture(scope="module")
+def small_generated(graph: Graph, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    from dibench.routing.catalog_store import delete_catalog
+    from dibench.routing.ingest import ingest_sqlite_folder
+    from tests.fixtures.routing_catalogs import SMALL_SPIDER, spider_subset_folder
+
+    out = tmp_path_factory.mktemp("shortcuts")
+    root = spider_subset_folder(out / "rel", SMALL_SPIDER)
+    catalog = "routing_test_shortcuts"
+    delete_catalog(graph, catalog)
+    ingest_sqlite_folder(graph, root, catalog=catalog)
+    res = CliRunner().invoke(main, ["routing", "generate", "--catalog", catalog, "--path", str(root), "--n", "60",
+                                    "-o", str(out / "c.jsonl"), "--public-dir", str(out / "public")],
+                             terminal_width=200)
+    # a three-database catalog builds no sequential or interactive contract: that is an error unless allowed
+    assert res.exit_code == 1 and "--allow-missing" in res.output, res.output
+    res = CliRunner().invoke(main, ["routing", "generate", "--catalog", catalog, "--path", str(root), "--n", "60",
+                                    "-o", str(out / "c.jsonl"), "--public-dir", str(out / "public"),
+                                    "--allow-missing", "sequential", "--allow-missing", "interactive"],
+                             terminal_width=200)
+    assert res.exit_code == 0, res.output
+    assert "shortcut audit" in res.output and "paper's share" in res.output
+    return out, catalog
