@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from dibench.core.config import REPO_ROOT, get_settings
+from dibench.routing.audit import AUDITED
 from dibench.routing.catalog_store import delete_catalog
 from dibench.routing.evaluate import EvalResult, behaviour_mix, evaluate
 from dibench.routing.ingest import IngestReport, ingest_postgres_schemas, ingest_sqlite_folder
@@ -144,9 +145,12 @@ def main() -> None:
                 "short": gen.report.shortfall_lines()},
         "question_share": question_share(contracts, gen.units.units),
         "seconds": {"ingest": t_ingest, "generate": t_generate, "generate_units": gen.unit_seconds,
-                    "generate_contracts": gen.contract_seconds, "eval_load": t_load,
+                    "generate_contracts": gen.contract_seconds, "shortcut_audit": gen.audit_seconds,
+                    "eval_load": t_load,
                     "eval": {k: v["seconds"] for k, v in scores.items()}},
         "scores": scores,
+        "shortcut_audit": gen.audit.to_dict() if gen.audit else None,
+        "requests": {b: [c.request for c in contracts if c.behaviour == b][:4] for b in sorted(behaviour_mix(contracts))},
     }
     if not args.keep:
         delete_catalog(graph, args.catalog)
@@ -154,10 +158,15 @@ def main() -> None:
         drop_schemas(get_warehouse().admin(), schemas)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=1))
-    print(json.dumps({k: v for k, v in data.items() if k != "scores"}, indent=1))
-    print(f"{'router':20} {'RA-Set':>20} {'RA-Graph':>20} {'EA-Micro':>20} {'Route+Exec-Graph':>20}")
+    print(json.dumps({k: v for k, v in data.items() if k not in ("scores", "shortcut_audit")}, indent=1))
+    print(f"{'router':28} {'RA-Set':>20} {'RA-Graph':>20} {'EA-Micro':>20} {'Route+Exec-Graph':>20}")
     for name, sc in scores.items():
-        print(f"{name:20} " + " ".join(f"{cell:>20}" for cell in sc["table"]))
+        print(f"{name:28} " + " ".join(f"{cell:>20}" for cell in sc["table"]))
+    if gen.audit:  # every shortcut router, then the chance level: the best of them per metric
+        for name, m in sorted(gen.audit.routers.items(), key=lambda kv: -kv[1]["ra_graph"]):
+            print(f"{'  ' + name:28} " + " ".join(f"{100 * m[k]:>19.1f}%" for k in AUDITED))
+        print(f"{'best shortcut (chance)':28} " + " ".join(
+            f"{f'{100 * x.value:.1f}% [{100 * x.low:.1f}-{100 * x.high:.1f}]':>20}" for x in gen.audit.chance))
 
 
 if __name__ == "__main__":

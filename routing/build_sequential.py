@@ -71,12 +71,15 @@ def candidates(ctx: BuildContext) -> list[SeqCandidate]:
 
 
 def _downstream_intent(down: UnitInfo, lit: FilterLiteral, tree_sql_intent: str) -> str:
-    """The downstream question without the bound value."""
+    """The downstream question without the bound value: "... using language English" becomes
+    "... using that language" (the question's own word, never repeated), a value with no such word
+    before it "that one" (the binding column is not named where the question did not name it)."""
     text = str(lit.value)
     if down.unit.intent_source == "question":
-        pattern = re.compile(re.escape(text), re.IGNORECASE)
+        col = natural(lit.column)
+        pattern = re.compile(rf"(?:\b({re.escape(col)})\s+)?[\"']?{re.escape(text)}[\"']?", re.IGNORECASE)
         if len(pattern.findall(down.unit.intent)) == 1:
-            return pattern.sub(f"that {natural(lit.column)}", down.unit.intent)
+            return pattern.sub(lambda m: f"that {m.group(1)}" if m.group(1) else "that one", down.unit.intent)
     return tree_sql_intent
 
 

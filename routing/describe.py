@@ -2,15 +2,18 @@
 
 An exploratory request used to list the public entity labels of its cover ("tv series, cartoon"):
 an exact lookup of those labels in the catalog then solved the task without reading it. Here each
-capability is described by a few of its table's own columns (in words, never the label or an id
-column), and the description is kept only when the smallest set of databases holding tables with
-those columns is still exactly the contract's cover.
+capability is described by a few of its table's own columns, paraphrased (`names of each song`
+for `song_name`; never the label, an id column or a joining word), and the description is kept
+only when the smallest set of databases holding tables with those columns is still exactly the
+contract's cover and an exact lookup of the catalog's labels or column names in it does not find
+that cover.
 """
 from __future__ import annotations
 
 import random
 
 from dibench.routing.build_exploratory import minimum_covers
+from dibench.routing.lookup import SOURCES, looked_up
 from dibench.routing.models import Contract
 from dibench.routing.naming import natural, tokens
 from dibench.routing.view import CatalogView
@@ -24,9 +27,22 @@ PHRASES = ("records with {cols}", "data giving {cols}", "entries that have {cols
 LAYOUT_WORDS = frozenset("and also then plus next besides separately first after using before".split())
 
 
+def plural(word: str) -> str:
+    if word.endswith("y") and word[-2:-1] not in tuple("aeiou"):
+        return word[:-1] + "ies"
+    return word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def paraphrase(column: str) -> str:
+    """A column in other words than its name: `song name` -> `names of each song`, `weight` ->
+    `weights` (an exact lookup of the column's name does not find it)."""
+    ws = column.split()
+    return plural(ws[-1]) + (f" of each {' '.join(ws[:-1])}" if len(ws) > 1 else "")
+
+
 def _listing(cols: list[str]) -> str:
     """`a, b, c`: no joining word, so a description weighs nothing in the layout."""
-    return ", ".join(cols)
+    return ", ".join(paraphrase(c) for c in cols)
 
 
 def _describable(columns: list[str], caps: set[str], labels: set[str]) -> list[str]:
@@ -66,5 +82,8 @@ def describe(c: Contract, view: CatalogView, rng: random.Random) -> list[str] | 
         holders = {str(i): _tables_with(view, set(d)) for i, d in enumerate(drawn)}
         covers = minimum_covers(sorted(holders), holders)
         if len(covers) == 1 and covers[0] == cover:
-            return [rng.choice(PHRASES).format(cols=_listing(sorted(d))) for d in drawn]
+            described = [rng.choice(PHRASES).format(cols=_listing(sorted(d))) for d in drawn]
+            text = " ".join(described)
+            if all(set(looked_up(text, view, source)) != cover for source in SOURCES):
+                return described
     return None

@@ -36,10 +36,10 @@ INNER_BARE = (", ", " - ")
 INNER_WORD = (", and ", ", also ")
 # the sentences around the asks carry no word a catalog search could match: at most one opening
 # remark and one closing (never two closings in a row); some carry a joining word
-OPENINGS_BARE = ("Quick question.", "I am putting a short report together.", "This is for a review meeting.")
-OPENINGS_WORD = ("I am putting a report together and need a few figures.", "This is for a meeting, and it is urgent.")
+OPENINGS_BARE = ("Hi.", "Hi there.", "Please help.")
+OPENINGS_WORD = ("Hi, and please help.", "Hi, and thanks.")
 CLOSINGS_BARE = ("Thanks.", "That is all I need.", "Thanks in advance.")
-CLOSINGS_WORD = ("Thanks, and have a good day.", "That is all, and thanks.")
+CLOSINGS_WORD = ("Thanks, and that is all.", "That is all, and thanks.")
 AROUND = {("opening", False): OPENINGS_BARE, ("opening", True): OPENINGS_WORD,
           ("closing", False): CLOSINGS_BARE, ("closing", True): CLOSINGS_WORD}
 LOWER_STARTS = frozenset("what which how who whom whose when where why list show find give return count tell "

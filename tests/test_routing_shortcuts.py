@@ -19,7 +19,7 @@ from dibench.routing.pipeline import GenerateSummary
 from dibench.routing.routers import RouterTask
 from dibench.routing.shortcuts import ShortcutContext, shortcut_routers, surface
 from dibench.routing.shortcuts.constant import CommonestSet
-from dibench.routing.shortcuts.labels import looked_up
+from dibench.routing.lookup import looked_up, looked_up_words
 from dibench.routing.shortcuts.learned import SurfaceTable
 from dibench.routing.view import CatalogView, DatabaseView, TableView
 from dibench.stores.graph import Graph
@@ -58,6 +58,16 @@ def test_label_lookup_takes_the_smallest_cover_of_labels_named_verbatim() -> Non
     assert looked_up("the heaviest dog and the youngest singer", view) == ["db_c"]
     assert looked_up("nothing named here", view) == []
     assert looked_up("each breed by song name", view, "columns") == ["db_b", "db_a"]
+    # the looser lookup reads a column's words in any order or form
+    assert looked_up("names of each song", view, "columns") == []
+    assert looked_up_words("names of each song, and the breeds", view) == ["db_a", "db_b"]
+
+
+def test_an_exploratory_cover_is_described_in_other_words_than_its_labels() -> None:
+    from dibench.routing.describe import paraphrase
+
+    assert paraphrase("song name") == "names of each song" and paraphrase("country") == "countries"
+    assert paraphrase("weight") == "weights" and paraphrase("address") == "addresses"
 
 
 def test_learned_shortcuts_leave_the_routed_task_out() -> None:
@@ -77,7 +87,7 @@ def test_every_family_is_registered() -> None:
     assert len(names) == len(set(names))
     for family in ("random", "select-all", "layout-only", "constant-database", "constant-set", "largest-by-rows",
                    "count-asks", "count-sentences", "count-question-marks", "label-lookup", "column-lookup-as-exploratory",
-                   "surface-learned", "surface-learned+labels"):
+                   "column-words-as-exploratory", "surface-learned", "surface-learned+labels"):
         assert family in names
 
 
@@ -129,3 +139,27 @@ def small_generated(graph: Graph, tmp_path_factory: pytest.TempPathFactory) -> t
     assert res.exit_code == 0, res.output
     assert "shortcut audit" in res.output and "paper's share" in res.output
     return out, catalog
+
+
+def test_wording_is_natural_around_the_asks() -> None:
+    """At most one opening remark and one closing, never two closings in a row; a bound value is
+    replaced by the question's own word, not a repeated one or the binding column."""
+    import random
+    from types import SimpleNamespace
+
+    from dibench.routing.build_sequential import _downstream_intent
+    from dibench.routing.render import CLOSINGS_BARE, CLOSINGS_WORD, OPENINGS_BARE, OPENINGS_WORD, laid_out
+
+    around = set(CLOSINGS_BARE + CLOSINGS_WORD + OPENINGS_BARE + OPENINGS_WORD)
+    for seed in range(200):
+        text = laid_out(["How many singers are there?", "List the dogs."][: 1 + seed % 2], random.Random(seed))
+        extras = [s for s in around if s in text]
+        assert len(extras) <= 2 and not any(a in text and b in text for a in CLOSINGS_BARE + CLOSINGS_WORD
+                                            for b in CLOSINGS_BARE + CLOSINGS_WORD if a != b), text
+    down = SimpleNamespace(unit=SimpleNamespace(intent_source="question",
+                                                intent="How many TV Channel using language English?"))
+    lit = SimpleNamespace(value="English", column="Language")
+    assert _downstream_intent(down, lit, "x") == "How many TV Channel using that language?"  # type: ignore[arg-type]
+    down.unit.intent = 'List all airline names in "USA".'
+    lit.value, lit.column = "USA", "Country"
+    assert _downstream_intent(down, lit, "x") == "List all airline names in that one."  # type: ignore[arg-type]

@@ -3,76 +3,12 @@ and table names in words, or column names in words), and the smallest set of dat
 all of them."""
 from __future__ import annotations
 
-import re
-from typing import Literal
-
-from dibench.routing.build_exploratory import minimum_covers
 from dibench.routing.environment import RoutingEnvironment
+from dibench.routing.lookup import Source, looked_up, looked_up_words
 from dibench.routing.models import Behaviour, Route
-from dibench.routing.naming import natural
 from dibench.routing.routers import Router, RouterTask
-from dibench.routing.shortcuts.context import ShortcutContext
 from dibench.routing.shortcuts.build import submit
-from dibench.routing.view import CatalogView, DatabaseView
-
-
-Source = Literal["tables", "columns"]
-_WORD = re.compile(r"[a-z0-9]+")
-_CACHE: dict[tuple[int, Source], tuple[CatalogView, dict[str, frozenset[str]]]] = {}
-
-
-def holders(view: CatalogView, source: Source = "tables") -> dict[str, frozenset[str]]:
-    """Label -> databases holding it (kept per view: every task of an audit reads the same one)."""
-    hit = _CACHE.get((id(view), source))
-    if hit is None or hit[0] is not view:
-        hit = _CACHE[id(view), source] = (view, _index(view, source))
-    return hit[1]
-
-
-def _labels(db: DatabaseView, source: Source) -> set[str]:
-    if source == "tables":
-        return {*db.entities, *(natural(t.name) for t in db.tables.values())}
-    return {natural(c["column"]) for t in db.tables.values() for c in t.columns}
-
-
-def _index(view: CatalogView, source: Source) -> dict[str, frozenset[str]]:
-    out: dict[str, set[str]] = {}
-    for pid, db in view.databases.items():
-        for label in _labels(db, source):
-            label = " ".join(_WORD.findall(label.lower()))
-            if len(label) >= 3:
-                out.setdefault(label, set()).add(pid)
-    return {k: frozenset(v) for k, v in out.items()}
-
-
-def _mentions(request: str, index: dict[str, frozenset[str]]) -> dict[str, int]:
-    """Labels of index written in the request (as whole words), longest first, none inside another:
-    label -> word position of its first mention."""
-    ws = _WORD.findall(request.lower())
-    longest = max((lab.count(" ") + 1 for lab in index), default=1)
-    taken: set[int] = set()
-    found: dict[str, int] = {}
-    for n in range(min(longest, len(ws)), 0, -1):
-        for i in range(len(ws) - n + 1):
-            label = " ".join(ws[i:i + n])
-            if label in index and label not in found and not taken & set(range(i, i + n)):
-                found[label] = i
-                taken |= set(range(i, i + n))
-    return found
-
-
-def looked_up(request: str, view: CatalogView, source: Source = "tables") -> list[str]:
-    """The databases of the smallest cover of every label named verbatim, in order of first mention."""
-    index = holders(view, source)
-    found = _mentions(request, index)
-    if not found:
-        return []
-    labels = sorted(found, key=found.__getitem__)
-    covers = minimum_covers(labels, {lab: index[lab] for lab in labels})
-    if not covers:
-        return []
-    first = {db: min(found[lab] for lab in labels if db in index[lab]) for db in covers[0]}
-    return sorted(covers[0], key=lambda d: (first[d], d))
+from dibench.routing.shortcuts.context import ShortcutContext
 
 
 class LabelLookup:
@@ -87,5 +23,15 @@ class LabelLookup:
         return submit(env, behaviour, dbs, task.request)
 
 
+class ColumnWords:
+    """Columns whose words all occur in the request, in any form or order, and their smallest cover."""
+
+    name = "column-words-as-exploratory"
+
+    def route(self, task: RouterTask, env: RoutingEnvironment) -> Route:
+        dbs = looked_up_words(task.request, env.view) or sorted(env.view.ids())[:1]
+        return submit(env, "single" if len(dbs) == 1 else "exploratory", dbs, task.request)
+
+
 def routers(ctx: ShortcutContext) -> list[Router]:
-    return [LabelLookup(None), LabelLookup("exploratory"), LabelLookup("exploratory", "columns")]
+    return [LabelLookup(None), LabelLookup("exploratory"), LabelLookup("exploratory", "columns"), ColumnWords()]

@@ -17,7 +17,7 @@ from dibench.routing.routers import Router, RouterTask
 from dibench.routing.shortcuts import surface
 from dibench.routing.shortcuts.context import ShortcutContext
 from dibench.routing.shortcuts.build import gold_size, padded, submit
-from dibench.routing.shortcuts.labels import looked_up
+from dibench.routing.lookup import looked_up
 from dibench.routing.view import CatalogView
 
 Key = Callable[[str], Hashable]
