@@ -43,7 +43,8 @@ def services_up() -> None:
     """Start both servers (idempotent) and wait until each answers a real query."""
     from dibench.stores import local
 
-    _print_status(local.up(get_settings()))
+    _print_status(local.up(get_settings(), say=lambda line: err_console.print(line, highlight=False,
+                                                                              soft_wrap=True)))
 
 
 @services.command("down")
@@ -63,6 +64,27 @@ def services_status() -> None:
     from dibench.stores import local
 
     _print_status(local.status(get_settings()))
+
+
+@services.command("credentials")
+@click.option("--shell", "shell", is_flag=True,
+              help="Print `export` lines for cypher-shell (NEO4J_*) and psql (PG*), secrets included.")
+@click.option("--compose-env", is_flag=True, help="Print the `.env` docker-compose.yml reads (secrets included).")
+@handle_errors
+def services_credentials(shell: bool, compose_env: bool) -> None:
+    """Show where the install's own secrets live; with --shell, the exports a person needs to open
+    the graph or the warehouse with their own tools. Only the install's owner gets them."""
+    from dibench.core.secrets import SECRETS_DIR
+    from dibench.stores import credentials
+
+    settings = get_settings()
+    credentials.require_owner(settings)
+    if shell or compose_env:
+        pairs = credentials.shell_exports(settings) if shell else credentials.compose_env(settings)
+        click.echo(credentials.render(pairs, export=shell))
+        return
+    click.echo(f"secrets of this install: {settings.state_dir / SECRETS_DIR} (owner-only); "
+               "`eval \"$(dibench services credentials --shell)\"` exports them for cypher-shell and psql")
 
 
 # ------------------------------------------------------------------------------ domains
@@ -844,6 +866,7 @@ EXAMPLES = {
     "rules-for": "dibench rules-for MV-FRT-001 --domain demo --tasks",
     "score": "dibench score out/x/private.jsonl answers.jsonl",
     "serve": "dibench serve --port 8765",
+    "services credentials": "dibench services credentials --shell",
     "services down": "dibench services down",
     "services status": "dibench services status",
     "services up": "dibench services up",
