@@ -16,13 +16,12 @@ import click
 
 from dibench.cli.common import console, err_console, handle_errors, print_json, print_table
 from dibench.core.errors import DibenchError
-from dibench.evaluation.chance import ChanceLevels, chance_columns, chance_rows
 from dibench.evaluation.reporting_tables import bucket_rows
-from dibench.evaluation.scoring import Report
-from dibench.service import library
 
 if TYPE_CHECKING:
     from dibench.evaluation.agents.llm import Budget
+    from dibench.evaluation.chance import ChanceLevels
+    from dibench.evaluation.scoring import Report
 
 
 @click.command("score")
@@ -47,6 +46,8 @@ def score(tasks: Path, answers: Path, as_json: bool, output: Path | None, chance
 
 
 def _score(tasks: Path, answers: Path, as_json: bool, output: Path | None, chance: bool = True) -> None:
+    from dibench.service import library
+
     report = library.score(tasks, answers)
     data = report.model_dump(mode="json")
     levels = None
@@ -73,6 +74,8 @@ COLUMNS = ["tasks", "passed", "accuracy %", "95% CI"]
 def print_chance_tables(report: Report, chance: ChanceLevels | None) -> None:
     """Accuracy by knowledge tier and by analysis type, each with its interval and task count,
     beside what the reference agents score on the same tasks."""
+    from dibench.evaluation.chance import chance_columns, chance_rows
+
     columns = chance_columns(chance)
     print_table("by knowledge tier (all variants)", ["tier", *columns], chance_rows(report, chance, "tier"))
     print_table("by analysis type", ["analysis type", *columns], chance_rows(report, chance, "analysis_type"))

@@ -13,8 +13,8 @@ from typing import Any
 import click
 
 from dibench import __version__
-from dibench.cli.common import console, err_console, handle_errors, print_json, print_table
-from dibench.core.config import get_settings
+from dibench.cli.common import (console, err_console, get_settings, handle_errors, print_json, print_table,
+                                 reset_settings)
 from dibench.core.errors import PackErrors
 
 
@@ -432,7 +432,7 @@ def llm_options(max_llm_calls: int | None = None, judge: bool | None = None) -> 
         os.environ["DIBENCH_LLM_MAX_CALLS"] = str(max_llm_calls)
     if judge is not None:
         os.environ["DIBENCH_LLM_JUDGE"] = "true" if judge else "false"
-    get_settings.cache_clear()
+    reset_settings()
 
 
 LLM_CALLS_OPTION = click.option(
@@ -494,7 +494,7 @@ def generate_cmd(pack: str, target: int, seed: int, workers: int, min_per_type: 
     llm_options(max_llm_calls, judge)
     if legacy_plan:
         os.environ["DIBENCH_GROUPED_PLAN"] = "0"  # worker processes read the environment
-        get_settings.cache_clear()
+        reset_settings()
     _generate(pack, target, seed, workers, min_per_type, as_json, resume, new)
 
 

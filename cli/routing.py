@@ -12,8 +12,7 @@ from typing import Any
 
 import click
 
-from dibench.cli.common import bars as _bars, console, handle_errors, print_table as _table, progress as _progress
-from dibench.core.config import get_settings
+from dibench.cli.common import bars as _bars, console, get_settings, handle_errors, print_table as _table, progress as _progress
 
 DEFAULT_CATALOG = "spider"
 ROUTERS = ("oracle", "lexical", "random", "layout", "select-all", "llm")
