@@ -272,11 +272,14 @@ def domain_remove(name: str, data: bool, yes: bool) -> None:
 @main.command("ingest")
 @click.argument("pack")
 @click.option("--no-verify", is_flag=True, help="Skip the counterfactual check of rule -> metric edges.")
+@click.option("--dry-run", is_flag=True,
+              help="Say which rule documents are left out and which tasks the ingest would retire or update, "
+                   "and write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--max-llm-calls", type=int, default=None,
               help="At most this many LLM requests for effect extraction (cache hits are free).")
 @handle_errors
-def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | None) -> None:
+def ingest_cmd(pack: str, no_verify: bool, dry_run: bool, as_json: bool, max_llm_calls: int | None) -> None:
     """Build the artifact linkage graph of PACK in Neo4j (idempotent).
 
     A plan of at most DIBENCH_INGEST_TX_ROWS rows (default 20000; real packs have a few hundred)
@@ -284,19 +287,39 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | N
     transactions (DIBENCH_WRITE_BATCH rows each, DIBENCH_WRITE_WORKERS at a time), each all or
     nothing; after a failure, running the ingest again completes it.
 
-    When the ingest changes a rule's place in a metric's policy (a rule edited, re-verified, or
-    back after `remove-rule`), the tasks on that metric are re-derived as `update-rule` would.
+    A rule document that cannot be read (no front matter, a bad field) is left out with one line
+    naming the file and the reason; the rest of the pack is ingested. When the ingest changes a
+    rule's place in a metric's policy (a rule edited, re-verified, or back after `remove-rule`),
+    the tasks on that metric are re-derived as `update-rule` would; how many would be retired, and
+    on which metrics, is said before anything is written (--dry-run stops there).
 
     Example: dibench ingest demo"""
     from dibench.service import library
     from dibench.stores.llm import session
 
     llm_options(max_llm_calls)
-    pk = library.load_pack(pack)
+    pk = library.load_pack(pack, leave_out_refused_rules=True)
+    if not as_json:
+        for line in pk.refused:
+            err_console.print(f"[yellow]left out[/yellow] {line}", highlight=False, soft_wrap=True)
+    with console.status(f"{pk.name}: planning what the ingest re-derives"):
+        preview = library.ingest_preview(pk)
+    if not as_json:
+        said = preview.line()
+        for note in [*([said] if said else []), *(f"not previewed: {n}" for n in preview.not_previewed)]:
+            err_console.print(note, highlight=False, soft_wrap=True)
+    if dry_run:
+        if as_json:
+            print_json({"domain": pk.name, "dry_run": True, "left_out": list(pk.refused),
+                        "would_rederive": preview.as_dict()})
+        else:
+            click.echo(f"{pk.name}: dry run, nothing written ({len(pk.rules)} rule documents would be ingested, "
+                       f"{len(pk.refused)} left out)")
+        return
     with console.status(f"ingesting {pk.name}: schema, catalog, rules, counterfactual verification"):
         report = library.ingest_pack(pk, verify=not no_verify)
     if as_json:
-        print_json({**report.as_dict(), "llm": session().as_dict()})
+        print_json({**report.as_dict(), "llm": session().as_dict(), "left_out": list(pk.refused)})
     else:
         for w in [*pk.warnings, *report.warnings]:
             err_console.print(f"[yellow]warning[/yellow] {w}", highlight=False, soft_wrap=True)
