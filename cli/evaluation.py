@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dibench.cli.common import console, err_console, handle_errors, print_json, print_table
+from dibench.cli.common import console, err_console, get_settings, handle_errors, print_json, print_table
 from dibench.core.errors import DibenchError
 from dibench.evaluation.reporting_tables import bucket_rows
 
@@ -230,6 +230,9 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
                           trials=opts.trials, concurrency=opts.concurrency, resume=opts.resume,
                           agent_cmd=opts.agent_cmd, chance=opts.chance,
                           progress=lambda i, n, key: status.update(f"{agent_name} on {domain}: task {i}/{n} {key}"))
+    from dibench.service.run_index import record
+
+    record(get_settings().state_dir, out)
     if as_json:
         print_json(result.summary.model_dump(mode="json"))
         return
@@ -373,7 +376,8 @@ def _ablation_variants(results: tuple[Path, ...]) -> None:
 @click.option("--domain", "domains", multiple=True,
               help="Domain to describe (repeatable; default: the results' domains, else every domain with tasks).")
 @click.option("--results", multiple=True, type=click.Path(exists=True, path_type=Path),
-              help="A `dibench eval` output folder, or a folder containing several (repeatable).")
+              help="A `dibench eval` output folder, or a folder containing several (repeatable; default: out/eval "
+                   "and the folders `dibench eval -o` wrote).")
 @click.option("--ablation", "ablations", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A `dibench ablation pairing -o FILE` result (repeatable).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("out/report.html"),
@@ -382,6 +386,9 @@ def report_cmd(domains: tuple[str, ...], results: tuple[Path, ...], ablations: t
                output: Path) -> None:
     """Write one self-contained HTML report: task mix, coverage heat map, accuracy tables and plots, ablations.
 
+    Without --results, the runs are those under out/eval (the default of `dibench eval`) and in
+    every folder `dibench eval -o` wrote; one line says where it looked.
+
     Example: dibench report --results out/eval -o out/report.html"""
 
     handle_errors(_report)(domains, results, ablations, output)
@@ -389,8 +396,14 @@ def report_cmd(domains: tuple[str, ...], results: tuple[Path, ...], ablations: t
 
 def _report(domains: tuple[str, ...], results: tuple[Path, ...], ablations: tuple[Path, ...], output: Path) -> None:
     from dibench.service.report import write_report
+    from dibench.service.run_index import result_folders
     from dibench.stores.graph import get_graph
 
+    if not results:
+        state_dir = get_settings().state_dir
+        found = result_folders(state_dir)
+        results = tuple(found.folders)
+        err_console.print(found.line(state_dir), highlight=False, soft_wrap=True)
     data = write_report(get_graph(), output, domains=domains, results=results, ablations=ablations)
     click.echo(f"wrote {output}: {len(data.domains)} domain(s), {len(data.runs)} evaluation run(s), "
                f"{len(data.ablations)} ablation(s){', routing section' if data.routing_html else ''}")
