@@ -265,7 +265,7 @@ def print_eval_tables(report: Report, chance: ChanceLevels | None = None) -> Non
               help="stdio (the client starts this command) or streamable HTTP at http://HOST:PORT/mcp.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="HTTP address; any but loopback needs a bearer token.")
-@click.option("--port", type=int, default=8765, show_default=True, help="HTTP port.")
+@click.option("--port", type=int, default=8766, show_default=True, help="HTTP port.")
 @click.option("--token", envvar="DIBENCH_MCP_TOKEN", default=None,
               help="Bearer token HTTP clients must send (env DIBENCH_MCP_TOKEN).")
 @click.option("--max-turns", type=int, default=20, show_default=True, help="Tool calls allowed per task.")
