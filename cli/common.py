@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
@@ -18,7 +18,25 @@ from rich.table import Table
 
 from dibench.core.errors import DibenchError, PackErrors
 
+if TYPE_CHECKING:
+    from dibench.core.config import Settings
+
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def get_settings() -> Settings:
+    """The settings, read on first use: pydantic-settings is not loaded for `--help` or `-V`."""
+    from dibench.core.config import get_settings as settings
+
+    return settings()
+
+
+def reset_settings() -> None:
+    """Read the settings again on next use (a command changed the environment its workers read)."""
+    from dibench.core.config import get_settings as settings
+
+    settings.cache_clear()
+
 console = Console()
 err_console = Console(stderr=True)
 

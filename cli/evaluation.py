@@ -14,15 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dibench.cli.common import console, err_console, handle_errors, print_json, print_table
+from dibench.cli.common import console, err_console, get_settings, handle_errors, print_json, print_table
 from dibench.core.errors import DibenchError
-from dibench.evaluation.chance import ChanceLevels, chance_columns, chance_rows
 from dibench.evaluation.reporting_tables import bucket_rows
-from dibench.evaluation.scoring import Report
-from dibench.service import library
 
 if TYPE_CHECKING:
     from dibench.evaluation.agents.llm import Budget
+    from dibench.evaluation.chance import ChanceLevels
+    from dibench.evaluation.scoring import Report
 
 
 @click.command("score")
@@ -47,6 +46,8 @@ def score(tasks: Path, answers: Path, as_json: bool, output: Path | None, chance
 
 
 def _score(tasks: Path, answers: Path, as_json: bool, output: Path | None, chance: bool = True) -> None:
+    from dibench.service import library
+
     report = library.score(tasks, answers)
     data = report.model_dump(mode="json")
     levels = None
@@ -73,6 +74,8 @@ COLUMNS = ["tasks", "passed", "accuracy %", "95% CI"]
 def print_chance_tables(report: Report, chance: ChanceLevels | None) -> None:
     """Accuracy by knowledge tier and by analysis type, each with its interval and task count,
     beside what the reference agents score on the same tasks."""
+    from dibench.evaluation.chance import chance_columns, chance_rows
+
     columns = chance_columns(chance)
     print_table("by knowledge tier (all variants)", ["tier", *columns], chance_rows(report, chance, "tier"))
     print_table("by analysis type", ["analysis type", *columns], chance_rows(report, chance, "analysis_type"))
@@ -227,6 +230,9 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
                           trials=opts.trials, concurrency=opts.concurrency, resume=opts.resume,
                           agent_cmd=opts.agent_cmd, chance=opts.chance,
                           progress=lambda i, n, key: status.update(f"{agent_name} on {domain}: task {i}/{n} {key}"))
+    from dibench.service.run_index import record
+
+    record(get_settings().state_dir, out)
     if as_json:
         print_json(result.summary.model_dump(mode="json"))
         return
@@ -259,7 +265,7 @@ def print_eval_tables(report: Report, chance: ChanceLevels | None = None) -> Non
               help="stdio (the client starts this command) or streamable HTTP at http://HOST:PORT/mcp.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="HTTP address; any but loopback needs a bearer token.")
-@click.option("--port", type=int, default=8765, show_default=True, help="HTTP port.")
+@click.option("--port", type=int, default=8766, show_default=True, help="HTTP port.")
 @click.option("--token", envvar="DIBENCH_MCP_TOKEN", default=None,
               help="Bearer token HTTP clients must send (env DIBENCH_MCP_TOKEN).")
 @click.option("--max-turns", type=int, default=20, show_default=True, help="Tool calls allowed per task.")
@@ -370,7 +376,8 @@ def _ablation_variants(results: tuple[Path, ...]) -> None:
 @click.option("--domain", "domains", multiple=True,
               help="Domain to describe (repeatable; default: the results' domains, else every domain with tasks).")
 @click.option("--results", multiple=True, type=click.Path(exists=True, path_type=Path),
-              help="A `dibench eval` output folder, or a folder containing several (repeatable).")
+              help="A `dibench eval` output folder, or a folder containing several (repeatable; default: out/eval "
+                   "and the folders `dibench eval -o` wrote).")
 @click.option("--ablation", "ablations", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A `dibench ablation pairing -o FILE` result (repeatable).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("out/report.html"),
@@ -379,6 +386,9 @@ def report_cmd(domains: tuple[str, ...], results: tuple[Path, ...], ablations: t
                output: Path) -> None:
     """Write one self-contained HTML report: task mix, coverage heat map, accuracy tables and plots, ablations.
 
+    Without --results, the runs are those under out/eval (the default of `dibench eval`) and in
+    every folder `dibench eval -o` wrote; one line says where it looked.
+
     Example: dibench report --results out/eval -o out/report.html"""
 
     handle_errors(_report)(domains, results, ablations, output)
@@ -386,8 +396,14 @@ def report_cmd(domains: tuple[str, ...], results: tuple[Path, ...], ablations: t
 
 def _report(domains: tuple[str, ...], results: tuple[Path, ...], ablations: tuple[Path, ...], output: Path) -> None:
     from dibench.service.report import write_report
+    from dibench.service.run_index import result_folders
     from dibench.stores.graph import get_graph
 
+    if not results:
+        state_dir = get_settings().state_dir
+        found = result_folders(state_dir)
+        results = tuple(found.folders)
+        err_console.print(found.line(state_dir), highlight=False, soft_wrap=True)
     data = write_report(get_graph(), output, domains=domains, results=results, ablations=ablations)
     click.echo(f"wrote {output}: {len(data.domains)} domain(s), {len(data.runs)} evaluation run(s), "
                f"{len(data.ablations)} ablation(s){', routing section' if data.routing_html else ''}")

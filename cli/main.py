@@ -13,8 +13,8 @@ from typing import Any
 import click
 
 from dibench import __version__
-from dibench.cli.common import console, err_console, handle_errors, print_json, print_table
-from dibench.core.config import get_settings
+from dibench.cli.common import (console, err_console, get_settings, handle_errors, print_json, print_table,
+                                 reset_settings)
 from dibench.core.errors import PackErrors
 
 
@@ -43,7 +43,8 @@ def services_up() -> None:
     """Start both servers (idempotent) and wait until each answers a real query."""
     from dibench.stores import local
 
-    _print_status(local.up(get_settings()))
+    _print_status(local.up(get_settings(), say=lambda line: err_console.print(line, highlight=False,
+                                                                              soft_wrap=True)))
 
 
 @services.command("down")
@@ -63,6 +64,27 @@ def services_status() -> None:
     from dibench.stores import local
 
     _print_status(local.status(get_settings()))
+
+
+@services.command("credentials")
+@click.option("--shell", "shell", is_flag=True,
+              help="Print `export` lines for cypher-shell (NEO4J_*) and psql (PG*), secrets included.")
+@click.option("--compose-env", is_flag=True, help="Print the `.env` docker-compose.yml reads (secrets included).")
+@handle_errors
+def services_credentials(shell: bool, compose_env: bool) -> None:
+    """Show where the install's own secrets live; with --shell, the exports a person needs to open
+    the graph or the warehouse with their own tools. Only the install's owner gets them."""
+    from dibench.core.secrets import SECRETS_DIR
+    from dibench.stores import credentials
+
+    settings = get_settings()
+    credentials.require_owner(settings)
+    if shell or compose_env:
+        pairs = credentials.shell_exports(settings) if shell else credentials.compose_env(settings)
+        click.echo(credentials.render(pairs, export=shell))
+        return
+    click.echo(f"secrets of this install: {settings.state_dir / SECRETS_DIR} (owner-only); "
+               "`eval \"$(dibench services credentials --shell)\"` exports them for cypher-shell and psql")
 
 
 # ------------------------------------------------------------------------------ domains
@@ -176,7 +198,8 @@ def domain_check(pack: str, as_json: bool) -> None:
 
     Also lists, one line each with the CREATE INDEX to run, the time and dimension columns the
     metrics filter on that no index leads with, on tables of 10,000 rows or more (advice only:
-    the exit status does not depend on it, and dibench never creates them itself)."""
+    the exit status does not depend on it, and dibench never creates them itself); a smaller
+    table is named as not checked, with the columns no index serves on it."""
     from dibench.ingest.domain_check import check_domain
     from dibench.core.pack import load_pack
     from dibench.stores.pack_data import warehouse_for
@@ -195,7 +218,9 @@ def domain_check(pack: str, as_json: bool) -> None:
         click.echo(f"{report['missing']} needed column(s) missing" if report["missing"] else "every needed column exists")
         for advice in report["indexes"]:
             click.echo(advice["advice"])
-        if report["schema_exists"] and not report["indexes"]:
+        for skipped in report["indexes_skipped"]:
+            click.echo(skipped["reason"])
+        if report["schema_exists"] and not report["indexes"] and not report["indexes_skipped"]:
             click.echo("every time and dimension column the metrics filter on has an index")
     if report["missing"] or not report["schema_exists"]:
         sys.exit(1)
@@ -250,11 +275,14 @@ def domain_remove(name: str, data: bool, yes: bool) -> None:
 @main.command("ingest")
 @click.argument("pack")
 @click.option("--no-verify", is_flag=True, help="Skip the counterfactual check of rule -> metric edges.")
+@click.option("--dry-run", is_flag=True,
+              help="Say which rule documents are left out and which tasks the ingest would retire or update, "
+                   "and write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--max-llm-calls", type=int, default=None,
               help="At most this many LLM requests for effect extraction (cache hits are free).")
 @handle_errors
-def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | None) -> None:
+def ingest_cmd(pack: str, no_verify: bool, dry_run: bool, as_json: bool, max_llm_calls: int | None) -> None:
     """Build the artifact linkage graph of PACK in Neo4j (idempotent).
 
     A plan of at most DIBENCH_INGEST_TX_ROWS rows (default 20000; real packs have a few hundred)
@@ -262,19 +290,39 @@ def ingest_cmd(pack: str, no_verify: bool, as_json: bool, max_llm_calls: int | N
     transactions (DIBENCH_WRITE_BATCH rows each, DIBENCH_WRITE_WORKERS at a time), each all or
     nothing; after a failure, running the ingest again completes it.
 
-    When the ingest changes a rule's place in a metric's policy (a rule edited, re-verified, or
-    back after `remove-rule`), the tasks on that metric are re-derived as `update-rule` would.
+    A rule document that cannot be read (no front matter, a bad field) is left out with one line
+    naming the file and the reason; the rest of the pack is ingested. When the ingest changes a
+    rule's place in a metric's policy (a rule edited, re-verified, or back after `remove-rule`),
+    the tasks on that metric are re-derived as `update-rule` would; how many would be retired, and
+    on which metrics, is said before anything is written (--dry-run stops there).
 
     Example: dibench ingest demo"""
     from dibench.service import library
     from dibench.stores.llm import session
 
     llm_options(max_llm_calls)
-    pk = library.load_pack(pack)
+    pk = library.load_pack(pack, leave_out_refused_rules=True)
+    if not as_json:
+        for line in pk.refused:
+            err_console.print(f"[yellow]left out[/yellow] {line}", highlight=False, soft_wrap=True)
+    with console.status(f"{pk.name}: planning what the ingest re-derives"):
+        preview = library.ingest_preview(pk)
+    if not as_json:
+        said = preview.line()
+        for note in [*([said] if said else []), *(f"not previewed: {n}" for n in preview.not_previewed)]:
+            err_console.print(note, highlight=False, soft_wrap=True)
+    if dry_run:
+        if as_json:
+            print_json({"domain": pk.name, "dry_run": True, "left_out": list(pk.refused),
+                        "would_rederive": preview.as_dict()})
+        else:
+            click.echo(f"{pk.name}: dry run, nothing written ({len(pk.rules)} rule documents would be ingested, "
+                       f"{len(pk.refused)} left out)")
+        return
     with console.status(f"ingesting {pk.name}: schema, catalog, rules, counterfactual verification"):
         report = library.ingest_pack(pk, verify=not no_verify)
     if as_json:
-        print_json({**report.as_dict(), "llm": session().as_dict()})
+        print_json({**report.as_dict(), "llm": session().as_dict(), "left_out": list(pk.refused)})
     else:
         for w in [*pk.warnings, *report.warnings]:
             err_console.print(f"[yellow]warning[/yellow] {w}", highlight=False, soft_wrap=True)
@@ -410,7 +458,7 @@ def llm_options(max_llm_calls: int | None = None, judge: bool | None = None) -> 
         os.environ["DIBENCH_LLM_MAX_CALLS"] = str(max_llm_calls)
     if judge is not None:
         os.environ["DIBENCH_LLM_JUDGE"] = "true" if judge else "false"
-    get_settings.cache_clear()
+    reset_settings()
 
 
 LLM_CALLS_OPTION = click.option(
@@ -472,7 +520,7 @@ def generate_cmd(pack: str, target: int, seed: int, workers: int, min_per_type: 
     llm_options(max_llm_calls, judge)
     if legacy_plan:
         os.environ["DIBENCH_GROUPED_PLAN"] = "0"  # worker processes read the environment
-        get_settings.cache_clear()
+        reset_settings()
     _generate(pack, target, seed, workers, min_per_type, as_json, resume, new)
 
 
@@ -844,6 +892,7 @@ EXAMPLES = {
     "rules-for": "dibench rules-for MV-FRT-001 --domain demo --tasks",
     "score": "dibench score out/x/private.jsonl answers.jsonl",
     "serve": "dibench serve --port 8765",
+    "services credentials": "dibench services credentials --shell",
     "services down": "dibench services down",
     "services status": "dibench services status",
     "services up": "dibench services up",

@@ -12,11 +12,11 @@ from typing import Any
 
 import click
 
-from dibench.cli.common import bars as _bars, console, handle_errors, print_table as _table, progress as _progress
-from dibench.core.config import get_settings
-from dibench.routing.models import BEHAVIOURS
+from dibench.cli.common import bars as _bars, console, get_settings, handle_errors, print_table as _table, progress as _progress
 
 DEFAULT_CATALOG = "spider"
+# the routing behaviours (routing.models.BEHAVIOURS, not imported here: `--help` must answer at once)
+BEHAVIOURS = ("single", "parallel", "sequential", "exploratory", "interactive")
 ROUTERS = ("oracle", "lexical", "random", "layout", "select-all", "llm")
 
 

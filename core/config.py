@@ -1,6 +1,8 @@
 """Settings from environment variables (prefix DIBENCH_) or an optional TOML config file.
 
-Defaults point at the local services that `dibench services up` starts.
+Defaults point at the local services that `dibench services up` starts. No password has a
+default: unset, each is the install's own secret (core.secrets, generated on first use and kept
+in the state folder), and an explicit variable always wins.
 """
 from __future__ import annotations
 
@@ -9,11 +11,16 @@ import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from dibench.core import secrets
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The admin role of the local cluster (initdb -U), the one the default warehouse URL logs in as.
+LOCAL_ADMIN = "dibench"
 
 
 class _TomlSource(PydanticBaseSettingsSource):
@@ -38,14 +45,17 @@ class Settings(BaseSettings):
     state_dir: Path = Field(REPO_ROOT / ".dibench", description="local service state (git-ignored)")
     neo4j_uri: str = Field("bolt://127.0.0.1:7687", description="Bolt URI of Neo4j")
     neo4j_user: str = "neo4j"
-    neo4j_password: str = Field("dibench-local", description="Neo4j password (local server: set at first start)")
+    neo4j_password: str = Field(
+        "", description="Neo4j password; unset: the install's own (generated, <state_dir>/secrets), which the "
+                          "local server gets at its first start")
     neo4j_database: str = "neo4j"
     neo4j_bolt_port: int = 7687
     neo4j_heap: str = Field("2g", description="Neo4j heap size (initial = max)")
     neo4j_pagecache: str = Field("2g", description="Neo4j page cache size")
     database_url: str = Field(
-        "postgresql+psycopg://dibench@127.0.0.1:55432/dibench", description="SQLAlchemy URL of the warehouse"
-    )
+        "postgresql+psycopg://dibench@127.0.0.1:55432/dibench",
+        description="SQLAlchemy URL of the warehouse; a URL of the local cluster (loopback, DIBENCH_PG_PORT, user "
+                    "dibench) without a password gets the install's own")
     pg_port: int = Field(55432, description="port of the local PostgreSQL cluster")
     statement_timeout_s: float = Field(30.0, description="timeout of generated SQL, seconds")
     sql_parallel_workers: int | None = Field(
@@ -57,8 +67,8 @@ class Settings(BaseSettings):
         True, description="answer a skeleton's analysis statements from one grouped scan per rule set where the "
                           "metric's aggregates allow it (0: one statement per answer)")
     readonly_password: str | None = Field(
-        None, description="password of the per-domain read-only roles (dibench_ro_<schema>); unset: no password, "
-                          "for a cluster that trusts loopback logins like the local one. Never commit it")
+        None, description="password of every per-domain read-only role (dibench_ro_<schema>); unset: each role "
+                          "has its own, derived from the install's generated key. Never commit it")
     ingest_tx_rows: int = Field(
         20_000, description="an ingest plan of at most this many rows is written in one transaction (all or "
                             "nothing); a larger one in concurrent batch transactions (each all or nothing)")
@@ -102,6 +112,30 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Host header names the HTTP API answers besides its bound address and localhost names")
     seed: int = 42
+
+    @model_validator(mode="after")
+    def _own_secrets(self) -> Settings:
+        if not self.neo4j_password:
+            self.neo4j_password = secrets.ensure_secret(self.state_dir, secrets.NEO4J)
+        self.database_url = self._with_local_password(self.database_url)
+        return self
+
+    def _with_local_password(self, url: str) -> str:
+        parts = urlsplit(url)
+        local = (parts.scheme.startswith("postgresql") and parts.hostname in {"127.0.0.1", "localhost", "::1"}
+                 and parts.port == self.pg_port and parts.username == LOCAL_ADMIN)
+        if not local or parts.password is not None:
+            return url
+        password = secrets.ensure_secret(self.state_dir, secrets.POSTGRES_ADMIN)
+        host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
+        netloc = f"{quote(LOCAL_ADMIN)}:{quote(password, safe='')}@{host}:{parts.port}"
+        return urlunsplit(parts._replace(netloc=netloc))
+
+    def readonly_password_for(self, role: str) -> str:
+        """The password `role` (a per-domain read-only role) is created with and logs in with."""
+        if self.readonly_password:
+            return self.readonly_password
+        return secrets.derived_password(secrets.ensure_secret(self.state_dir, secrets.READONLY_KEY), role)
 
     @classmethod
     def settings_customise_sources(

@@ -54,6 +54,9 @@ class Pack:
     rules: tuple[RuleDoc, ...]
     metric_by_id: dict[str, MetricSpec] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    # Rule documents left out of this pack (`load_pack(..., leave_out_refused_rules=True)`), one line
+    # each naming the file and the reason.
+    refused: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -208,9 +211,13 @@ def short_rule_warning(doc: RuleDoc) -> str | None:
     return f"{_rel(doc.path)}: body: {n} words, shorter than {MIN_RULE_WORDS}; check that the document is complete"
 
 
-def load_pack(name_or_path: str | Path) -> Pack:
+def load_pack(name_or_path: str | Path, *, leave_out_refused_rules: bool = False) -> Pack:
+    """Read and validate a pack; raises PackErrors naming every problem. With
+    `leave_out_refused_rules` (ingest), a rule document that cannot be read is left out instead,
+    named in `Pack.refused`, and the rest of the pack stands."""
     root = resolve_pack_path(name_or_path)
     errors: list[PackError] = []
+    rule_errors: list[PackError] = []
     pack_file = root / "pack.yaml"
     raw = _load_yaml(pack_file, root)
     try:
@@ -243,15 +250,18 @@ def load_pack(name_or_path: str | Path) -> Pack:
             try:
                 doc = read_rule(f, root)
             except PackErrors as exc:
-                errors.extend(exc.errors)
+                rule_errors.extend(exc.errors)
                 continue
             if doc.id in seen_rules:
-                errors.append(PackError(_rel(f), "id", f"duplicate rule id {doc.id!r} (also {_rel(seen_rules[doc.id])})"))
+                rule_errors.append(PackError(_rel(f), "id", f"duplicate rule id {doc.id!r} (also {_rel(seen_rules[doc.id])})"))
                 continue
             seen_rules[doc.id] = f
             rules.append(doc)
+    if not leave_out_refused_rules:
+        errors.extend(rule_errors)
     if errors:
         raise PackErrors(errors)
     warnings = tuple(w for w in map(short_rule_warning, rules) if w)
-    return Pack(root, spec, tuple(metrics), tuple(rules), {m.id: m for m in metrics}, warnings)
+    refused = tuple(f"{e}; left out (the graph keeps what it had of this document)" for e in rule_errors)
+    return Pack(root, spec, tuple(metrics), tuple(rules), {m.id: m for m in metrics}, warnings, refused)
 

@@ -13,6 +13,7 @@ warehouse. Offline, Inspect's tiktoken estimate falls back to ~4 characters a to
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,17 @@ answer alone, as one JSON object in the task's answer format, and call no tool.
 
 {schema}"""
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
+
+
+def from_working_dir(path: str) -> Path:
+    """`path` as the person who typed it meant it. Inspect runs a task file from the file's own
+    folder, so while that is the working directory a relative path resolves against the shell's
+    (PWD), as every other path of `inspect eval` does."""
+    given = Path(path)
+    shell = os.environ.get("PWD")
+    if given.is_absolute() or not shell or Path.cwd() != Path(__file__).resolve().parent:
+        return given
+    return Path(shell) / given
 
 
 def records(export: Path) -> list[dict[str, Any]]:
@@ -177,7 +189,7 @@ def offline_token_counts() -> None:
 def dibench(export: str, max_messages: int = 40) -> Task:
     """The tasks of a dibench export, with the harness's tools and dibench's answer contracts."""
     offline_token_counts()
-    recs = records(Path(export))
+    recs = records(from_working_dir(export))
     domains = sorted({r["domain"] for r in recs})
     if len(domains) != 1:
         raise ConfigError(f"{export}: records of {len(domains)} domains; export one domain")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from dibench.core.pack import Pack
-from dibench.ingest.indexes import missing_indexes
+from dibench.ingest.indexes import index_review
 from dibench.stores.fingerprint import Fingerprinter, pack_columns
 from dibench.stores.pack_data import schema_columns
 from dibench.stores.warehouse import Warehouse
@@ -38,6 +38,7 @@ def check_domain(pack: Pack, wh: Warehouse) -> dict[str, Any]:
         missing += len(gone)
         tables.append({"table": table, "exists": exists, "rows": rows.table(table, [])["rows"] if exists else None,
                        "needed": sorted(cols), "missing": gone})
+    needs, skipped = index_review(pack, wh) if present else ([], [])
     return {
         "domain": pack.name, "schema": pack.schema, "schema_exists": bool(present),
         "loader": pack.spec.loader.entry if pack.spec.loader else None,
@@ -45,5 +46,7 @@ def check_domain(pack: Pack, wh: Warehouse) -> dict[str, Any]:
         "tables": tables, "missing": missing, "warnings": list(pack.warnings),
         "indexes": [{"table": n.table, "column": n.column, "kind": n.kind, "metrics": list(n.metrics),
                      "create": n.create_sql(pack.schema), "advice": n.line(pack.schema)}
-                    for n in (missing_indexes(pack, wh) if present else [])],
+                    for n in needs],
+        "indexes_skipped": [{"table": t.table, "rows": t.rows, "unserved": list(t.unserved), "reason": t.line()}
+                            for t in skipped],
     }

@@ -106,12 +106,36 @@ def read_catalog(wh: Warehouse, schema: str) -> Catalog:
     return Catalog({t: frozenset(c) for t, c in leading.items()}, rows)
 
 
-def missing_indexes(pack: Pack, wh: Warehouse, *, min_rows: float | None = None) -> list[IndexNeed]:
-    """The needs no index serves, on tables of at least `min_rows` rows (default MIN_ROWS; a
-    table never analysed counts as large); tables that do not exist are `domain check`'s other
-    report."""
+@dataclass(frozen=True)
+class SkippedTable:
+    """A table too small for index advice, with the filter columns that no index serves on it."""
+
+    table: str
+    rows: float
+    unserved: tuple[str, ...]
+    min_rows: float
+
+    def line(self) -> str:
+        return (f"not checked for indexes: {self.table} ({self.rows:,.0f} rows, under {self.min_rows:,.0f}, where a "
+                f"scan is cheap); no index leads with {', '.join(self.unserved)}")
+
+
+def index_review(pack: Pack, wh: Warehouse, *, min_rows: float | None = None) -> tuple[list[IndexNeed],
+                                                                                       list[SkippedTable]]:
+    """The needs no index serves on tables of at least `min_rows` rows (default MIN_ROWS; a table
+    never analysed counts as large), and the smaller tables with unserved needs, which are
+    skipped; tables that do not exist are `domain check`'s other report."""
     min_rows = MIN_ROWS if min_rows is None else min_rows
     cat = read_catalog(wh, pack.schema)
-    return [n for n in needed_indexes(pack)
-            if n.table in cat.rows and n.column not in cat.leading[n.table]
-            and (cat.rows[n.table] < 0 or cat.rows[n.table] >= min_rows)]
+    unserved = [n for n in needed_indexes(pack) if n.table in cat.rows and n.column not in cat.leading[n.table]]
+    large = [n for n in unserved if cat.rows[n.table] < 0 or cat.rows[n.table] >= min_rows]
+    small: dict[str, list[str]] = {}
+    for n in unserved:
+        if n not in large:
+            small.setdefault(n.table, []).append(n.column)
+    return large, [SkippedTable(t, cat.rows[t], tuple(cols), min_rows) for t, cols in sorted(small.items())]
+
+
+def missing_indexes(pack: Pack, wh: Warehouse, *, min_rows: float | None = None) -> list[IndexNeed]:
+    """The needs no index serves, on tables of at least `min_rows` rows (see `index_review`)."""
+    return index_review(pack, wh, min_rows=min_rows)[0]

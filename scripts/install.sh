@@ -45,4 +45,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   "$VENV/bin/pip" install -q -e ".[dev]"
   touch "$stamp"
 fi
+# The install's own secrets (made on first use), and the `.env` docker-compose.yml reads them from.
+if [ ! -f .env ]; then
+  log "secrets -> $STATE/secrets, .env (owner-only)"
+  (umask 077 && "$VENV/bin/dibench" services credentials --compose-env > .env)
+fi
 log "done"

@@ -83,8 +83,12 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
+class Unauthorized(DibenchError):
+    """A request without the valid bearer token an endpoint needs: 401."""
+
+
 class Forbidden(DibenchError):
-    """A request without the bearer token an endpoint needs (or to a disabled endpoint)."""
+    """A request to an endpoint the server's configuration disables: 403."""
 
 
 class InsufficientScope(Forbidden):
@@ -93,8 +97,10 @@ class InsufficientScope(Forbidden):
 
 def status_of(exc: DibenchError) -> int:
 
+    if isinstance(exc, Unauthorized):
+        return 401
     if isinstance(exc, Forbidden):
-        return 403 if isinstance(exc, InsufficientScope) or "disabled" in str(exc) else 401
+        return 403
     if isinstance(exc, UpdateConflict):
         return 409
     if isinstance(exc, ExportError):
@@ -152,7 +158,7 @@ def access_level(cfg: Settings, token: str | None) -> str:
     return "read" if _matches(token, cfg.api_read_token) else "anonymous"
 
 
-def refusal(cfg: Settings, insecure_local: bool, level: str, need: str) -> Forbidden | None:
+def refusal(cfg: Settings, insecure_local: bool, level: str, need: str) -> Unauthorized | Forbidden | None:
     """Why a request with `level` may not reach a route that needs `need`, or None."""
     if need == "open":
         return None
@@ -167,11 +173,11 @@ def refusal(cfg: Settings, insecure_local: bool, level: str, need: str) -> Forbi
             return InsufficientScope("the read token does not grant write endpoints",
                                      hint="send the write token (DIBENCH_API_TOKEN)")
         if level != "write":
-            return Forbidden("a valid bearer token is required for write endpoints",
+            return Unauthorized("a valid bearer token is required for write endpoints",
                              hint="send Authorization: Bearer <token>")
         return None
     if cfg.api_read_token and level == "anonymous":
-        return Forbidden("this server requires a bearer token for reads", hint="send Authorization: Bearer <token>")
+        return Unauthorized("this server requires a bearer token for reads", hint="send Authorization: Bearer <token>")
     return None
 
 
@@ -180,7 +186,7 @@ def need_write(request: Request, what: str) -> None:
     level = getattr(request.state, "access", "anonymous")
     if level == "write":
         return
-    cls = InsufficientScope if level == "read" else Forbidden
+    cls: type[DibenchError] = InsufficientScope if level == "read" else Unauthorized
     raise cls(f"{what} needs the write token", hint="send Authorization: Bearer <write token>")
 
 
@@ -260,8 +266,10 @@ def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
 
 async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
     data = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    if status == 401:  # RFC 9110: a 401 names the scheme that would authenticate
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": data})
 
 
@@ -432,7 +440,9 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
 
     @app.exception_handler(DibenchError)
     async def _dibench_error(_: Request, exc: DibenchError) -> JSONResponse:
-        return JSONResponse(status_code=status_of(exc), content=_error_body(exc, cfg.api_pack_roots))
+        status = status_of(exc)
+        return JSONResponse(status_code=status, content=_error_body(exc, cfg.api_pack_roots),
+                            headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

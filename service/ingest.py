@@ -4,7 +4,9 @@ policy the ingest changed is re-derived exactly as `update-rule` would re-derive
 A rule's policy state is its current version's hash, its removed mark and its edges; a rule
 document of the pack whose state differs after the ingest (edited, re-verified, or back after
 `remove-rule`) goes through `plan_update` and `run_update`, so the tasks keep gold under the
-policy in force. A domain without tasks skips that step.
+policy in force. A domain without tasks skips that step. `preview` plans the same for the new,
+edited or restored documents before anything is written (all `ingest --dry-run` does); an
+unchanged document whose edges verify differently (the data changed) is not previewed.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
+from dibench.core.errors import DibenchError
 from dibench.core.pack import Pack
 from dibench.ingest.pipeline import IngestReport, ingest_pack as ingest_stage
 from dibench.service.update import plan_update
@@ -28,6 +31,10 @@ class RuleState:
     removed: bool
     modifies: tuple[str, ...]
     applies: tuple[str, ...]
+
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics the rule modified (each `modifies` entry starts with the metric id)."""
+        return tuple(sorted({m.split(" ", 1)[0] for m in self.modifies}))
 
 
 @dataclass
@@ -65,7 +72,8 @@ def ingest_and_rederive(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatMo
         state = after.get(doc.id)
         if state is None or state == before.get(doc.id):
             continue
-        plan, _ = run_update(partial(plan_update, pack, doc, graph, wh, llm), graph, pack.name)
+        formerly = before[doc.id].metrics() if doc.id in before else ()
+        plan, _ = run_update(partial(plan_update, pack, doc, graph, wh, llm, formerly=formerly), graph, pack.name)
         done.rules.append(doc.id)
         for k, v in plan.counts().items():
             done.counts[k] += v
@@ -74,3 +82,52 @@ def ingest_and_rederive(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatMo
     if done.rules:
         report.rederived = done.as_dict()
     return report
+
+
+@dataclass
+class Preview(Rederived):
+    """What an ingest would re-derive, planned before it writes: per previewed rule, update-rule's counts."""
+
+    retired_metrics: list[str] = field(default_factory=list)
+    not_previewed: list[str] = field(default_factory=list)  # "RULE: why", a document update-rule refuses
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rules": self.rules, "counts": self.counts, "retired_metrics": self.retired_metrics,
+                "not_previewed": self.not_previewed}
+
+    def line(self) -> str | None:
+        """One line for people, or None when the ingest re-derives nothing that is previewed."""
+        c = self.counts
+        if not self.rules:
+            return None
+        text = (f"this ingest re-derives the tasks of {len(self.rules)} changed rule document(s) "
+                f"({', '.join(self.rules)}): {c['retired']} retired, {c['updated']} updated, "
+                f"{c['unchanged']} unchanged")
+        if self.retired_metrics:
+            text += f"; retired tasks are on {', '.join(self.retired_metrics)}"
+        return text
+
+
+def preview(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | None) -> Preview:
+    """What `ingest_and_rederive` would re-derive for the pack's new, edited or restored documents,
+    planned on the graph as it is now; nothing is written."""
+    out = Preview()
+    before, has_tasks = rule_states(graph, pack.name)
+    if not has_tasks:
+        return out
+    retired: set[str] = set()
+    for doc in pack.rules:
+        state = before.get(doc.id)
+        if state is not None and state.hash == doc.content_hash and not state.removed:
+            continue
+        try:
+            plan = plan_update(pack, doc, graph, wh, llm)
+        except DibenchError as exc:
+            out.not_previewed.append(f"{doc.id}: {str(exc).splitlines()[0]}")
+            continue
+        out.rules.append(doc.id)
+        for k, v in plan.counts().items():
+            out.counts[k] += v
+        retired |= {c.metric_id for c in plan.changes if c.action == "retired"}
+    out.retired_metrics = sorted(retired)
+    return out

@@ -25,18 +25,20 @@ from dibench.evaluation.scoring import Report, load_attempts, load_tasks, score_
 from dibench.generation.pipeline import Counter_, RunSummary, generate as _generate
 from dibench.ingest.pipeline import IngestReport
 from dibench.service.export import export as _export, export_query, stream_records
-from dibench.service.ingest import ingest_and_rederive
+from dibench.service.ingest import Preview, ingest_and_rederive, preview as _preview
 from dibench.stores.graph import Graph, apply_schema, get_graph
 from dibench.stores.llm import configured_model
 from dibench.stores.pack_data import warehouse_for
 from dibench.stores.warehouse import Warehouse, get_warehouse
 
-__all__ = ["chance_levels", "export", "export_lines", "generate", "ingest_pack", "load_pack", "score"]
+__all__ = ["chance_levels", "export", "export_lines", "generate", "ingest_pack", "ingest_preview", "load_pack", "score"]
 
 
-def load_pack(name_or_path: str | Path) -> Pack:
-    """A domain pack, read and validated: a built-in domain's name or a pack folder."""
-    return _load_pack(name_or_path)
+def load_pack(name_or_path: str | Path, *, leave_out_refused_rules: bool = False) -> Pack:
+    """A domain pack, read and validated: a built-in domain's name or a pack folder. With
+    `leave_out_refused_rules`, a rule document that cannot be read is named in `pack.refused`
+    and left out; anything else wrong still refuses the pack."""
+    return _load_pack(name_or_path, leave_out_refused_rules=leave_out_refused_rules)
 
 
 def _pack(pack: Pack | str | Path) -> Pack:
@@ -54,6 +56,15 @@ def ingest_pack(pack: Pack | str | Path, *, verify: bool = True, graph: Graph | 
     apply_schema(graph)
     wh = warehouse or warehouse_for(pk)
     return ingest_and_rederive(pk, graph, wh, llm if llm is not None else configured_model(), verify=verify)
+
+
+def ingest_preview(pack: Pack | str | Path, *, graph: Graph | None = None, warehouse: Warehouse | None = None,
+                   llm: BaseChatModel | None = None) -> Preview:
+    """What `ingest_pack` would re-derive (retire, update) for the pack's new, edited or restored
+    rule documents, planned without writing anything."""
+    pk = _pack(pack)
+    return _preview(pk, graph or get_graph(), warehouse or warehouse_for(pk),
+                    llm if llm is not None else configured_model())
 
 
 def generate(pack: Pack | str | Path, *, target: int = 40, seed: int = 42, workers: int = 1,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -327,8 +328,10 @@ def _context(pack: Pack, wh: Warehouse, llm: BaseChatModel | None, update_key: s
 
 
 def plan_update(pack: Pack, doc: RuleDoc, graph: Graph, wh: Warehouse, llm: BaseChatModel | None = None, *,
-                regenerate: bool = False, seed: int | None = None) -> UpdatePlan:
-    """Plan the update of rule `doc` (already placed in `pack`, see `with_document`)."""
+                regenerate: bool = False, seed: int | None = None, formerly: Iterable[str] = ()) -> UpdatePlan:
+    """Plan the update of rule `doc` (already placed in `pack`, see `with_document`). `formerly`:
+    metrics the rule modified before a write that already replaced its edges (an ingest), whose
+    tasks are re-derived too."""
     d = pack.name
     llm_before = session().snapshot()
     state = graph.read("update_rule_state", rule=rule_key(d, doc.id))
@@ -350,7 +353,7 @@ def plan_update(pack: Pack, doc: RuleDoc, graph: Graph, wh: Warehouse, llm: Base
     new_applies = {f"{a['dimension'].split('/', 1)[1]}={a['value']}" for a in rules.applies}
     plan.applies = {"added": sorted(new_applies - old_applies), "removed": sorted(old_applies - new_applies)}
     edges = plan_edges(rules, doc, doc.front.rule_type.value)
-    was = {e["metric"] for e in (st["edges"] if st else [])}
+    was = {e["metric"] for e in (st["edges"] if st else [])} | set(formerly)
     was_verified = {e["metric"] for e in (st["edges"] if st else []) if e["verified"]}
     mentions = [m["metric"].split("/", 1)[1] for m in rules.mentions]
     new_metrics = sorted({e.metric_id for e in edges} - was_verified)

@@ -21,7 +21,7 @@ from dibench.core.pack import Pack, _rel
 from dibench.sqlops.dialect import parse, render
 from dibench.sqlops.shape import time_bounds
 from dibench.sqlops.tree import aliased_column
-from dibench.stores.pgroles import ensure_readonly_role
+from dibench.stores.pgroles import ensure_readonly_role, readonly_role
 from dibench.stores.warehouse import Warehouse, admin_cursor, get_warehouse
 
 # A window wider than any data: a statement under it keeps every row its time bounds allow.
@@ -89,7 +89,7 @@ def replacing_schema(engine: Engine, schema: str, ddl: Path) -> Iterator[psycopg
         cur.execute(ddl.read_text())
         yield cur
         ensure_readonly_role(cur, schema, timeout_ms=int(1000 * settings.statement_timeout_s),
-                             password=settings.readonly_password)
+                             password=settings.readonly_password_for(readonly_role(schema)))
 
 
 def schema_columns(wh: Warehouse, schema: str) -> dict[str, dict[str, str]]:

@@ -8,6 +8,7 @@ Everything here runs on the admin connection, is idempotent, and is serialised b
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -75,15 +76,17 @@ def _database(cur: psycopg.Cursor[Any]) -> str:
     return str(row[0])
 
 
-def ensure_readonly_role(cur: psycopg.Cursor[Any], schema: str, *, timeout_ms: int,
-                         password: str | None = None) -> str:
+def ensure_readonly_role(cur: psycopg.Cursor[Any], schema: str, *, timeout_ms: int, password: str) -> str:
     """Create or update the read-only role of `schema` (which must exist) in the caller's
-    transaction; returns the role name."""
+    transaction, logging in with `password` (the server keeps its SCRAM verifier only);
+    returns the role name."""
     role = readonly_role(schema)
     cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
     exists = cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
     verb = "ALTER" if exists else "CREATE"
-    secret = sql.SQL("PASSWORD {}").format(sql.Literal(password)) if password else sql.SQL("PASSWORD NULL")
+    if not password:
+        raise ConfigError(f"the read-only role of schema {schema!r} needs a password: every login proves one")
+    secret = sql.SQL("PASSWORD {}").format(sql.Literal(password))
     cur.execute(sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION "
                         "NOBYPASSRLS CONNECTION LIMIT 50 {}").format(_ident(role), secret))
     for name, value in (("default_transaction_read_only", "on"), ("statement_timeout", str(timeout_ms)),
@@ -108,7 +111,9 @@ def domain_schemas(cur: psycopg.Cursor[Any]) -> list[str]:
     return [str(r[0]) for r in rows if _SCHEMA.fullmatch(str(r[0]))]
 
 
-def ensure_all_readonly_roles(cur: psycopg.Cursor[Any], *, timeout_ms: int, password: str | None = None) -> list[str]:
-    """A read-only role for every domain-like schema (idempotent); returns the roles."""
-    return [ensure_readonly_role(cur, s, timeout_ms=timeout_ms, password=password) for s in domain_schemas(cur)
-            if len((ROLE_PREFIX + s).encode()) <= _MAX_IDENT]
+def ensure_all_readonly_roles(cur: psycopg.Cursor[Any], *, timeout_ms: int,
+                              password_for: Callable[[str], str]) -> list[str]:
+    """A read-only role for every domain-like schema (idempotent), each logging in with
+    `password_for(role)`; returns the roles."""
+    return [ensure_readonly_role(cur, s, timeout_ms=timeout_ms, password=password_for(ROLE_PREFIX + s))
+            for s in domain_schemas(cur) if len((ROLE_PREFIX + s).encode()) <= _MAX_IDENT]

@@ -315,7 +315,7 @@ class Warehouse:
             engine = self._role_engines.get(schema)
             if engine is None:
                 role = self.ensure_role(schema)
-                url = self.engine.url.set(username=role, password=self.settings.readonly_password)
+                url = self.engine.url.set(username=role, password=self.settings.readonly_password_for(role))
                 engine = create_engine(url, pool_pre_ping=True, pool_size=5)
                 event.listen(engine, "checkin", _discard_session)
                 self._role_engines[schema] = engine
@@ -328,13 +328,13 @@ class Warehouse:
             if cur.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() is None:
                 raise WarehouseError(f"schema {schema!r} is not loaded", hint="dibench domain load <pack>")
             return ensure_readonly_role(cur, schema, timeout_ms=self.role_timeout_ms,
-                                        password=self.settings.readonly_password)
+                                        password=self.settings.readonly_password_for(readonly_role(schema)))
 
     def ensure_all_roles(self) -> list[str]:
         """A read-only role for every domain schema already in the warehouse (idempotent)."""
         with admin_cursor(self.admin()) as cur:
             return ensure_all_readonly_roles(cur, timeout_ms=self.role_timeout_ms,
-                                             password=self.settings.readonly_password)
+                                             password_for=self.settings.readonly_password_for)
 
     @property
     def role_timeout_ms(self) -> int:

@@ -96,7 +96,9 @@ def test_write_endpoints_need_the_configured_token(pack: Pack) -> None:
     body = {"pack": str(pack.root), "document": text, "file_name": "strict.md", "dry_run": True}
     disabled = client(token=None).post("/rules/update", json=body, headers=auth(WRITE))
     assert disabled.status_code == 403 and "disabled" in disabled.json()["detail"]
-    assert client().post("/rules/update", json=body).status_code == 401
+    no_token = client().post("/rules/update", json=body)
+    assert no_token.status_code == 401
+    assert no_token.json()["error"] == "Unauthorized"
     assert client().post("/rules/update", json=body, headers=auth("wrong")).status_code == 401
     ok = client().post("/rules/update", json=body, headers=auth(WRITE))
     assert ok.status_code == 200, ok.text
@@ -120,7 +122,10 @@ def test_rule_update_over_http_returns_the_changelog(pack: Pack, graph: Graph) -
 
 def test_reads_protected_when_a_read_token_is_set(pack: Pack) -> None:
     c = client(read_token=READ)
-    assert c.get("/graph/stats").status_code == 401
+    refused = c.get("/graph/stats")
+    assert refused.status_code == 401
+    assert refused.json()["error"] == "Unauthorized"
+    assert refused.headers["www-authenticate"] == "Bearer"
     assert c.get("/graph/stats", headers=auth("nope")).status_code == 401
     assert c.get("/graph/stats", headers=auth(READ)).status_code == 200
     assert c.get("/graph/stats", headers=auth(WRITE)).status_code == 200

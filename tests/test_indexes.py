@@ -83,6 +83,19 @@ def test_domain_check_prints_one_create_index_line_per_column(pack: Pack, monkey
         (line.split()[3].split(".")[0], line.split()[3].split(".")[1]) for line in lines}
 
 
+def test_domain_check_names_the_small_tables_it_skipped(pack: Pack) -> None:
+    """Under MIN_ROWS rows a table gets no advice, and the check says so: never 'has an index'."""
+    result = CliRunner().invoke(main, ["domain", "check", str(pack.root)])
+    assert result.exit_code == 0, result.output
+    skipped = [line for line in result.output.splitlines() if line.startswith("not checked for indexes: ")]
+    assert any(line.startswith("not checked for indexes: orders (") and "under 10,000" in line
+               and "channel" in line for line in skipped), result.output
+    assert "has an index" not in result.output
+    report = json.loads(CliRunner().invoke(main, ["domain", "check", str(pack.root), "--json"]).output)
+    assert report["indexes"] == []
+    assert {t["table"] for t in report["indexes_skipped"]} >= {"orders"}
+
+
 def test_ingest_warns_about_a_missing_index(tmp_path: Path, warehouse: Warehouse, graph: Graph,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     ensure_mini_loaded(warehouse)

@@ -5,6 +5,7 @@ piped to a file keep whole identifiers."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,8 @@ from dibench.stores.pack_data import schema_columns, schema_origin
 from dibench.stores.warehouse import Warehouse, admin_cursor
 from tests.fixtures.packs import copy_pack, delete_domain, ensure_mini_loaded, on_schema, snapshot
 
-OWN, PRE, SYNC, DRIFT = "mini_new_own", "mini_new_pre", "mini_new_sync", "mini_new_drift"
-DOMAINS = (OWN, PRE, SYNC, DRIFT)
+OWN, PRE, SYNC, DRIFT, RETIRE = "mini_new_own", "mini_new_pre", "mini_new_sync", "mini_new_drift", "mini_new_retire"
+DOMAINS = (OWN, PRE, SYNC, DRIFT, RETIRE)
 SCHEMAS = (OWN, PRE, DRIFT)  # each domain with its own schema reads a schema of its own name
 
 
@@ -147,6 +148,36 @@ def test_ingest_after_remove_rule_rederives_the_tasks(synced: Pack, graph: Graph
     assert json.loads(again.output)["rederived"] == {}
     plain = _cli("ingest", str(synced.root))
     assert "re-derived" not in plain.output
+
+
+def test_a_refused_document_is_left_out_and_retirements_are_said_before_the_write(
+        tmp_path: Path, graph: Graph, warehouse: Warehouse) -> None:
+    root = copy_pack(tmp_path / RETIRE, RETIRE)
+    pack = load_pack(root)
+    assert ingest_pack(pack, graph, warehouse).failures == []
+    generate(pack, graph, target=16, seed=42, workers=1, min_per_type=0)
+    # The team adds notes not yet structured, and the phone rule loses its effects.
+    (root / "rules" / "notes.md").write_text("# Notes\n\nNothing structured yet.\n")
+    phone = root / "rules" / "phone.md"
+    phone.write_text(re.sub(r"effects:\n(?:  .*\n)+", "", phone.read_text()))
+    before = snapshot(graph, RETIRE)
+    dry = _cli("ingest", str(root), "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    [left_out] = [line for line in dry.output.splitlines() if line.startswith("left out")]
+    assert "notes.md: front matter: missing" in left_out
+    retired = re.search(r"\(MINI-R-PHONE\): (\d+) retired", dry.output)
+    assert retired is not None and int(retired.group(1)) >= 1, dry.output
+    assert "retired tasks are on MINI-SAT-001" in dry.output
+    assert "dry run, nothing written" in dry.output
+    assert snapshot(graph, RETIRE) == before, "a dry run wrote to the graph"
+    as_json = json.loads(_cli("ingest", str(root), "--dry-run", "--json").output)
+    assert as_json["would_rederive"]["counts"]["retired"] == int(retired.group(1))
+    assert len(as_json["left_out"]) == 1
+    done = _cli("ingest", str(root), "--json")
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.output)
+    assert report["rederived"]["counts"]["retired"] == int(retired.group(1))
+    assert report["left_out"] == as_json["left_out"]
 
 
 # ------------------------------------------------------------------------------ exit codes CI can use

@@ -132,11 +132,18 @@ def test_a_bad_pack_file_is_one_line_naming_file_and_place(case: tuple[str, Muta
         else:
             result = CliRunner().invoke(main, argv)
             code, output = result.exit_code, result.output
-        assert code == 1, output
         assert f"{file}: {field}: " in output and "Traceback" not in output, output
         assert SECRET not in output
+        if argv[0] == "ingest" and file.startswith("rules/"):
+            # A refused rule document is left out in one line; the rest of the pack is ingested.
+            assert code == 0, output
+            assert [line for line in output.splitlines() if f"{file}: {field}: " in line][0].startswith("left out")
+        else:
+            assert code == 1, output
     nodes, _ = snapshot(graph, domain)
-    assert nodes == {}
+    if not file.startswith("rules/"):
+        assert nodes == {}
+    delete_domain(graph, domain)
     assert not [r for r in graph.run_raw_read("MATCH (r:Rule) WHERE r.body CONTAINS $s RETURN r.key AS k",
                                               {"s": SECRET})]
 

@@ -3,8 +3,11 @@ of every command's --help, names a command that exists, with options it has and 
 accepts, checked against the CLI itself (click's own parser)."""
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -12,6 +15,8 @@ import pytest
 
 from dibench.cli.main import main
 from dibench.core.config import REPO_ROOT
+from dibench.evaluation.tasks import TaskRecord, write_tasks_jsonl
+from tests.fixtures.evaldomain import EvalDomain, eval_domain, tasks  # noqa: F401 - fixtures
 
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 _PLACEHOLDER = re.compile(r"[A-Z][A-Z0-9_]*(\.[a-z]+)?")
@@ -112,3 +117,34 @@ def test_every_command_help_ends_with_an_example_that_parses(name: str, command:
             parse(example)
         except click.ClickException as exc:
             pytest.fail(f"`dibench {name} --help`: `{example}`: {exc.format_message()}")
+
+
+def _readme_line(prefix: str) -> str:
+    """The README's shell line that starts with `prefix`, its trailing comment dropped."""
+    found = [re.sub(r"\s#\s.*$", "", line).strip() for _, lines in shell_blocks(DOCS[0].read_text())
+             for line in lines if line.startswith(prefix)]
+    assert found, f"README has no `{prefix}` line"
+    return found[0]
+
+
+def test_readme_inspect_route_runs_as_written(eval_domain: EvalDomain, tasks: list[TaskRecord],  # noqa: F811
+                                              tmp_path: Path) -> None:
+    """`inspect eval evaluation/inspect_task.py@dibench -T export=out/x ...` from a working
+    directory holding `evaluation/` and the export `out/x`: Inspect runs the task file from its
+    own folder, and the export path still resolves against the working directory."""
+    pytest.importorskip("inspect_ai")
+    command = _readme_line("inspect eval ")
+    export = re.search(r"export=(\S+)", command)
+    assert export is not None and not Path(export.group(1)).is_absolute()
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "evaluation").symlink_to(REPO_ROOT / "evaluation", target_is_directory=True)
+    chosen = [t for t in tasks if t.variant == "standard" and t.gold_sql][:2]
+    (work / export.group(1) / "data").mkdir(parents=True)
+    write_tasks_jsonl(chosen, work / export.group(1) / "data" / "private.jsonl")
+    venv_bin = str(Path(sys.executable).parent)
+    script = f"{command} --log-dir {shlex.quote(str(tmp_path / 'logs'))} --display plain"
+    res = subprocess.run(["bash", "-c", script], cwd=work, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PATH": f"{venv_bin}:{os.environ['PATH']}", "PWD": str(work)})
+    assert res.returncode == 0, (res.stdout + res.stderr)[-2000:]
+    assert "accuracy" in res.stdout + res.stderr

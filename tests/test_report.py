@@ -159,3 +159,30 @@ def test_png_decoder_reads_a_png_it_did_not_write(tmp_path: Path) -> None:
     width, height, pixels = decode_png(shot.read_bytes())
     assert (width, height) == (64, 48)
     assert {p[:3] for p in pixels} == {(255, 0, 0)}
+
+
+def test_report_finds_the_runs_eval_wrote(eval_domain: EvalDomain, tmp_path: Path,  # noqa: F811
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's `dibench eval ... -o DIR` then `dibench report -o out/report.html`: the runs
+    under out/eval (eval's default) and in any folder eval's -o named are found, and one line
+    says where the report looked."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    runner = CliRunner()
+    default = runner.invoke(main, ["eval", "--agent", "oracle", "--domain", eval_domain.name, "--limit", "3",
+                                   "--no-chance"])
+    assert default.exit_code == 0, default.output
+    assert (work / "out" / "eval" / eval_domain.name / "oracle" / "summary.json").is_file()
+    elsewhere = tmp_path / "elsewhere" / "no-rule"
+    named = runner.invoke(main, ["eval", "--agent", "no-rule", "--domain", eval_domain.name, "--limit", "3",
+                                 "--no-chance", "-o", str(elsewhere)])
+    assert named.exit_code == 0, named.output
+    res = runner.invoke(main, ["report", "-o", "out/report.html"])
+    assert res.exit_code == 0, res.output
+    [looked] = [line for line in res.output.splitlines() if line.startswith("evaluation runs: looked in")]
+    assert "out/eval/" in looked
+    runs = int(re.search(r"(\d+) evaluation run\(s\)", res.output).group(1))  # type: ignore[union-attr]
+    assert runs >= 2, res.output
+    html = (work / "out" / "report.html").read_text()
+    assert "no-rule" in html and "oracle" in html

@@ -83,6 +83,10 @@ def test_learned_shortcuts_leave_the_routed_task_out() -> None:
 
 
 def test_every_family_is_registered() -> None:
+    from dibench.cli import routing as cli_routing
+    from dibench.routing.models import BEHAVIOURS
+
+    assert cli_routing.BEHAVIOURS == BEHAVIOURS
     names = [r.name for r in shortcut_routers(ShortcutContext(1, ()))]
     assert len(names) == len(set(names))
     for family in ("random", "select-all", "layout-only", "constant-database", "constant-set", "largest-by-rows",
