@@ -22,6 +22,7 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict
 
+from dibench.core.config import get_settings
 from dibench.core.errors import ConfigError, NotFound
 from dibench.evaluation.agents.base import Agent, AgentRun, run_one
 from dibench.evaluation.agents.llm import MAX_TURNS, Budget, LlmAgent
@@ -30,6 +31,7 @@ from dibench.evaluation.agents.tools import Toolbox, jsonable, schema_descriptio
 from dibench.evaluation.chance import ChanceLevels, chance_levels
 from dibench.evaluation.kb import KnowledgeBase, load_knowledge_base
 from dibench.evaluation.run_files import RunFiles
+from dibench.evaluation.sandbox import Isolation, SandboxSpec, choose
 from dibench.evaluation.scoring import Report, score_run
 from dibench.evaluation.tasks import VARIANTS, TaskRecord, load_tasks, task_dicts
 from dibench.stores.graph import Graph
@@ -100,10 +102,13 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
              chat_model: BaseChatModel | None = None, budget: Budget | None = None,
              progress: Callable[[int, int, str], None] | None = None,
              task_ids: Sequence[str] | None = None, trials: int = 1, concurrency: int = 1,
-             resume: bool = False, agent_cmd: str | None = None, chance: bool = True) -> EvalResult:
+             resume: bool = False, agent_cmd: str | None = None, chance: bool = True,
+             isolation: Isolation = "auto", sandbox_spec: SandboxSpec | None = None,
+             warn: Callable[[str], None] | None = None) -> EvalResult:
     """Load the domain's tasks and run one agent on them (see the module docstring); `task_ids`
     picks tasks by id, in that order. `agent_cmd` runs a program per attempt instead
-    (`agents.command`), with the task environment served over MCP for the run's duration."""
+    (`agents.command`), each in a sandbox of its own under `isolation` (evaluation/sandbox.py),
+    with the task environment served over MCP for the run's duration."""
     db_schema = domain_schema(graph, domain)
     schema = schema_description(wh, db_schema)
     tasks = select_tasks(load_tasks(graph, domain, run=run, variants=variants), task_ids, limit)
@@ -119,15 +124,22 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
     from dibench.evaluation.environment import TaskEnvironment
     from dibench.evaluation.mcp_server import HttpServer, build_server
 
+    spec = sandbox_spec or SandboxSpec()
+    sandbox = choose(isolation, spec, private=(get_settings().state_dir, out_dir), warn=warn)
     env = TaskEnvironment(tasks, domain_wh, kb, schema, db_schema=db_schema, max_turns=max_turns, autostart=False)
     token = secrets.token_urlsafe(24)
-    server = HttpServer(build_server(env), token=token).start()
     try:
-        b = budget or Budget(turns=max_turns)
-        command = CommandAgent(agent_cmd, env, server.url, token, max_seconds=b.seconds, max_tokens=b.tokens)
-        return run_tasks(tasks, command, domain_wh, kb, out_dir, **kwargs)
+        server = HttpServer(build_server(env), token=token, uds=sandbox.socket_path if sandbox else None).start()
+        try:
+            b = budget or Budget(turns=max_turns)
+            command = CommandAgent(agent_cmd, env, server.url, token, max_seconds=b.seconds, max_tokens=b.tokens,
+                                   sandbox=sandbox, spec=spec)
+            return run_tasks(tasks, command, domain_wh, kb, out_dir, **kwargs)
+        finally:
+            server.stop()
     finally:
-        server.stop()
+        if sandbox is not None:
+            sandbox.close()
 
 
 def select_tasks(tasks: Sequence[TaskRecord], task_ids: Sequence[str] | None, limit: int | None) -> list[TaskRecord]:

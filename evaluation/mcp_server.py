@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -142,11 +143,13 @@ def http_app(mcp: FastMCP, token: str | None) -> ASGIApp:
 
 
 class HttpServer:
-    """The MCP server over streamable HTTP in a background thread (the command runner's)."""
+    """The MCP server over streamable HTTP in a background thread (the command runner's): on
+    loopback TCP, or on the Unix socket `uds` only (the one a sandbox binds in)."""
 
-    def __init__(self, mcp: FastMCP, token: str | None = None) -> None:
+    def __init__(self, mcp: FastMCP, token: str | None = None, uds: Path | None = None) -> None:
         config = uvicorn.Config(http_app(mcp, token), host=mcp.settings.host, port=mcp.settings.port,  # type: ignore[arg-type]
-                                log_level="warning", lifespan="on")
+                                uds=str(uds) if uds else None, log_level="warning", lifespan="on")
+        self.uds = uds
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="mcp-http", daemon=True)
 
@@ -161,6 +164,8 @@ class HttpServer:
 
     @property
     def url(self) -> str:
+        if self.uds is not None:
+            return f"http+unix://{self.uds}/mcp"
         sock = self._server.servers[0].sockets[0]
         host, port = sock.getsockname()[:2]
         return f"http://{host}:{port}/mcp"

@@ -227,6 +227,7 @@ def test_agent_cmd_over_http_scores_as_through_the_harness(eval_domain: EvalDoma
     out = tmp_path / "cmd"
     first = tasks[:8]  # key order, as `dibench eval --limit` takes them; a process per task is slow
     summary = _eval(eval_domain, out, "--agent-cmd", f"{sys.executable} -m tests.fixtures.scripted_agent",
+                    "--isolation", "none", "--agent-env", "PYTHONPATH", "--agent-env", TASKS_ENV,
                     "--concurrency", "2", "--max-seconds", "120", "--limit", str(len(first)))
     assert summary["agent"] == "command"
     assert summary["tasks"] == len(first)
@@ -248,7 +249,7 @@ def test_agent_cmd_over_http_scores_as_through_the_harness(eval_domain: EvalDoma
 def test_a_failing_command_is_a_wrong_answer_with_its_reason(eval_domain: EvalDomain, tmp_path: Path,  # noqa: F811
                                                              command: str, stop: str, detail: str,
                                                              failure: str) -> None:
-    cmd = f"{sys.executable} -c \"{command}\""
+    cmd = f"python3 -c \"{command}\""  # the system's python3: the sandbox shows /usr
     summary = _eval(eval_domain, tmp_path, "--agent-cmd", cmd, "--limit", "2", "--max-seconds", "2",
                     "--max-tokens", "1000")
     assert summary["tasks"] == 2
