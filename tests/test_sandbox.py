@@ -102,12 +102,14 @@ def test_inside_the_sandbox_only_the_mcp_socket_answers(sandbox: Sandbox, tmp_pa
 
 def test_a_detached_grandchild_dies_with_its_attempt(sandbox: Sandbox) -> None:
     marker = f"dibench-orphan-{os.getpid()}"
-    code = ("import subprocess, time; subprocess.Popen(['setsid', 'sh', '-c', 'exec -a %s sleep 60']); "
-            "time.sleep(60)") % marker
+    code = ("import subprocess, sys, time; subprocess.Popen(['setsid', 'bash', '-c', 'exec -a %s sleep 60']); "
+            "time.sleep(0.5); print(subprocess.run(['pgrep', '-f', '%s'], capture_output=True).returncode == 0); "
+            "sys.stdout.flush(); time.sleep(60)") % (marker, marker)
     started = time.perf_counter()
     done = run_bounded(sandbox.wrap(["python3", "-c", code]), b"", agent_env(SandboxSpec(), {}, sandboxed=True),
                        timeout=2)
     assert done.timed_out
+    assert done.out.strip() == "True"  # the daemon was running inside
     assert time.perf_counter() - started < 6
     time.sleep(0.3)
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout

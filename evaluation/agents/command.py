@@ -19,7 +19,8 @@ from typing import Any
 
 from dibench.core.errors import ConfigError
 from dibench.evaluation.agents.base import AgentRun, StopReason, Usage
-from dibench.evaluation.agent_process import Finished, run_bounded
+from dibench.evaluation.agent_process import OUTPUT_CAP, Finished, run_bounded
+from dibench.evaluation.answer_values import loads
 from dibench.evaluation.agents.tools import Toolbox
 from dibench.evaluation.environment import TaskEnvironment
 from dibench.evaluation.sandbox import INNER_URL, Sandbox, SandboxSpec, agent_env
@@ -63,8 +64,8 @@ class CommandAgent:
         answer, problem, reported = parse_output(done.out)
         usage.add(reported)
         notes = [f"stderr: {line[:NOTE_CHARS]}" for line in done.err.strip().splitlines()[-3:]]
-        if done.out_bytes > len(done.out.encode()) or done.pipes_held:
-            notes.append(f"stdout: {done.out_bytes} bytes written, the first {len(done.out.encode())} read"
+        if done.out_bytes > OUTPUT_CAP or done.pipes_held:
+            notes.append(f"stdout: {done.out_bytes} bytes written, the first {min(done.out_bytes, OUTPUT_CAP)} read"
                          + ("; a process the agent left kept its pipes open" if done.pipes_held else ""))
 
         def result(reason: StopReason, detail: str, given: Any = None) -> AgentRun:
@@ -105,8 +106,8 @@ def parse_output(out: str) -> tuple[Any, str, dict[str, Any] | None]:
         return None, "the command printed no answer", None
     for line in reversed(lines):
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
+            value = loads(line)
+        except ValueError:
             continue
         if isinstance(value, dict) and "answer" in value and set(value) <= {"answer", "usage"}:
             usage = value.get("usage")

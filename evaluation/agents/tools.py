@@ -20,6 +20,7 @@ from sqlalchemy import inspect
 from sqlalchemy.exc import StatementError
 
 from dibench.core.errors import DibenchError, WarehouseError
+from dibench.evaluation.answer_values import storable
 from dibench.evaluation.kb import KINDS, Document, Hit, KnowledgeBase
 from dibench.stores.warehouse import QueryResult, Warehouse
 
@@ -145,8 +146,9 @@ def excerpt(hit: Hit) -> dict[str, Any]:
 
 
 def jsonable(value: Any) -> Any:
-    """Rows and arguments as plain JSON values (dates and decimals as text)."""
-    return json.loads(json.dumps(value, default=str))
+    """Rows, arguments and answers as plain JSON values (dates and decimals as text); what JSON
+    cannot write (a 5,000-digit integer, nesting past the recursion limit) as a marker string."""
+    return storable(value)
 
 
 def schema_description(wh: Warehouse, schema: str) -> str:
