@@ -119,7 +119,7 @@ def print_reliability(report: Report) -> None:
 
 
 # ------------------------------------------------------------------------------ eval
-AGENT_CHOICES = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "keyword-dump", "llm")
+AGENT_CHOICES = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "keyword-dump", "llm", "hostile")
 VARIANT_CHOICES = ("standard", "oracle", "no_rule")
 
 
@@ -141,8 +141,9 @@ def task_selection(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.command("eval")
 @click.option("--agent", "agent_name", type=click.Choice(AGENT_CHOICES), default=None,
               help="oracle (gold SQL), no-rule (base SQL), featured-rule-only (one rule), retrieval-only (top "
-                   "policy document), keyword-dump (every number and date of every document), or llm (the chat "
-                   "model of DIBENCH_LLM / DIBENCH_LLM_PROVIDER).")
+                   "policy document), keyword-dump (every number and date of every document), llm (the chat "
+                   "model of DIBENCH_LLM / DIBENCH_LLM_PROVIDER), or hostile (tries every way round its tools, "
+                   "in the sandbox a command agent gets; must score 0).")
 @click.option("--agent-cmd", default=None, metavar="COMMAND",
               help="Run COMMAND once per task instead: the task as JSON on stdin, the MCP server in "
                    "DIBENCH_MCP_URL / DIBENCH_MCP_TOKEN, the answer as JSON on stdout (or submit_answer).")

@@ -38,7 +38,8 @@ from dibench.stores.graph import Graph
 from dibench.stores.llm import configured_model, session
 from dibench.stores.warehouse import Warehouse
 
-AGENT_NAMES: tuple[str, ...] = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "keyword-dump", "llm")
+AGENT_NAMES: tuple[str, ...] = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "keyword-dump", "llm",
+                                "hostile")
 
 
 class EvalSummary(BaseModel):
@@ -117,9 +118,10 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
     kwargs: dict[str, Any] = dict(domain=domain, run=run, variants=sorted(set(variants or VARIANTS)),
                                   max_turns=max_turns, progress=progress, db_schema=db_schema, trials=trials,
                                   concurrency=concurrency, resume=resume, chance=chance)
-    if agent_cmd is None:
+    if agent_cmd is None and agent_name != "hostile":
         agent = make_agent(agent_name, schema=schema, max_turns=max_turns, chat_model=chat_model, budget=budget)
         return run_tasks(tasks, agent, domain_wh, kb, out_dir, **kwargs)
+    from dibench.evaluation.agents import hostile
     from dibench.evaluation.agents.command import CommandAgent
     from dibench.evaluation.environment import TaskEnvironment
     from dibench.evaluation.mcp_server import HttpServer, build_server
@@ -132,8 +134,14 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
         server = HttpServer(build_server(env), token=token, uds=sandbox.socket_path if sandbox else None).start()
         try:
             b = budget or Budget(turns=max_turns)
-            command = CommandAgent(agent_cmd, env, server.url, token, max_seconds=b.seconds, max_tokens=b.tokens,
-                                   sandbox=sandbox, spec=spec)
+            if agent_cmd is None:  # the hostile reference agent
+                command = CommandAgent(hostile.hostile_command(sandbox), env, server.url, token, max_seconds=b.seconds,
+                                       sandbox=sandbox, spec=spec,
+                                       extra_env=hostile.hostile_targets(out_dir, [t.task_id for t in tasks]))
+                command.name, command.model = hostile.NAME, hostile.MODEL
+            else:
+                command = CommandAgent(agent_cmd, env, server.url, token, max_seconds=b.seconds,
+                                       max_tokens=b.tokens, sandbox=sandbox, spec=spec)
             return run_tasks(tasks, command, domain_wh, kb, out_dir, **kwargs)
         finally:
             server.stop()

@@ -162,14 +162,22 @@ class Sandbox:
             path.chmod(0o444)
         if os.geteuid() == 0:  # 0700 and owned by the agent's user: only it and root come in
             os.chown(self.dir, AGENT_UID, AGENT_UID)
+        self.shared: list[str] = []
+
+    def share(self, name: str, source: Path) -> str:
+        """Copy `source` in (bwrap, as the agent's user, may not reach the original); every
+        attempt sees it read-only at the path returned."""
+        shutil.copyfile(source, self.dir / name)
+        (self.dir / name).chmod(0o444)
+        self.shared.append(name)
+        return f"{RUN}/{name}"
 
     @property
     def socket_path(self) -> Path:
         return self.dir / "mcp.sock"
 
-    def wrap(self, argv: Sequence[str], files: Mapping[str, Path] | None = None) -> list[str]:
-        """The command running `argv` in a fresh sandbox; `files` maps names to host files shown
-        read-only at /run/dibench/NAME (e.g. a reference agent's script)."""
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """The command running `argv` in a fresh sandbox."""
         limits = self.spec.limits
         args = [*_drop_privileges(), "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
                 "--uid", str(AGENT_UID), "--gid", str(AGENT_UID), "--hostname", "agent",
@@ -181,8 +189,8 @@ class Sandbox:
             args += ["--ro-bind", str(self.dir / name), f"/etc/{name}"]
         args += ["--ro-bind", str(self.dir / "init.py"), f"{RUN}/init.py",
                  "--ro-bind", str(self.socket_path), f"{RUN}/mcp.sock"]
-        for name, source in (files or {}).items():
-            args += ["--ro-bind", str(source), f"{RUN}/{name}"]
+        for name in self.shared:
+            args += ["--ro-bind", str(self.dir / name), f"{RUN}/{name}"]
         for bind in self.spec.binds:
             shown = str(bind.resolve())
             args += ["--ro-bind", shown, shown]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from dibench.core.errors import ConfigError
@@ -27,7 +26,7 @@ from dibench.evaluation.sandbox import INNER_URL, Sandbox, SandboxSpec, agent_en
 from dibench.evaluation.tasks import TaskRecord, public_view
 
 OUTPUT_LIMIT = 2000  # characters of unparsable stdout kept as the (malformed) answer
-NOTE_CHARS = 500     # of each of the last stderr lines kept in the trace
+NOTE_CHARS = 2000    # of each of the last stderr lines kept in the trace
 
 
 @dataclass
@@ -40,7 +39,7 @@ class CommandAgent:
     max_tokens: int | None = None
     sandbox: Sandbox | None = None
     spec: SandboxSpec = field(default_factory=SandboxSpec)
-    files: dict[str, Path] = field(default_factory=dict)  # shown read-only in the sandbox at /run/dibench/NAME
+    extra_env: dict[str, str] = field(default_factory=dict)  # given to the command besides the allow-list
     name: str = "command"
     model: str = field(init=False)
     argv: list[str] = field(init=False)
@@ -90,7 +89,8 @@ class CommandAgent:
         env = agent_env(self.spec, {"DIBENCH_MCP_URL": INNER_URL if sandboxed else self.url,
                                     "DIBENCH_MCP_TOKEN": self.token, "DIBENCH_TASK_ID": task.task_id},
                         sandboxed=sandboxed)
-        argv = self.sandbox.wrap(self.argv, self.files) if self.sandbox is not None else self.argv
+        env.update(self.extra_env)
+        argv = self.sandbox.wrap(self.argv) if self.sandbox is not None else self.argv
         try:
             return run_bounded(argv, json.dumps(public_view(task)).encode(), env, self.max_seconds)
         except OSError as exc:
