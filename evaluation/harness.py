@@ -9,7 +9,6 @@ what the no-LLM reference agents score on the same tasks (evaluation/chance.py).
 from __future__ import annotations
 
 import datetime as dt
-import secrets
 import threading
 import time
 from collections import Counter
@@ -129,18 +128,17 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
     spec = sandbox_spec or SandboxSpec()
     sandbox = choose(isolation, spec, private=(get_settings().state_dir, out_dir), warn=warn)
     env = TaskEnvironment(tasks, domain_wh, kb, schema, db_schema=db_schema, max_turns=max_turns, autostart=False)
-    token = secrets.token_urlsafe(24)
-    try:
-        server = HttpServer(build_server(env), token=token, uds=sandbox.socket_path if sandbox else None).start()
+    try:  # each attempt's own token (TaskEnvironment.open) is the only one the server takes
+        server = HttpServer(build_server(env), token=env.live, uds=sandbox.socket_path if sandbox else None).start()
         try:
             b = budget or Budget(turns=max_turns)
             if agent_cmd is None:  # the hostile reference agent
-                command = CommandAgent(hostile.hostile_command(sandbox), env, server.url, token, max_seconds=b.seconds,
+                command = CommandAgent(hostile.hostile_command(sandbox), env, server.url, max_seconds=b.seconds,
                                        sandbox=sandbox, spec=spec,
                                        extra_env=hostile.hostile_targets(out_dir, [t.task_id for t in tasks]))
                 command.name, command.model = hostile.NAME, hostile.MODEL
             else:
-                command = CommandAgent(agent_cmd, env, server.url, token, max_seconds=b.seconds,
+                command = CommandAgent(agent_cmd, env, server.url, max_seconds=b.seconds,
                                        max_tokens=b.tokens, sandbox=sandbox, spec=spec)
             return run_tasks(tasks, command, domain_wh, kb, out_dir, **kwargs)
         finally:
@@ -215,7 +213,7 @@ def run_tasks(tasks: Sequence[TaskRecord], agent: Agent, wh: Warehouse, kb: Know
     if chance:  # on the tasks that ran: a stopped run is compared on what it finished
         ran = {v.verdict.task_id for v in result.report.tasks}  # the report scores exactly those
         levels = chance_levels([t for t in tasks if t.task_id in ran], wh, kb, db_schema=db_schema)
-        (out_dir / "chance.json").write_text(levels.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        files.write_json("chance", levels.model_dump(mode="json"))
         result = replace(result, chance=levels)
     return result
 

@@ -70,3 +70,33 @@ def test_unsandboxed_a_grandchild_holding_the_pipes_cannot_stretch_the_time_limi
     assert done.timed_out
     assert done.pipes_held
     assert took < 5
+
+
+FORGER = ("import json, os; out = os.environ['FORGE_OUT']; "
+          "gold = [json.loads(l) for l in open(os.environ['FORGE_TASKS'])]; "
+          "fh = open(out + '/answers.jsonl', 'a'); "
+          "[fh.write(json.dumps({'task_id': t['task_id'], 'answer': t['gold_answer']}) + chr(10)) for t in gold]")
+
+
+def test_the_score_comes_from_what_the_evaluator_received_not_from_the_files(
+        eval_domain: EvalDomain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """Unsandboxed, an agent can write the run folder: it appends every task's gold to answers.jsonl
+    during the run; the score is still that of the answers the evaluator got (none), and the run's
+    folder and files are its owner's only."""
+    from dibench.evaluation.tasks import load_tasks, write_tasks_jsonl
+    from dibench.stores.graph import get_graph
+
+    private = tmp_path / "private.jsonl"
+    write_tasks_jsonl(load_tasks(get_graph(), eval_domain.name, run=eval_domain.run_key), private)
+    out = tmp_path / "run"
+    monkeypatch.setenv("FORGE_OUT", str(out))
+    monkeypatch.setenv("FORGE_TASKS", str(private))
+    summary = _eval(eval_domain, out, f"python3 -c \"{FORGER}\"", "--limit", "3", "--isolation", "none",
+                    "--agent-env", "FORGE_OUT", "--agent-env", "FORGE_TASKS")
+    assert summary["tasks"] == 3
+    assert summary["passed"] == 0
+    forged = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
+    assert sum(1 for f in forged if f["answer"] is not None) >= 3  # the forgery is there, and counted for nothing
+    assert out.stat().st_mode & 0o777 == 0o700
+    assert {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()} == dict.fromkeys(
+        ["answers.jsonl", "trace.jsonl", "run.json", "tasks.jsonl", "score.json", "summary.json"], 0o600)

@@ -165,6 +165,42 @@ def test_http_needs_the_bearer_token_and_keeps_public_view_and_read_only_limits(
     assert got["budget6"] == f"error: turn budget (6) of task {other.task_id} reached; sql_query refused"
 
 
+def test_each_attempt_has_its_own_token_its_own_task_and_its_own_turns(
+        tasks: list[TaskRecord], warehouse: Warehouse, kb: KnowledgeBase) -> None:  # noqa: F811
+    env = TaskEnvironment(tasks, warehouse.for_schema("mini"), kb, "schema", db_schema="mini", max_turns=2,
+                          autostart=False)
+    mine, theirs = tasks[0], tasks[1]
+    a = env.open(mine.task_id, Toolbox(warehouse.for_schema("mini"), kb, schema="mini"))
+    b = env.open(theirs.task_id, Toolbox(warehouse.for_schema("mini"), kb, schema="mini"))
+    server = HttpServer(build_server(env), token=env.live).start()
+    try:
+        async def drive(token: str) -> dict[str, str]:
+            async with http_session(server.url, token) as s:
+                async def call(name: str, **args: Any) -> str:
+                    return _text(await s.call_tool(name, args))
+
+                return {"list": await call("list_tasks"),
+                        "twin": await call("get_task", task_id=theirs.task_id),
+                        "theirs": await call("sql_query", task_id=theirs.task_id, sql="SELECT 1"),
+                        "submit_theirs": await call("submit_answer", task_id=theirs.task_id, answer={"value": 1}),
+                        "mine": await call("sql_query", task_id=mine.task_id, sql="SELECT 1")}
+
+        got = asyncio.run(drive(a.token))
+        env.close(mine.task_id)
+        dead = httpx.post(server.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                          headers={"Authorization": f"Bearer {a.token}"})
+        forged = httpx.post(server.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                            headers={"Authorization": "Bearer " + "x" * 32})
+    finally:
+        server.stop()
+    assert [t["task_id"] for t in json.loads(got["list"])["tasks"]] == [mine.task_id]
+    refused = f"error: this attempt is at task {mine.task_id}; task_id {theirs.task_id!r} refused"
+    assert (got["twin"], got["theirs"], got["submit_theirs"]) == (refused, refused, refused)
+    assert json.loads(got["mine"])["rows"] == [[1]]
+    assert (a.tools.turn, b.tools.turn, b.submitted) == (1, 0, False)
+    assert (dead.status_code, forged.status_code) == (401, 401)
+
+
 def test_non_loopback_needs_a_token(env: TaskEnvironment) -> None:
     with pytest.raises(ConfigError, match="needs a bearer token"):
         http_app(build_server(env, host="0.0.0.0"), None)

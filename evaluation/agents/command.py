@@ -34,7 +34,6 @@ class CommandAgent:
     command: str
     env: TaskEnvironment
     url: str
-    token: str
     max_seconds: float | None = None
     max_tokens: int | None = None
     sandbox: Sandbox | None = None
@@ -56,7 +55,7 @@ class CommandAgent:
     def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
         attempt = self.env.open(task.task_id, tools)
         try:
-            done = self._spawn(task)
+            done = self._spawn(task, attempt.token)
         finally:
             self.env.close(task.task_id)
         usage = Usage()
@@ -84,10 +83,10 @@ class CommandAgent:
             return result("answered" if answer is not None else "no_answer", problem, answer)
         return result("answered", "answer printed on stdout", answer)
 
-    def _spawn(self, task: TaskRecord) -> Finished:
+    def _spawn(self, task: TaskRecord, token: str) -> Finished:
         sandboxed = self.sandbox is not None
         env = agent_env(self.spec, {"DIBENCH_MCP_URL": INNER_URL if sandboxed else self.url,
-                                    "DIBENCH_MCP_TOKEN": self.token, "DIBENCH_TASK_ID": task.task_id},
+                                    "DIBENCH_MCP_TOKEN": token, "DIBENCH_TASK_ID": task.task_id},
                         sandboxed=sandboxed)
         env.update(self.extra_env)
         argv = self.sandbox.wrap(self.argv) if self.sandbox is not None else self.argv
