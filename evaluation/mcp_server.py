@@ -11,7 +11,6 @@ agents can use one server at once.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import logging
 import threading
 import time
@@ -23,6 +22,7 @@ import anyio
 import uvicorn
 
 from dibench.core.errors import ConfigError
+from dibench.core.loopback import host_header, is_loopback, local_host_names
 
 try:
     from mcp.server.fastmcp import Context, FastMCP
@@ -57,7 +57,8 @@ async def _threaded(fn: Callable[[], Any]) -> Any:
 
 
 def build_server(env: TaskEnvironment, *, host: str = "127.0.0.1", port: int = 0) -> FastMCP:
-    security = None if is_loopback(host) else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    security = loopback_security(host) if is_loopback(host) else \
+        TransportSecuritySettings(enable_dns_rebinding_protection=False)
     mcp = FastMCP("dibench", instructions=INSTRUCTIONS, host=host, port=port, transport_security=security,
                   log_level="WARNING")
 
@@ -109,13 +110,12 @@ def build_server(env: TaskEnvironment, *, host: str = "127.0.0.1", port: int = 0
     return mcp
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def loopback_security(host: str) -> TransportSecuritySettings:
+    """The Host (and Origin) check of core.loopback, for any loopback address the server is on."""
+    names = [host_header(n) for n in local_host_names(host)]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                     allowed_hosts=[f"{n}:*" for n in names] + names,
+                                     allowed_origins=[f"http://{n}:*" for n in names])
 
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]

@@ -201,6 +201,22 @@ def test_each_attempt_has_its_own_token_its_own_task_and_its_own_turns(
     assert (dead.status_code, forged.status_code) == (401, 401)
 
 
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2"])
+def test_one_host_rule_for_every_loopback_address(env: TaskEnvironment, host: str) -> None:
+    """Any address of 127.0.0.0/8 gets the Host check 127.0.0.1 gets: a foreign Host is refused."""
+    server = HttpServer(build_server(env, host=host)).start()
+    try:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        accept = {"accept": "application/json, text/event-stream"}
+        foreign = httpx.post(server.url, json=body, headers={**accept, "host": "evil.example"})
+        own = httpx.post(server.url, json=body, headers=accept)
+        local = httpx.post(server.url, json=body, headers={**accept, "host": "localhost:1"})
+    finally:
+        server.stop()
+    assert (foreign.status_code, own.status_code, local.status_code) == (421, 200, 200)
+
+
 def test_non_loopback_needs_a_token(env: TaskEnvironment) -> None:
     with pytest.raises(ConfigError, match="needs a bearer token"):
         http_app(build_server(env, host="0.0.0.0"), None)
