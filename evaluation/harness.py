@@ -131,6 +131,8 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
     try:  # each attempt's own token (TaskEnvironment.open) is the only one the server takes
         server = HttpServer(build_server(env), token=env.live, uds=sandbox.socket_path if sandbox else None).start()
         try:
+            if sandbox is not None:
+                sandbox.verify()
             b = budget or Budget(turns=max_turns)
             if agent_cmd is None:  # the hostile reference agent
                 command = CommandAgent(hostile.hostile_command(sandbox), env, server.url, max_seconds=b.seconds,

@@ -176,6 +176,18 @@ class Sandbox:
     def socket_path(self) -> Path:
         return self.dir / "mcp.sock"
 
+    def verify(self) -> None:
+        """Start one empty sandbox (once the MCP socket exists), so that a bind bwrap cannot make
+        (a path the agent's user may not read) is one line before the run, not a failure per task."""
+        from dibench.evaluation.agent_process import run_bounded
+
+        done = run_bounded(self.wrap([SYSTEM_PYTHON, "-I", "-S", "-c", "pass"]), b"", {"PATH": PATH}, 30)
+        if done.code != 0:
+            last = (done.err.strip().splitlines() or [f"exit status {done.code}"])[-1]
+            raise ConfigError(f"the agent sandbox does not start: {last[:200]}",
+                              hint=f"every --agent-bind path must be readable by uid {AGENT_UID} (not under a "
+                                   f"private home such as /root), or pass --isolation none")
+
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """The command running `argv` in a fresh sandbox."""
         limits = self.spec.limits

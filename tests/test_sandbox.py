@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +24,7 @@ from dibench.core.config import get_settings
 from dibench.core.errors import ConfigError
 from dibench.evaluation import sandbox as sb
 from dibench.evaluation.agent_process import run_bounded
-from dibench.evaluation.sandbox import INNER_PORT, Sandbox, SandboxSpec, agent_env, choose
+from dibench.evaluation.sandbox import INNER_PORT, Limits, Sandbox, SandboxSpec, agent_env, choose
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,6 +116,38 @@ def test_a_detached_grandchild_dies_with_its_attempt(sandbox: Sandbox) -> None:
     time.sleep(0.3)
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
     assert left == ""
+
+
+def test_limits_hold_inside_and_a_bind_is_read_only(sandbox: Sandbox, tmp_path: Path) -> None:
+    shared = Path(tempfile.mkdtemp(prefix="dibench-bind-"))  # readable by uid 65534, unlike tmp_path
+    try:
+        (shared / "agent.txt").write_text("hello")
+        shared.chmod(0o755)
+        box = Sandbox(SandboxSpec(binds=(shared,), limits=Limits(processes=64, cpu_seconds=30)))
+        box.socket_path.touch()
+        code = ("import resource as r, os, sys; p = sys.argv[1]; "
+                "print([r.getrlimit(x)[0] for x in (r.RLIMIT_AS, r.RLIMIT_NPROC, r.RLIMIT_FSIZE, r.RLIMIT_CPU)]); "
+                "print(open(p + '/agent.txt').read(), os.access(p, os.W_OK))")
+        done = run_bounded(box.wrap(["python3", "-c", code, str(shared)]), b"", {"PATH": sb.PATH}, 20)
+        box.close()
+    finally:
+        shutil.rmtree(shared)
+    assert done.code == 0, done.err
+    limits, read = done.out.splitlines()
+    assert json.loads(limits) == [4 << 30, 64, 256 << 20, 30]
+    assert read == "hello False"
+
+
+def test_a_bind_the_agent_cannot_read_is_one_line_before_the_run(tmp_path: Path) -> None:
+    private = tmp_path / "venv"  # under pytest's 0700 folder: uid 65534 cannot reach it
+    private.mkdir()
+    box = Sandbox(SandboxSpec(binds=(private,)))
+    box.socket_path.touch()
+    try:
+        with pytest.raises(ConfigError, match="the agent sandbox does not start: bwrap: "):
+            box.verify()
+    finally:
+        box.close()
 
 
 def test_a_bind_may_not_show_the_state_or_run_folder(tmp_path: Path) -> None:
