@@ -122,7 +122,7 @@ def print_reliability(report: Report) -> None:
 
 
 # ------------------------------------------------------------------------------ eval
-AGENT_CHOICES = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "keyword-dump", "llm")
+AGENT_CHOICES = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "keyword-dump", "llm", "hostile")
 VARIANT_CHOICES = ("standard", "oracle", "no_rule")
 
 
@@ -144,8 +144,9 @@ def task_selection(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.command("eval")
 @click.option("--agent", "agent_name", type=click.Choice(AGENT_CHOICES), default=None,
               help="oracle (gold SQL), no-rule (base SQL), featured-rule-only (one rule), retrieval-only (top "
-                   "policy document), keyword-dump (every number and date of every document), or llm (the chat "
-                   "model of DIBENCH_LLM / DIBENCH_LLM_PROVIDER).")
+                   "policy document), keyword-dump (every number and date of every document), llm (the chat "
+                   "model of DIBENCH_LLM / DIBENCH_LLM_PROVIDER), or hostile (tries every way round its tools, "
+                   "in the sandbox a command agent gets; must score 0).")
 @click.option("--agent-cmd", default=None, metavar="COMMAND",
               help="Run COMMAND once per task instead: the task as JSON on stdin, the MCP server in "
                    "DIBENCH_MCP_URL / DIBENCH_MCP_TOKEN, the answer as JSON on stdout (or submit_answer).")
@@ -168,10 +169,18 @@ def task_selection(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--chance/--no-chance", default=True, show_default=True,
               help="Then run the reference agents no-rule, featured-rule-only and keyword-dump on the same tasks "
                    "(no LLM; chance.json) and show their accuracy beside the agent's.")
+@click.option("--isolation", type=click.Choice(["auto", "required", "none"]), default="auto", show_default=True,
+              help="A command agent's sandbox (bubblewrap): auto = sandboxed where bwrap works, else one line "
+                   "says what is lost; required = refuse to run unsandboxed; none = run it unsandboxed.")
+@click.option("--agent-bind", "agent_binds", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="A path the command agent sees read-only in its sandbox, e.g. its virtualenv (repeatable).")
+@click.option("--agent-env", "agent_env", multiple=True, metavar="NAME",
+              help="An environment variable passed on to the command agent (repeatable); it gets no other.")
 def eval_cmd(agent_name: str | None, agent_cmd: str | None, domain: str, run_key: str | None, variants: tuple[str, ...],
              limit: int | None, task_ids_file: Path | None, max_turns: int, max_tokens: int | None,
              max_seconds: float | None, trials: int, concurrency: int, resume: bool, out_dir: Path | None,
-             as_json: bool, chance: bool) -> None:
+             as_json: bool, chance: bool, isolation: str, agent_binds: tuple[Path, ...],
+             agent_env: tuple[str, ...]) -> None:
     """Give each task of DOMAIN to an agent with SQL, knowledge-base search and final-answer tools.
 
     Writes tasks.jsonl, answers.jsonl ({task_id, answer} per line), trace.jsonl (turns, tool calls,
@@ -184,7 +193,8 @@ def eval_cmd(agent_name: str | None, agent_cmd: str | None, domain: str, run_key
         raise click.UsageError("give exactly one of --agent NAME or --agent-cmd COMMAND")
     handle_errors(_eval)(agent_name or "command", domain, run_key, variants, limit, max_turns, out_dir, as_json,
                          Budget(max_turns, max_tokens, max_seconds), task_ids_file,
-                         RunOptions(trials, concurrency, resume, agent_cmd, chance))
+                         RunOptions(trials, concurrency, resume, agent_cmd, chance, isolation, agent_binds,
+                                    agent_env))
 
 
 @dataclass(frozen=True)
@@ -194,6 +204,9 @@ class RunOptions:
     resume: bool = False
     agent_cmd: str | None = None
     chance: bool = True
+    isolation: str = "auto"
+    agent_binds: tuple[Path, ...] = ()
+    agent_env: tuple[str, ...] = ()
 
 
 def read_task_ids(path: Path) -> list[str]:
@@ -218,17 +231,20 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
           max_turns: int, out_dir: Path | None, as_json: bool, budget: Budget | None = None,
           task_ids_file: Path | None = None, options: RunOptions | None = None) -> None:
     from dibench.evaluation.harness import evaluate
+    from dibench.evaluation.sandbox import SandboxSpec
     from dibench.stores.graph import get_graph
     from dibench.stores.warehouse import get_warehouse
 
     out = out_dir or Path("out") / "eval" / domain / agent_name
     opts = options or RunOptions()
+    spec = SandboxSpec(binds=opts.agent_binds, env_names=opts.agent_env)
     with err_console.status(f"{agent_name} on {domain}") as status:
         result = evaluate(get_graph(), get_warehouse(), domain=domain, agent_name=agent_name, out_dir=out,
                           run=run_key, variants=list(variants) or None, limit=limit, max_turns=max_turns, budget=budget,
                           task_ids=read_task_ids(task_ids_file) if task_ids_file else None,
                           trials=opts.trials, concurrency=opts.concurrency, resume=opts.resume,
-                          agent_cmd=opts.agent_cmd, chance=opts.chance,
+                          agent_cmd=opts.agent_cmd, chance=opts.chance, isolation=opts.isolation,  # type: ignore[arg-type]
+                          sandbox_spec=spec, warn=lambda line: err_console.print(line, markup=False),
                           progress=lambda i, n, key: status.update(f"{agent_name} on {domain}: task {i}/{n} {key}"))
     from dibench.service.run_index import record
 

@@ -843,7 +843,7 @@ def export_cmd(cypher_text: str | None, preset: str | None, filters: tuple[str, 
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", default=8765, show_default=True, type=int, help="Port.")
 @click.option("--insecure-local", is_flag=True, default=False,
-              help="Serve without API tokens (reads and public exports open), on 127.0.0.1 only.")
+              help="Serve without API tokens (reads and public exports open), on a loopback address only.")
 @handle_errors
 def serve_cmd(host: str, port: int, insecure_local: bool) -> None:
     """Run the HTTP API (FastAPI; OpenAPI docs at /docs). Without DIBENCH_API_TOKEN or
@@ -854,8 +854,10 @@ def serve_cmd(host: str, port: int, insecure_local: bool) -> None:
 
     from dibench.service.api import create_app
 
-    if insecure_local and host != "127.0.0.1":
-        raise click.ClickException("--insecure-local binds 127.0.0.1 only; drop --host")
+    from dibench.core.loopback import is_loopback
+
+    if insecure_local and not is_loopback(host):
+        raise click.ClickException("--insecure-local binds a loopback address only (127.0.0.1 or another of 127.0.0.0/8, ::1); drop --host")
     uvicorn.run(create_app(insecure_local=insecure_local, host=host), host=host, port=port)
 
 

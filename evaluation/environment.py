@@ -2,16 +2,16 @@
 
 A `TaskEnvironment` holds one evaluation run's tasks and serves, for each task, exactly what the
 built-in harness gives its agent, through the same `Toolbox` methods: the schema description,
-read-only SQL as the domain's role (row, time and size limits of `Toolbox`/`execute_readonly`),
-knowledge-base search and reading, the task's public view (an oracle variant's question carries
-its policy text, as generation wrote it), and one answer submission. Every call names its task;
-each call but `describe_schema` is one turn of that task, and a task has `max_turns` of them
-(its submission included). An attempt is open from its first call (`autostart`, the `dibench mcp`
-session) or from `open` (the command runner, which hands each attempt its own Toolbox); its
-submission ends it. Thread-safe: an HTTP server may call it from several threads.
+read-only SQL as the domain's role, knowledge-base search and reading, the task's public view, and
+one answer submission. Each call but `describe_schema` is one turn of its task, and a task has
+`max_turns` of them (its submission included). The command runner `open`s each attempt, which
+gets a token of its own: a call with it acts on that attempt's task only (list_tasks shows that
+task alone), and the token is dead once `close` ends the attempt. The `dibench mcp` session
+(`autostart`) names tasks by id instead; an attempt starts at its first call. Thread-safe.
 """
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -37,6 +37,7 @@ class Attempt:
     submitted: bool = False
     answer: Any = None
     detail: str = ""
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
 
 
 OnSubmit = Callable[[Attempt], None]
@@ -53,6 +54,7 @@ class TaskEnvironment:
         self.autostart = autostart
         self.on_submit = on_submit
         self.attempts: dict[str, Attempt] = {}
+        self.by_token: dict[str, Attempt] = {}
         self.finished: set[str] = set()
         self._lock = threading.Lock()
 
@@ -61,14 +63,38 @@ class TaskEnvironment:
         with self._lock:
             attempt = Attempt(self.tasks[task_id], tools)
             self.attempts[task_id] = attempt
+            self.by_token[attempt.token] = attempt
             self.finished.discard(task_id)
             return attempt
 
     def close(self, task_id: str) -> Attempt | None:
         with self._lock:
-            return self.attempts.pop(task_id, None)
+            attempt = self.attempts.pop(task_id, None)
+            if attempt is not None:
+                self.by_token.pop(attempt.token, None)
+            return attempt
 
-    def _attempt(self, task_id: Any) -> Attempt:
+    def live(self, token: str) -> bool:
+        """Whether `token` is an open attempt's."""
+        with self._lock:
+            return token in self.by_token
+
+    def _own(self, caller: str | None) -> Attempt | None:
+        """The attempt a caller's token names (None for a caller without one: stdio, `dibench mcp`)."""
+        if caller is None or self.autostart:
+            return None
+        with self._lock:
+            attempt = self.by_token.get(caller)
+        if attempt is None:
+            raise ToolRefused("this token's attempt has ended")
+        return attempt
+
+    def _attempt(self, task_id: Any, caller: str | None = None) -> Attempt:
+        own = self._own(caller)
+        if own is not None:
+            if task_id != own.task.task_id:
+                raise ToolRefused(f"this attempt is at task {own.task.task_id}; task_id {task_id!r} refused")
+            return own
         if not isinstance(task_id, str) or task_id not in self.tasks:
             raise ToolRefused(f"unknown task_id {task_id!r}; list_tasks gives the ids")
         with self._lock:
@@ -80,8 +106,8 @@ class TaskEnvironment:
             raise ToolRefused(f"task {task_id} is not open: it was answered, or it is not this agent's task")
         return attempt
 
-    def _turn(self, task_id: Any, tool: str) -> Attempt:
-        attempt = self._attempt(task_id)
+    def _turn(self, task_id: Any, tool: str, caller: str | None = None) -> Attempt:
+        attempt = self._attempt(task_id, caller)
         with self._lock:
             if attempt.submitted:
                 raise ToolRefused(f"task {task_id} is already answered")
@@ -91,10 +117,18 @@ class TaskEnvironment:
         return attempt
 
     # -- the tools --------------------------------------------------------------------------
-    def list_tasks(self) -> list[dict[str, str]]:
+    def list_tasks(self, caller: str | None = None) -> list[dict[str, str]]:
+        own = self._own(caller)
+        if own is not None:
+            return [public_view(own.task)]
         return [public_view(self.tasks[i]) for i in self.order]
 
-    def get_task(self, task_id: Any) -> dict[str, str]:
+    def get_task(self, task_id: Any, caller: str | None = None) -> dict[str, str]:
+        own = self._own(caller)
+        if own is not None:
+            if task_id != own.task.task_id:
+                raise ToolRefused(f"this attempt is at task {own.task.task_id}; task_id {task_id!r} refused")
+            return public_view(own.task)
         if not isinstance(task_id, str) or task_id not in self.tasks:
             raise ToolRefused(f"unknown task_id {task_id!r}; list_tasks gives the ids")
         return public_view(self.tasks[task_id])
@@ -102,19 +136,20 @@ class TaskEnvironment:
     def describe_schema(self) -> str:
         return self.schema_text
 
-    def sql_query(self, task_id: Any, sql: Any, params: Any = None) -> str:
-        return self._turn(task_id, "sql_query").tools.sql_tool({"sql": sql, "params": params or {}})
+    def sql_query(self, task_id: Any, sql: Any, params: Any = None, caller: str | None = None) -> str:
+        return self._turn(task_id, "sql_query", caller).tools.sql_tool({"sql": sql, "params": params or {}})
 
-    def search_knowledge(self, task_id: Any, query: Any, k: Any = 5, kind: Any = None) -> str:
+    def search_knowledge(self, task_id: Any, query: Any, k: Any = 5, kind: Any = None,
+                         caller: str | None = None) -> str:
         args = {"query": query, "k": k} | ({"kind": kind} if kind is not None else {})
-        return self._turn(task_id, "search_knowledge").tools.search_tool(args)
+        return self._turn(task_id, "search_knowledge", caller).tools.search_tool(args)
 
-    def read_document(self, task_id: Any, doc_id: Any) -> str:
-        return self._turn(task_id, "read_document").tools.read_tool({"doc_id": doc_id})
+    def read_document(self, task_id: Any, doc_id: Any, caller: str | None = None) -> str:
+        return self._turn(task_id, "read_document", caller).tools.read_tool({"doc_id": doc_id})
 
-    def submit_answer(self, task_id: Any, answer: Any) -> str:
+    def submit_answer(self, task_id: Any, answer: Any, caller: str | None = None) -> str:
         """Records the answer (never says whether it is right) and ends the task's attempt."""
-        attempt = self._turn(task_id, "submit_answer")
+        attempt = self._turn(task_id, "submit_answer", caller)
         with self._lock:
             attempt.submitted, attempt.answer = True, jsonable(answer)
             attempt.detail = f"submitted over MCP at turn {attempt.tools.turn}"

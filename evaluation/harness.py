@@ -9,7 +9,6 @@ what the no-LLM reference agents score on the same tasks (evaluation/chance.py).
 from __future__ import annotations
 
 import datetime as dt
-import secrets
 import threading
 import time
 from collections import Counter
@@ -22,6 +21,7 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict
 
+from dibench.core.config import get_settings
 from dibench.core.errors import ConfigError, NotFound
 from dibench.evaluation.agents.base import Agent, AgentRun, run_one
 from dibench.evaluation.agents.llm import MAX_TURNS, Budget, LlmAgent
@@ -30,13 +30,15 @@ from dibench.evaluation.agents.tools import Toolbox, jsonable, schema_descriptio
 from dibench.evaluation.chance import ChanceLevels, chance_levels
 from dibench.evaluation.kb import KnowledgeBase, load_knowledge_base
 from dibench.evaluation.run_files import RunFiles
+from dibench.evaluation.sandbox import Isolation, SandboxSpec, choose
 from dibench.evaluation.scoring import Report, score_run
 from dibench.evaluation.tasks import VARIANTS, TaskRecord, load_tasks, task_dicts
 from dibench.stores.graph import Graph
 from dibench.stores.llm import configured_model, session
 from dibench.stores.warehouse import Warehouse
 
-AGENT_NAMES: tuple[str, ...] = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "keyword-dump", "llm")
+AGENT_NAMES: tuple[str, ...] = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "keyword-dump", "llm",
+                                "hostile")
 
 
 class EvalSummary(BaseModel):
@@ -100,10 +102,13 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
              chat_model: BaseChatModel | None = None, budget: Budget | None = None,
              progress: Callable[[int, int, str], None] | None = None,
              task_ids: Sequence[str] | None = None, trials: int = 1, concurrency: int = 1,
-             resume: bool = False, agent_cmd: str | None = None, chance: bool = True) -> EvalResult:
+             resume: bool = False, agent_cmd: str | None = None, chance: bool = True,
+             isolation: Isolation = "auto", sandbox_spec: SandboxSpec | None = None,
+             warn: Callable[[str], None] | None = None) -> EvalResult:
     """Load the domain's tasks and run one agent on them (see the module docstring); `task_ids`
     picks tasks by id, in that order. `agent_cmd` runs a program per attempt instead
-    (`agents.command`), with the task environment served over MCP for the run's duration."""
+    (`agents.command`), each in a sandbox of its own under `isolation` (evaluation/sandbox.py),
+    with the task environment served over MCP for the run's duration."""
     db_schema = domain_schema(graph, domain)
     schema = schema_description(wh, db_schema)
     tasks = select_tasks(load_tasks(graph, domain, run=run, variants=variants), task_ids, limit)
@@ -112,22 +117,37 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
     kwargs: dict[str, Any] = dict(domain=domain, run=run, variants=sorted(set(variants or VARIANTS)),
                                   max_turns=max_turns, progress=progress, db_schema=db_schema, trials=trials,
                                   concurrency=concurrency, resume=resume, chance=chance)
-    if agent_cmd is None:
+    if agent_cmd is None and agent_name != "hostile":
         agent = make_agent(agent_name, schema=schema, max_turns=max_turns, chat_model=chat_model, budget=budget)
         return run_tasks(tasks, agent, domain_wh, kb, out_dir, **kwargs)
+    from dibench.evaluation.agents import hostile
     from dibench.evaluation.agents.command import CommandAgent
     from dibench.evaluation.environment import TaskEnvironment
     from dibench.evaluation.mcp_server import HttpServer, build_server
 
+    spec = sandbox_spec or SandboxSpec()
+    sandbox = choose(isolation, spec, private=(get_settings().state_dir, out_dir), warn=warn)
     env = TaskEnvironment(tasks, domain_wh, kb, schema, db_schema=db_schema, max_turns=max_turns, autostart=False)
-    token = secrets.token_urlsafe(24)
-    server = HttpServer(build_server(env), token=token).start()
-    try:
-        b = budget or Budget(turns=max_turns)
-        command = CommandAgent(agent_cmd, env, server.url, token, max_seconds=b.seconds, max_tokens=b.tokens)
-        return run_tasks(tasks, command, domain_wh, kb, out_dir, **kwargs)
+    try:  # each attempt's own token (TaskEnvironment.open) is the only one the server takes
+        server = HttpServer(build_server(env), token=env.live, uds=sandbox.socket_path if sandbox else None).start()
+        try:
+            if sandbox is not None:
+                sandbox.verify()
+            b = budget or Budget(turns=max_turns)
+            if agent_cmd is None:  # the hostile reference agent
+                command = CommandAgent(hostile.hostile_command(sandbox), env, server.url, max_seconds=b.seconds,
+                                       sandbox=sandbox, spec=spec,
+                                       extra_env=hostile.hostile_targets(out_dir, [t.task_id for t in tasks]))
+                command.name, command.model = hostile.NAME, hostile.MODEL
+            else:
+                command = CommandAgent(agent_cmd, env, server.url, max_seconds=b.seconds,
+                                       max_tokens=b.tokens, sandbox=sandbox, spec=spec)
+            return run_tasks(tasks, command, domain_wh, kb, out_dir, **kwargs)
+        finally:
+            server.stop()
     finally:
-        server.stop()
+        if sandbox is not None:
+            sandbox.close()
 
 
 def select_tasks(tasks: Sequence[TaskRecord], task_ids: Sequence[str] | None, limit: int | None) -> list[TaskRecord]:
@@ -195,7 +215,7 @@ def run_tasks(tasks: Sequence[TaskRecord], agent: Agent, wh: Warehouse, kb: Know
     if chance:  # on the tasks that ran: a stopped run is compared on what it finished
         ran = {v.verdict.task_id for v in result.report.tasks}  # the report scores exactly those
         levels = chance_levels([t for t in tasks if t.task_id in ran], wh, kb, db_schema=db_schema)
-        (out_dir / "chance.json").write_text(levels.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        files.write_json("chance", levels.model_dump(mode="json"))
         result = replace(result, chance=levels)
     return result
 

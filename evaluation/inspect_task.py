@@ -1,14 +1,14 @@
 """An Inspect AI task over a dibench export: `inspect eval <this file>@dibench -T export=DIR --model M`.
 
-The dataset is the export's private records (`DIR/data/private.jsonl`, or a tasks.jsonl of
-`dibench eval`); the model sees each task's public view only (question and answer format; the
-system prompt carries the schema, as the built-in harness's does). Its tools are the harness's,
+The dataset is built from the export's private records (`DIR/data/private.jsonl`, or a tasks.jsonl
+of `dibench eval`), but a sample holds the public view only (question, answer format; metadata:
+tier and analysis type; no target), so no prompt template and no Inspect log sees a private field;
+the scorer keeps the records. The system prompt carries the schema, inserted verbatim. Its tools are the harness's,
 through the same `Toolbox` (one per sample): sql_query (read-only, as the domain's role),
 search_knowledge, read_document. The model ends with its answer as one JSON object, which the
 scorer judges with dibench's answer contracts (`evaluation.scoring.score_task`); metrics: accuracy
-overall and by knowledge tier. Needs the `inspect` extra and the export domain's graph and
-warehouse. Offline, Inspect's tiktoken estimate falls back to ~4 characters a token
-(`offline_token_counts`), so the mock model runs too. See docs/evaluation.md.
+overall and by knowledge tier. Needs the `inspect` extra and the domain's graph and warehouse.
+Offline, token counts fall back to ~4 characters a token (`offline_token_counts`). See docs/evaluation.md.
 """
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ import anyio
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, grouped, scorer, stderr
-from inspect_ai.solver import Generate, TaskState, generate, solver, system_message
+from inspect_ai.model import ChatMessageSystem
+from inspect_ai.solver import Generate, TaskState, generate, solver
 from inspect_ai.tool import Tool, tool
 
 from dibench.core.errors import ConfigError
@@ -69,10 +70,13 @@ def records(export: Path) -> list[dict[str, Any]]:
     return out
 
 
+PUBLIC_METADATA = ("tier", "analysis_type", "variant")
+
+
 def sample(rec: dict[str, Any]) -> Sample:
+    """The public view of one record: nothing the agent may not see (no target, no private field)."""
     return Sample(id=rec["task_id"], input=f"Question: {rec['question']}\n\nAnswer format: {rec['answer_format']}",
-                  target=json.dumps(rec["gold_answer"], sort_keys=True),
-                  metadata={"record": rec, "tier": rec["tier"], "analysis_type": rec["analysis_type"]})
+                  metadata={k: rec[k] for k in PUBLIC_METADATA if k in rec})
 
 
 def parse_answer(text: str) -> Any:
@@ -88,10 +92,11 @@ def parse_answer(text: str) -> Any:
 
 
 @scorer(metrics=[accuracy(), stderr(), grouped(accuracy(), "tier")])
-def contract_scorer() -> Any:
+def contract_scorer(private: dict[str, dict[str, Any]]) -> Any:
+    """Scores a sample against its private record, which only this closure holds (by sample id)."""
     async def score(state: TaskState, target: Target) -> Score:
         answer = parse_answer(state.output.completion)
-        verdict = score_task(state.metadata["record"], answer)
+        verdict = score_task(private[str(state.sample_id)], answer)
         return Score(value=CORRECT if verdict.passed else INCORRECT, answer=json.dumps(answer, default=str),
                      explanation=verdict.reason, metadata={"failure_class": verdict.failure_class})
 
@@ -161,6 +166,16 @@ def _tools(box: Toolbox) -> list[Tool]:
 
 
 @solver
+def schema_prompt(text: str) -> Any:
+    """The system prompt as given: no template filled from sample metadata or the store."""
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        state.messages.insert(0, ChatMessageSystem(content=text))
+        return state
+
+    return solve
+
+
+@solver
 def dibench_tools(env: _Environment) -> Any:
     """A fresh Toolbox per sample, as the harness gives each task."""
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -195,6 +210,6 @@ def dibench(export: str, max_messages: int = 40) -> Task:
         raise ConfigError(f"{export}: records of {len(domains)} domains; export one domain")
     env = _Environment(domains[0])
     return Task(dataset=MemoryDataset([sample(r) for r in recs], name=f"dibench-{domains[0]}"),
-                solver=[system_message(PROMPT.replace("{schema}", env.schema_text)),
+                solver=[schema_prompt(PROMPT.replace("{schema}", env.schema_text)),
                         dibench_tools(env), generate(tool_calls="loop")],
-                scorer=contract_scorer(), message_limit=max_messages)
+                scorer=contract_scorer({r["task_id"]: r for r in recs}), message_limit=max_messages)

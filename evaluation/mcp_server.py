@@ -11,20 +11,21 @@ agents can use one server at once.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
 import uvicorn
 
 from dibench.core.errors import ConfigError
+from dibench.core.loopback import host_header, is_loopback, local_host_names
 
 try:
-    from mcp.server.fastmcp import FastMCP
+    from mcp.server.fastmcp import Context, FastMCP
     from mcp.server.transport_security import TransportSecuritySettings
 except ImportError as exc:  # the `mcp` extra
     raise ConfigError("the MCP server needs the official MCP SDK", hint="pip install 'dibench[mcp]'") from exc
@@ -39,6 +40,15 @@ TOOL_NAMES = ("list_tasks", "get_task", "describe_schema", "sql_query", "search_
               "submit_answer")
 
 
+def caller(ctx: Context) -> str | None:  # type: ignore[type-arg]
+    """The bearer token of the HTTP request behind a tool call (None over stdio)."""
+    request = ctx.request_context.request
+    if request is None:
+        return None
+    header = str(request.headers.get("authorization", ""))
+    return header[7:] if header.startswith("Bearer ") else None
+
+
 async def _threaded(fn: Callable[[], Any]) -> Any:
     try:
         return await anyio.to_thread.run_sync(fn)
@@ -47,19 +57,23 @@ async def _threaded(fn: Callable[[], Any]) -> Any:
 
 
 def build_server(env: TaskEnvironment, *, host: str = "127.0.0.1", port: int = 0) -> FastMCP:
-    security = None if is_loopback(host) else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    security = loopback_security(host) if is_loopback(host) else \
+        TransportSecuritySettings(enable_dns_rebinding_protection=False)
     mcp = FastMCP("dibench", instructions=INSTRUCTIONS, host=host, port=port, transport_security=security,
                   log_level="WARNING")
 
     @mcp.tool()
-    async def list_tasks() -> dict[str, list[dict[str, str]]]:
-        """Every task of this run: task_id, question, answer_format."""
-        return {"tasks": list(await _threaded(env.list_tasks))}
+    async def list_tasks(ctx: Context) -> dict[str, list[dict[str, str]]]:  # type: ignore[type-arg]
+        """Every task of this run open to you: task_id, question, answer_format."""
+        who = caller(ctx)
+        listed = await _threaded(lambda: env.list_tasks(who))
+        return {"tasks": list(listed)} if isinstance(listed, list) else {"tasks": [], "error": listed}  # type: ignore[dict-item]
 
     @mcp.tool()
-    async def get_task(task_id: str) -> dict[str, str] | str:
+    async def get_task(task_id: str, ctx: Context) -> dict[str, str] | str:  # type: ignore[type-arg]
         """One task: its question and the JSON shape its answer must have."""
-        return await _threaded(lambda: env.get_task(task_id))  # type: ignore[no-any-return]
+        who = caller(ctx)
+        return await _threaded(lambda: env.get_task(task_id, who))  # type: ignore[no-any-return]
 
     @mcp.tool()
     async def describe_schema() -> str:
@@ -67,51 +81,64 @@ def build_server(env: TaskEnvironment, *, host: str = "127.0.0.1", port: int = 0
         return str(await _threaded(env.describe_schema))
 
     @mcp.tool()
-    async def sql_query(task_id: str, sql: str, params: dict[str, Any] | None = None) -> str:
+    async def sql_query(task_id: str, sql: str, ctx: Context, params: dict[str, Any] | None = None) -> str:  # type: ignore[type-arg]
         """Run ONE read-only SELECT or WITH query. Bind values as :name placeholders given in `params`.
         Returns JSON with columns, at most 50 rows, the full row_count, or an error message."""
-        return str(await _threaded(lambda: env.sql_query(task_id, sql, params)))
+        who = caller(ctx)
+        return str(await _threaded(lambda: env.sql_query(task_id, sql, params, who)))
 
     @mcp.tool()
-    async def search_knowledge(task_id: str, query: str, k: int = 5, kind: str | None = None) -> str:
+    async def search_knowledge(task_id: str, query: str, ctx: Context, k: int = 5,  # type: ignore[type-arg]
+                               kind: str | None = None) -> str:
         """Search the metric catalog and the policy documents (kind: metric or rule). Returns the best
         documents' ids, titles and opening lines; read_document gives a whole one."""
-        return str(await _threaded(lambda: env.search_knowledge(task_id, query, k, kind)))
+        who = caller(ctx)
+        return str(await _threaded(lambda: env.search_knowledge(task_id, query, k, kind, who)))
 
     @mcp.tool()
-    async def read_document(task_id: str, doc_id: str) -> str:
+    async def read_document(task_id: str, doc_id: str, ctx: Context) -> str:  # type: ignore[type-arg]
         """Read one knowledge-base document whole, by the doc_id search_knowledge returned."""
-        return str(await _threaded(lambda: env.read_document(task_id, doc_id)))
+        who = caller(ctx)
+        return str(await _threaded(lambda: env.read_document(task_id, doc_id, who)))
 
     @mcp.tool()
-    async def submit_answer(task_id: str, answer: dict[str, Any]) -> str:
+    async def submit_answer(task_id: str, answer: dict[str, Any], ctx: Context) -> str:  # type: ignore[type-arg]
         """Submit the answer object in the task's answer format. Once per task; it ends the task."""
-        return str(await _threaded(lambda: env.submit_answer(task_id, answer)))
+        who = caller(ctx)
+        return str(await _threaded(lambda: env.submit_answer(task_id, answer, who)))
 
     return mcp
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def loopback_security(host: str) -> TransportSecuritySettings:
+    """The Host (and Origin) check of core.loopback, for any loopback address the server is on."""
+    names = [host_header(n) for n in local_host_names(host)]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                     allowed_hosts=[f"{n}:*" for n in names] + names,
+                                     allowed_origins=[f"http://{n}:*" for n in names])
 
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
 
 
-def require_token(app: ASGIApp, token: str) -> ASGIApp:
-    """An ASGI wrapper answering 401 to any HTTP request without `Authorization: Bearer <token>`."""
-    expected = f"Bearer {token}".encode()
+TokenCheck = Callable[[str], bool]
+
+
+def fixed_token(token: str) -> TokenCheck:
+    expected = token.encode()
+    return lambda got: hmac.compare_digest(got.encode(), expected)
+
+
+def require_token(app: ASGIApp, accepts: str | TokenCheck) -> ASGIApp:
+    """An ASGI wrapper answering 401 to any HTTP request without `Authorization: Bearer <token>`
+    for a token `accepts` (one fixed token, or a check such as "a live attempt's")."""
+    check = fixed_token(accepts) if isinstance(accepts, str) else accepts
 
     async def guarded(scope: dict[str, Any], receive: Callable[[], Awaitable[Any]],
                       send: Callable[[Any], Awaitable[None]]) -> None:
         if scope["type"] == "http":
-            got = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(got, expected):
+            got = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+            if not (got.startswith("Bearer ") and check(got[7:])):
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
                 await send({"type": "http.response.body", "body": b'{"error": "missing or wrong bearer token"}'})
@@ -130,7 +157,7 @@ class _ClientGone(logging.Filter):
         return not isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError))
 
 
-def http_app(mcp: FastMCP, token: str | None) -> ASGIApp:
+def http_app(mcp: FastMCP, token: str | TokenCheck | None) -> ASGIApp:
     if not is_loopback(mcp.settings.host) and not token:
         raise ConfigError(f"an MCP server on {mcp.settings.host} needs a bearer token",
                           hint="set DIBENCH_MCP_TOKEN (or --token), or serve on 127.0.0.1")
@@ -142,11 +169,13 @@ def http_app(mcp: FastMCP, token: str | None) -> ASGIApp:
 
 
 class HttpServer:
-    """The MCP server over streamable HTTP in a background thread (the command runner's)."""
+    """The MCP server over streamable HTTP in a background thread (the command runner's): on
+    loopback TCP, or on the Unix socket `uds` only (the one a sandbox binds in)."""
 
-    def __init__(self, mcp: FastMCP, token: str | None = None) -> None:
+    def __init__(self, mcp: FastMCP, token: str | TokenCheck | None = None, uds: Path | None = None) -> None:
         config = uvicorn.Config(http_app(mcp, token), host=mcp.settings.host, port=mcp.settings.port,  # type: ignore[arg-type]
-                                log_level="warning", lifespan="on")
+                                uds=str(uds) if uds else None, log_level="warning", lifespan="on")
+        self.uds = uds
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="mcp-http", daemon=True)
 
@@ -161,6 +190,8 @@ class HttpServer:
 
     @property
     def url(self) -> str:
+        if self.uds is not None:
+            return f"http+unix://{self.uds}/mcp"
         sock = self._server.servers[0].sockets[0]
         host, port = sock.getsockname()[:2]
         return f"http://{host}:{port}/mcp"

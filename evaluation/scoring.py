@@ -15,9 +15,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dibench.core.contracts import (
-    ANALYSIS_TYPES, AnalysisType, AnswerContract, ContractError, check_answer, shape_problems, validate_expected,
+    ANALYSIS_TYPES, AnalysisType, AnswerContract, Check, ContractError, check_answer, shape_problems,
+    validate_expected,
 )
 from dibench.core.errors import DibenchError
+from dibench.evaluation.answer_values import loads, uncomparable
 from dibench.evaluation.reliability import Reliability, reliability
 from dibench.evaluation.reporting_tables import TIER_ORDER, Bucket, accuracy_by, bucket, failure_counts
 
@@ -134,21 +136,34 @@ def score_task(task: Mapping[str, Any] | ScoredTask, answer: Any, no_answer_reas
     if answer is None:
         reason = f"no answer ({no_answer_reason})" if no_answer_reason else "no answer"
         return Verdict(task_id=t.task_id, passed=False, reason=reason, failure_class="no_answer")
-    check = check_answer(t.contract, t.gold_answer, answer)
+    problem = uncomparable(answer)
+    if problem is not None:
+        return Verdict(task_id=t.task_id, passed=False, reason=f"malformed: the answer holds {problem}",
+                       failure_class="malformed")
+    check = _check(t.contract, t.gold_answer, answer)
     if check.passed:
         return Verdict(task_id=t.task_id, passed=True, reason=check.reason)
     if check.malformed:
         return Verdict(task_id=t.task_id, passed=False, reason=check.reason, failure_class="malformed")
     if t.tier != "K+A+R" or t.base_answer is None:
         return Verdict(task_id=t.task_id, passed=False, reason=check.reason, failure_class="wrong_answer")
-    if check_answer(t.contract, t.base_answer, answer).passed:
+    if _check(t.contract, t.base_answer, answer).passed:
         return Verdict(task_id=t.task_id, passed=False, failure_class="rule_ignored",
                        reason=f"matches the answer without any rule; {check.reason}")
     if t.lifted_answer is not None and not shape_problems(t.contract, t.lifted_answer) \
-            and check_answer(t.contract, t.lifted_answer, answer).passed:
+            and _check(t.contract, t.lifted_answer, answer).passed:
         return Verdict(task_id=t.task_id, passed=False, failure_class="rule_ignored",
                        reason=f"matches the answer without the rule {t.featured_rule}; {check.reason}")
     return Verdict(task_id=t.task_id, passed=False, reason=check.reason, failure_class="computation_wrong")
+
+
+def _check(contract: AnswerContract, expected: dict[str, Any], answer: Any) -> Check:
+    """check_answer, where an answer whose values defeat the comparison (a type the contract did
+    not foresee inside a row, say) is malformed rather than the end of the run."""
+    try:
+        return check_answer(contract, expected, answer)
+    except (ArithmeticError, ValueError, TypeError, RecursionError) as exc:
+        return Check(passed=False, malformed=True, mismatches=(f"cannot be compared ({type(exc).__name__})",))
 
 
 def score_run(tasks: Sequence[Mapping[str, Any] | ScoredTask], answers: Mapping[str, Any],
@@ -198,9 +213,11 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            yield number, loads(line)
         except json.JSONDecodeError as exc:
             raise RecordFileError(p, number, f"not valid JSON: {exc.msg} (column {exc.colno})") from exc
+        except ValueError as exc:
+            raise RecordFileError(p, number, f"not valid JSON: {exc}") from exc
 
 
 def load_tasks(path: str | Path) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import time
 from typing import Any
 
@@ -31,7 +32,11 @@ def _loader(pack: Pack) -> Any:
         spec.loader.exec_module(module)
     if not hasattr(module, func_name):
         raise DibenchError(f"{pack.root}/pack.yaml: loader.entry: {module_name} has no function {func_name!r}")
-    return getattr(module, func_name)
+    func = getattr(module, func_name)
+    if not inspect.isfunction(func):  # a builtin (os:system), a class, a value: never called
+        raise DibenchError(f"{pack.root}/pack.yaml: loader.entry: {pack.spec.loader.entry} is not a loader "
+                           f"function (a Python def taking engine, schema, **options)")
+    return func
 
 
 def load_database(pack: Pack, wh: Warehouse, *, replace: bool = False, **overrides: Any) -> dict[str, Any]:

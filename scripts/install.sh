@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything dibench needs on a fresh Debian machine, idempotently:
 #   PostgreSQL (Debian packages), JDK 17 + Maven (Debian packages), Neo4j 5.26 jars (Maven Central),
-#   a Python virtual environment with dibench and its dependencies (PyPI).
+#   bubblewrap (Debian package), a Python virtual environment with dibench and its dependencies (PyPI).
 # Nothing is downloaded at run time after this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +14,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkgs+=(postgresql po
 [ -x /usr/lib/jvm/java-17-openjdk-amd64/bin/java ] || need_pkgs+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need_pkgs+=(maven)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
+# bubblewrap gives every command-agent attempt a sandbox of its own (evaluation/sandbox.py).
+command -v bwrap >/dev/null 2>&1 || need_pkgs+=(bubblewrap)
 # Headless Chromium renders the HTML report in its test.
 [ -x /usr/bin/chromium ] || need_pkgs+=(chromium)
 if [ ${#need_pkgs[@]} -gt 0 ]; then

@@ -5,7 +5,7 @@ runs: write endpoints need `Authorization: Bearer <Settings.api_token>` (disable
 token configured); reads are open when only the write token is configured, need the read (or
 write) token when `Settings.api_read_token` is set, and with NO token configured every route but
 /health is refused unless the app was created with `insecure_local` (`dibench serve
---insecure-local`, 127.0.0.1 only). The same layer bounds request bodies (413, on Content-Length
+--insecure-local`, loopback only: core.loopback). The same layer bounds request bodies (413, on Content-Length
 and while streaming). 422 bodies name the field and the problem, never the input.
 DibenchError subclasses become HTTP status codes here, and only here.
 """
@@ -38,6 +38,7 @@ from dibench.core.errors import (
     ConfigError, DibenchError, ExtractionError, GraphError, NotFound, PackError, PackErrors, ReadOnlyViolation,
     ServiceError, WarehouseError,
 )
+from dibench.core.loopback import local_host_names
 from dibench.core.pack import DOMAINS_DIR
 from dibench.core.visibility import public_edge_view, public_view
 from dibench.service import library
@@ -418,7 +419,7 @@ def trusted_hosts(cfg: Settings, host: str) -> list[str]:
     """The Host header names the app answers: the address it is bound to (for a wildcard address,
     this machine's names), localhost names and Settings.api_allowed_hosts. Anything else is
     refused, so a page that points a name of its own at this server (DNS rebinding) reads nothing."""
-    bound = [socket.gethostname(), socket.getfqdn()] if host in WILDCARD_HOSTS else [host]
+    bound = [socket.gethostname(), socket.getfqdn()] if host in WILDCARD_HOSTS else local_host_names(host)
     return sorted({*bound, *LOCAL_HOSTS, *cfg.api_allowed_hosts} - {""})
 
 

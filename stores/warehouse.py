@@ -56,6 +56,16 @@ SECRET_RELATIONS = frozenset({
     "pg_file_settings", "pg_settings", "pg_largeobject", "pg_largeobject_metadata", "pg_stat_activity",
     "pg_db_role_setting", "pg_config", "pg_stat_ssl", "pg_stat_gssapi",
 })
+# Activity and statistics of every session and of the server (what other sessions run, their
+# locks, prepared statements, cursors, snapshots, transaction ids, WAL and replication state,
+# memory; the counters and samples of every table): another session's query text is someone
+# else's private SQL. The whole class is refused to an agent's SQL (`agent=True`: our own planner
+# queries read pg_stats), by prefix or by a word in a pg_/txid_ name; tests/test_readonly.py
+# checks it against the server's own pg_proc and pg_views.
+ACTIVITY_PREFIXES = ("pg_stat", "pg_lock", "pg_prepared_", "pg_cursor", "pg_backend_", "pg_control_", "pg_current_",
+                     "pg_last_", "pg_xact_", "pg_get_wal_", "pg_isolation_test_", "pg_backup_", "txid_")
+ACTIVITY_WORDS = ("activity", "replication", "snapshot", "blocking_pids", "memory_context", "shmem", "multixact",
+                  "logfile", "listening_channels", "notification_queue", "wal", "xact")
 _SQL_STATE_CLASS_SYNTAX = "42"
 # Permission denied, or an unknown table: a schema without USAGE is silently left out of the
 # search_path, so a recreated schema that lost its grants shows as "relation does not exist".
@@ -74,9 +84,34 @@ def _unreachable(sqlstate: str | None) -> bool:
     return sqlstate is not None and sqlstate.startswith(_UNREACHABLE_PREFIXES)
 
 
-def forbidden_function(name: str) -> bool:
+def activity_name(name: str) -> bool:
+    """Whether a function or relation belongs to the activity and statistics class."""
     lowered = name.lower()
-    return lowered in FORBIDDEN_FUNCTIONS or lowered.startswith(FORBIDDEN_PREFIXES)
+    return lowered.startswith(ACTIVITY_PREFIXES) or (
+        lowered.startswith(("pg_", "txid_")) and any(word in lowered for word in ACTIVITY_WORDS))
+
+
+def forbidden_function(name: str, agent: bool = False) -> bool:
+    lowered = name.lower()
+    return lowered in FORBIDDEN_FUNCTIONS or lowered.startswith(FORBIDDEN_PREFIXES) or (agent and activity_name(lowered))
+
+
+def forbidden_relation(name: str, agent: bool = False) -> str | None:
+    lowered = name.lower()
+    if lowered in SECRET_RELATIONS:
+        return f"read of system catalog {lowered}"
+    if agent and activity_name(lowered):
+        return f"read of activity/statistics view {lowered}"
+    return None
+
+
+@dataclass(frozen=True)
+class ResultCap:
+    """At most this many rows, and about this many bytes of values, are read of one result: the
+    rest is never fetched from the server (a server-side cursor)."""
+
+    rows: int = 10_000
+    bytes: int = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -84,6 +119,7 @@ class QueryResult:
     columns: list[str]
     rows: list[tuple[Any, ...]]
     elapsed_s: float
+    cut: str | None = None  # why fewer rows than the query has were read (a ResultCap), else None
 
     def records(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, r)) for r in self.rows]
@@ -93,7 +129,7 @@ def statement_kind(tree: exp.Expression) -> str:
     return tree.key.upper()
 
 
-def _refusal(node: exp.Expression) -> str | None:
+def _refusal(node: exp.Expression, agent: bool) -> str | None:
     """Why one node of a query may not run on the read-only path, or None."""
     if isinstance(node, (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop,
                          exp.Alter, exp.Command, exp.Copy, exp.Into)):
@@ -102,31 +138,33 @@ def _refusal(node: exp.Expression) -> str | None:
         return "SELECT ... FOR UPDATE/SHARE"
     if isinstance(node, (exp.Anonymous, exp.Func)):
         fname = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
-        if forbidden_function(fname):
+        if forbidden_function(fname, agent):
             return f"call to {fname.lower()}()"
-    if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and node.name.lower() in SECRET_RELATIONS:
-        return f"read of system catalog {node.name.lower()}"
+    if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
+        return forbidden_relation(node.name, agent)
     return None
 
 
-def _scanned_refusal(sql: str) -> str | None:
+def _scanned_refusal(sql: str, agent: bool) -> str | None:
     """Why the names PostgreSQL itself reads in `sql` (sqlops.pglex) may not run, or None. The
     tree check below sees sqlglot's reading; this one sees the server's, so a name spelled so
     that the two differ (Unicode escapes, a comment one of them ends earlier) is still caught."""
     try:
         for name in pglex.names(sql):
-            if name.called and forbidden_function(name.text):
+            if name.called and forbidden_function(name.text, agent):
                 return f"call to {name.text.lower()}()"
-            if name.text.lower() in SECRET_RELATIONS:
-                return f"read of system catalog {name.text.lower()}"
+            relation = forbidden_relation(name.text, agent)
+            if relation is not None:
+                return relation
     except SqlScanError as exc:
         return str(exc)
     return None
 
 
-def check_readonly(sql: str) -> exp.Expression:
+def check_readonly(sql: str, agent: bool = False) -> exp.Expression:
     """Raise ReadOnlyViolation unless sql is one side-effect-free query: checked on the names
-    PostgreSQL reads (`_scanned_refusal`) and on sqlglot's tree."""
+    PostgreSQL reads (`_scanned_refusal`) and on sqlglot's tree; an `agent`'s, also free of the
+    activity and statistics class."""
     try:
         tree = parse(sql, where="read-only SQL")
     except RewriteError as exc:
@@ -137,22 +175,22 @@ def check_readonly(sql: str) -> exp.Expression:
         raise ReadOnlyViolation("unparseable", sql) from exc
     if not isinstance(tree, exp.Query):
         raise ReadOnlyViolation(statement_kind(tree), sql)
-    scanned = _scanned_refusal(sql)
+    scanned = _scanned_refusal(sql, agent)
     if scanned is not None:
         raise ReadOnlyViolation(scanned, sql)
     for node in tree.walk():
-        reason = _refusal(node)
+        reason = _refusal(node, agent)
         if reason is not None:
             raise ReadOnlyViolation(reason, sql)
     return tree
 
 
 @lru_cache(maxsize=4096)
-def checked_readonly(sql: str) -> None:
+def checked_readonly(sql: str, agent: bool = False) -> None:
     """check_readonly, once per distinct text: the verdict depends on the text alone, and a
     generation run sends the same statements again and again (a refusal raises every time: an
     exception is never cached)."""
-    check_readonly(sql)
+    check_readonly(sql, agent)
 
 
 def sanitized_error(orig: BaseException | None) -> str:
@@ -217,8 +255,16 @@ def _discard_session(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.autocommit = False
 
 
+FETCH_ROWS = 200  # rows of a capped result fetched from the server-side cursor at a time
+
+
+def _value_bytes(row: Any) -> int:
+    return sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in row) + 8
+
+
 def _run_readonly(engine: Engine, sql: str, params: dict[str, Any], timeout_ms: int, exact: bool = False,
-                  parallel: int | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+                  parallel: int | None = None,
+                  cap: ResultCap | None = None) -> tuple[list[str], list[tuple[Any, ...]], str | None]:
     with engine.connect() as conn:
         try:
             # The driver has just opened the transaction: this is its first statement.
@@ -226,12 +272,32 @@ def _run_readonly(engine: Engine, sql: str, params: dict[str, Any], timeout_ms: 
             conn.exec_driver_sql(f"SET LOCAL statement_timeout = {timeout_ms:d}")
             if parallel is not None:
                 conn.exec_driver_sql(f"SET LOCAL max_parallel_workers_per_gather = {parallel:d}")
-            result = conn.execute(text(sql), params)
-            if exact:
-                return list(result.keys()), [tuple(row) for row in result.fetchall()]
-            return list(result.keys()), [tuple(_plain(v) for v in row) for row in result.fetchall()]
+            if cap is None:
+                result = conn.execute(text(sql), params)
+                fetched, cut = result.fetchall(), None
+            else:
+                result = conn.execution_options(stream_results=True, max_row_buffer=FETCH_ROWS).execute(
+                    text(sql), params)
+                fetched, cut = _fetch_to_cap(result, cap)
+                result.close()
+            plain = (lambda row: tuple(row)) if exact else (lambda row: tuple(_plain(v) for v in row))
+            return list(result.keys()), [plain(row) for row in fetched], cut
         finally:
             conn.rollback()
+
+
+def _fetch_to_cap(result: Any, cap: ResultCap) -> tuple[list[Any], str | None]:
+    rows: list[Any] = []
+    size = 0
+    while part := result.fetchmany(FETCH_ROWS):
+        for row in part:
+            size += _value_bytes(row)
+            if len(rows) >= cap.rows:
+                return rows, f"stopped after {cap.rows} rows (the result has more)"
+            if size > cap.bytes:
+                return rows, f"stopped after {len(rows)} rows: the result exceeds {cap.bytes} bytes"
+            rows.append(row)
+    return rows, None
 
 
 class Warehouse:
@@ -255,29 +321,32 @@ class Warehouse:
 
     def execute_readonly(self, sql: str, params: dict[str, Any] | None = None,
                          *, timeout_s: float | None = None, schema: str | None = None,
-                         exact: bool = False) -> QueryResult:
+                         exact: bool = False, cap: ResultCap | None = None, agent: bool = False) -> QueryResult:
         """Run one checked query in a READ ONLY transaction with a statement timeout, always rolled
         back. With `schema` (or a default from `for_schema`), it runs as that domain's read-only role
         (see stores.pgroles), which can read that schema only; without, as the admin role (only
         for callers with no domain). NUMERIC values come back as floats; `exact` keeps them
         Decimal (partial aggregates that are summed again, and answers, which core.answers rounds
-        on the exact value as PostgreSQL's ROUND(numeric, d) does)."""
-        checked_readonly(sql)
+        on the exact value as PostgreSQL's ROUND(numeric, d) does). With `cap` (an agent's SQL),
+        rows are fetched through a server-side cursor up to the cap, and `cut` says where it stopped.
+        `agent`: the SQL is an agent's, refused if it reads activity or statistics."""
+        checked_readonly(sql, agent)
         schema = schema if schema is not None else self.default_schema
         timeout_ms = int(1000 * (timeout_s if timeout_s is not None else self.settings.statement_timeout_s))
         engine = self.engine if schema is None else self.role_engine(schema)
         started = time.perf_counter()
         try:
-            columns, rows = _run_readonly(engine, sql, params or {}, timeout_ms, exact, self.parallel_workers)
+            columns, rows, cut = _run_readonly(engine, sql, params or {}, timeout_ms, exact, self.parallel_workers, cap)
         except DBAPIError as exc:
             if not (schema is not None and getattr(exc.orig, "sqlstate", None) in _MAYBE_STALE_GRANTS
                     and self._regranted(schema)):
                 self._raise(exc, sql)
             try:  # the schema was recreated behind our back and has its grants again: one retry
-                columns, rows = _run_readonly(engine, sql, params or {}, timeout_ms, exact, self.parallel_workers)
+                columns, rows, cut = _run_readonly(engine, sql, params or {}, timeout_ms, exact,
+                                                   self.parallel_workers, cap)
             except DBAPIError as again:
                 self._raise(again, sql)
-        return QueryResult(columns, rows, time.perf_counter() - started)
+        return QueryResult(columns, rows, time.perf_counter() - started, cut)
 
     def _regranted(self, schema: str) -> bool:
         """After a permission error: if the role lacks a grant on its own schema (dropped and

@@ -278,6 +278,16 @@ def test_a_foreign_host_header_is_refused_before_anything(insecure_local: bool) 
         assert TestClient(app, base_url=f"http://{host}").get("/health").status_code == 200, host
 
 
+def test_every_loopback_address_gets_the_same_host_rule() -> None:
+    app = create_app(Settings(api_token=WRITE), host="127.0.0.2")
+    for host in ("127.0.0.2:8765", "127.0.0.1", "localhost"):
+        assert TestClient(app, base_url=f"http://{host}").get("/health").status_code == 200, host
+    assert TestClient(app, base_url="http://evil.example").get("/health").status_code == 400
+    refused = CliRunner().invoke(main, ["serve", "--insecure-local", "--host", "10.0.0.1"])
+    assert refused.exit_code != 0
+    assert "loopback" in refused.output
+
+
 def test_the_bound_address_and_configured_names_are_answered() -> None:
     app = create_app(Settings(api_token=WRITE, api_allowed_hosts=["bench.internal"]), host="10.1.2.3")
     for host in ("10.1.2.3:8765", "bench.internal", "localhost"):

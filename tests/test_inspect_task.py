@@ -64,6 +64,11 @@ def test_inspect_runs_the_task_with_the_mock_model(eval_domain: EvalDomain, task
     assert metrics["accuracy"].value == pytest.approx(0.75)
     for text in seen_inputs:  # the public view only
         assert all(t.gold_sql is None or t.gold_sql not in text for t in chosen)
+    logged = (log.samples or [])[0]
+    assert set(logged.metadata) <= {"tier", "analysis_type", "variant"}  # no private record in the log
+    assert not logged.target
+    assert json.dumps(chosen[1].gold_answer, sort_keys=True) not in json.dumps(
+        [s.model_dump(mode="json", exclude={"scores", "output", "messages", "events"}) for s in log.samples or []])
 
 
 def test_inspect_eval_command_with_the_mock_model(eval_domain: EvalDomain, tasks: list[TaskRecord],  # noqa: F811

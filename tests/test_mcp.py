@@ -165,6 +165,58 @@ def test_http_needs_the_bearer_token_and_keeps_public_view_and_read_only_limits(
     assert got["budget6"] == f"error: turn budget (6) of task {other.task_id} reached; sql_query refused"
 
 
+def test_each_attempt_has_its_own_token_its_own_task_and_its_own_turns(
+        tasks: list[TaskRecord], warehouse: Warehouse, kb: KnowledgeBase) -> None:  # noqa: F811
+    env = TaskEnvironment(tasks, warehouse.for_schema("mini"), kb, "schema", db_schema="mini", max_turns=2,
+                          autostart=False)
+    mine, theirs = tasks[0], tasks[1]
+    a = env.open(mine.task_id, Toolbox(warehouse.for_schema("mini"), kb, schema="mini"))
+    b = env.open(theirs.task_id, Toolbox(warehouse.for_schema("mini"), kb, schema="mini"))
+    server = HttpServer(build_server(env), token=env.live).start()
+    try:
+        async def drive(token: str) -> dict[str, str]:
+            async with http_session(server.url, token) as s:
+                async def call(name: str, **args: Any) -> str:
+                    return _text(await s.call_tool(name, args))
+
+                return {"list": await call("list_tasks"),
+                        "twin": await call("get_task", task_id=theirs.task_id),
+                        "theirs": await call("sql_query", task_id=theirs.task_id, sql="SELECT 1"),
+                        "submit_theirs": await call("submit_answer", task_id=theirs.task_id, answer={"value": 1}),
+                        "mine": await call("sql_query", task_id=mine.task_id, sql="SELECT 1")}
+
+        got = asyncio.run(drive(a.token))
+        env.close(mine.task_id)
+        dead = httpx.post(server.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                          headers={"Authorization": f"Bearer {a.token}"})
+        forged = httpx.post(server.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                            headers={"Authorization": "Bearer " + "x" * 32})
+    finally:
+        server.stop()
+    assert [t["task_id"] for t in json.loads(got["list"])["tasks"]] == [mine.task_id]
+    refused = f"error: this attempt is at task {mine.task_id}; task_id {theirs.task_id!r} refused"
+    assert (got["twin"], got["theirs"], got["submit_theirs"]) == (refused, refused, refused)
+    assert json.loads(got["mine"])["rows"] == [[1]]
+    assert (a.tools.turn, b.tools.turn, b.submitted) == (1, 0, False)
+    assert (dead.status_code, forged.status_code) == (401, 401)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2"])
+def test_one_host_rule_for_every_loopback_address(env: TaskEnvironment, host: str) -> None:
+    """Any address of 127.0.0.0/8 gets the Host check 127.0.0.1 gets: a foreign Host is refused."""
+    server = HttpServer(build_server(env, host=host)).start()
+    try:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        accept = {"accept": "application/json, text/event-stream"}
+        foreign = httpx.post(server.url, json=body, headers={**accept, "host": "evil.example"})
+        own = httpx.post(server.url, json=body, headers=accept)
+        local = httpx.post(server.url, json=body, headers={**accept, "host": "localhost:1"})
+    finally:
+        server.stop()
+    assert (foreign.status_code, own.status_code, local.status_code) == (421, 200, 200)
+
+
 def test_non_loopback_needs_a_token(env: TaskEnvironment) -> None:
     with pytest.raises(ConfigError, match="needs a bearer token"):
         http_app(build_server(env, host="0.0.0.0"), None)
@@ -227,6 +279,7 @@ def test_agent_cmd_over_http_scores_as_through_the_harness(eval_domain: EvalDoma
     out = tmp_path / "cmd"
     first = tasks[:8]  # key order, as `dibench eval --limit` takes them; a process per task is slow
     summary = _eval(eval_domain, out, "--agent-cmd", f"{sys.executable} -m tests.fixtures.scripted_agent",
+                    "--isolation", "none", "--agent-env", "PYTHONPATH", "--agent-env", TASKS_ENV,
                     "--concurrency", "2", "--max-seconds", "120", "--limit", str(len(first)))
     assert summary["agent"] == "command"
     assert summary["tasks"] == len(first)
@@ -248,7 +301,7 @@ def test_agent_cmd_over_http_scores_as_through_the_harness(eval_domain: EvalDoma
 def test_a_failing_command_is_a_wrong_answer_with_its_reason(eval_domain: EvalDomain, tmp_path: Path,  # noqa: F811
                                                              command: str, stop: str, detail: str,
                                                              failure: str) -> None:
-    cmd = f"{sys.executable} -c \"{command}\""
+    cmd = f"python3 -c \"{command}\""  # the system's python3: the sandbox shows /usr
     summary = _eval(eval_domain, tmp_path, "--agent-cmd", cmd, "--limit", "2", "--max-seconds", "2",
                     "--max-tokens", "1000")
     assert summary["tasks"] == 2

@@ -16,8 +16,9 @@ from fastapi.testclient import TestClient
 
 from dibench.cli.main import main
 from dibench.core.config import REPO_ROOT, Settings
-from dibench.core.errors import PackErrors
+from dibench.core.errors import DibenchError, PackErrors
 from dibench.core.pack import MAX_PACK_FILE_BYTES, load_pack, read_pack_file
+from dibench.ingest.database import load_database
 from dibench.ingest.pipeline import ingest_pack
 from dibench.service.api import create_app
 from dibench.stores.graph import Graph
@@ -169,6 +170,18 @@ def test_the_loader_is_documented_as_code_that_runs() -> None:
     assert "A pack's loader is code, and `dibench domain load` runs it." in readme
     help_text = CliRunner().invoke(main, ["domain", "load", "--help"]).output
     assert "RUNS CODE from the pack" in " ".join(help_text.split())
+
+
+@pytest.mark.parametrize("entry", ["os:system", "os:sep", "pathlib:Path"])
+def test_a_loader_entry_that_is_not_a_loader_function_is_one_line(tmp_path: Path, warehouse: Warehouse,
+                                                                   entry: str) -> None:
+    root = copy_pack(tmp_path / "pack", "mini_pf_entry")
+    text = (root / "pack.yaml").read_text()
+    (root / "pack.yaml").write_text(text.replace("entry: tests.fixtures.minipack.load:load", f"entry: {entry}"))
+    with pytest.raises(DibenchError) as caught:
+        load_database(load_pack(root), warehouse)
+    assert str(caught.value) == (f"{root}/pack.yaml: loader.entry: {entry} is not a loader function "
+                                 f"(a Python def taking engine, schema, **options)")
 
 
 def test_the_http_api_never_runs_a_loader(tmp_path: Path, graph: Graph, warehouse: Warehouse) -> None:

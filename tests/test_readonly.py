@@ -1,11 +1,13 @@
 """The read-only path refuses or rolls back everything that could change the warehouse."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from sqlalchemy import text
 
 from dibench.core.errors import QueryTimeout, ReadOnlyViolation, WarehouseError
-from dibench.stores.warehouse import Warehouse, check_readonly
+from dibench.stores.warehouse import ResultCap, Warehouse, check_readonly, forbidden_function
 
 SCHEMA = "ro_test"
 
@@ -124,3 +126,82 @@ def test_sql_error_is_reduced_to_sqlstate_and_class(warehouse: Warehouse, scratc
     with pytest.raises(WarehouseError) as info:
         warehouse.execute_readonly(f"SELECT CAST(name AS int) FROM {SCHEMA}.t")
     assert str(info.value) == "SQL failed: SQLSTATE 22P02 (invalid text representation)"
+
+
+# ------------------------------------------------------------------------------ activity and statistics
+# The class as the server names it: every session's activity, locks, prepared statements, cursors,
+# snapshots and transaction ids, WAL and replication state, memory, and the statistics counters.
+ACTIVITY_CLASS = (r"^(pg_stat|pg_lock|pg_prepared|pg_cursor|pg_backend|pg_control|txid_)|activity|snapshot|blocking"
+                  r"|memory_context|shmem|replication|multixact|logfile|_xact|xact_|wal")
+CALL = re.compile(r"\b([a-z_][a-z0-9_]*)\(")
+
+
+def _catalog(warehouse: Warehouse, sql: str) -> list[tuple[str, ...]]:
+    with warehouse.admin().connect() as c:
+        return [tuple(r) for r in c.execute(text(sql), {"cls": ACTIVITY_CLASS})]
+
+
+def test_every_activity_and_statistics_function_of_the_server_is_refused(warehouse: Warehouse) -> None:
+    names = [n for (n,) in _catalog(warehouse, "SELECT DISTINCT proname FROM pg_proc WHERE proname ~ :cls")]
+    assert len(names) > 150  # the server's own list, not ours
+    assert [n for n in names if not forbidden_function(n, agent=True)] == []
+    for name in ("pg_stat_get_activity", "pg_stat_get_backend_activity", "pg_stat_statements", "pg_lock_status",
+                 "pg_prepared_statement", "pg_blocking_pids"):
+        with pytest.raises(ReadOnlyViolation, match=f"call to {name}"):
+            check_readonly(f"SELECT * FROM {name}(NULL)", agent=True)
+
+
+def test_every_view_that_shows_activity_or_statistics_is_refused(warehouse: Warehouse) -> None:
+    """A pg_catalog view is in the class when its name is, or when its definition calls a
+    function the read-only path refuses (pg_locks calls pg_lock_status, and so on)."""
+    views = _catalog(warehouse, "SELECT viewname, viewname ~ :cls, pg_get_viewdef(('pg_catalog.' || viewname)::regclass)"
+                                " FROM pg_views WHERE schemaname = 'pg_catalog'")
+    in_class = sorted(v for v, named, body in views
+                      if named or any(forbidden_function(f, agent=True) for f in CALL.findall(body.lower())))
+    assert {"pg_stat_activity", "pg_locks", "pg_prepared_statements", "pg_prepared_xacts", "pg_cursors",
+            "pg_stats", "pg_backend_memory_contexts", "pg_replication_slots"} <= set(in_class)
+    allowed = []
+    for view in in_class:
+        try:
+            check_readonly(f"SELECT * FROM pg_catalog.{view}", agent=True)
+            allowed.append(view)
+        except ReadOnlyViolation:
+            pass
+    assert allowed == []
+
+
+def test_the_class_leaves_the_domains_own_sql_and_our_planner_alone() -> None:
+    for sql in ("SELECT status, count(*) FROM ro_test.t GROUP BY status",
+                "SELECT date_trunc('month', created_at) AS m, avg(total) FROM orders GROUP BY 1",
+                "SELECT activity_id, stats FROM user_activity"):
+        check_readonly(sql, agent=True)
+    check_readonly("SELECT n_distinct FROM pg_catalog.pg_stats")  # our planner's own statistics query
+
+
+def test_a_capped_result_is_read_through_a_cursor_and_says_where_it_stopped(warehouse: Warehouse) -> None:
+    rows = warehouse.execute_readonly("SELECT generate_series(1, 100000) AS n", cap=ResultCap(rows=500))
+    assert (len(rows.rows), rows.cut) == (500, "stopped after 500 rows (the result has more)")
+    wide = warehouse.execute_readonly("SELECT repeat('x', 1000000) AS blob FROM generate_series(1, 1000)",
+                                      cap=ResultCap(bytes=4 << 20))
+    assert len(wide.rows) == 4
+    assert wide.cut == f"stopped after 4 rows: the result exceeds {4 << 20} bytes"
+    whole = warehouse.execute_readonly("SELECT generate_series(1, 10) AS n", cap=ResultCap())
+    assert (len(whole.rows), whole.cut) == (10, None)
+
+
+def test_the_sql_tool_caps_a_huge_result_without_materialising_it(warehouse: Warehouse) -> None:
+    """320 MB asked for: the tool reads at most its cap, in bounded memory, and says so."""
+    import json
+    import tracemalloc
+
+    from dibench.evaluation.agents.tools import Toolbox
+    from dibench.evaluation.kb import KnowledgeBase
+
+    tools = Toolbox(warehouse, KnowledgeBase([]))
+    tracemalloc.start()
+    reply = json.loads(tools.sql_tool({"sql": "SELECT repeat('x', 32000) AS blob FROM generate_series(1, 10000)"}))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert reply["truncated"] is True
+    assert reply["note"].startswith("the tool read part of the result only: stopped after 262 rows")
+    assert peak < 64 << 20

@@ -48,6 +48,39 @@ def test_rule_task_verdicts(answer: Any, passed: bool, failure_class: str | None
     assert verdict.reason.startswith(reason)
 
 
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(("answer", "reason"), [
+    ({"value": 10**400}, "malformed: the answer holds a number too large to compare"),
+    ({"value": -10**400}, "malformed: the answer holds a number too large to compare"),
+    ({"value": float("inf")}, "malformed: the answer holds a number that is not finite"),
+    ({"value": _nested(100)}, "malformed: the answer holds nested deeper than 32 levels"),
+    ({"value": "<an integer of 5001 digits>"}, "malformed: value is a string, expected a number"),
+    ({"value": {"a": [1]}}, "malformed: value is an object, expected a number"),
+])
+def test_an_answer_the_scorer_cannot_compare_is_malformed(answer: Any, reason: str) -> None:
+    verdict = score_task(RULE_TASK, answer)
+    assert (verdict.passed, verdict.failure_class) == (False, "malformed")
+    assert verdict.reason.startswith(reason)
+
+
+def test_one_uncomparable_answer_leaves_the_rest_of_the_run_scored(tmp_path: Path) -> None:
+    tasks = [RULE_TASK, task("t-2", "point_query", {"value": 3.0})]
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps({"task_id": "t-rule", "answer": {"value": 10**400}}) + "\n"
+                    + '{"task_id": "t-2", "answer": {"value": ' + "9" * 5001 + '}}\n')
+    answers = load_answers(path)
+    assert answers["t-2"] == {"value": "<an integer of 5001 digits>"}
+    report = score_run(tasks, answers)
+    assert report.failure_classes["malformed"] == 2
+    assert score_run(tasks, {"t-rule": {"value": 71.43}, "t-2": {"value": 3}}).overall.passed == 2
+
+
 def test_wrong_answer_without_rule_is_not_classified_as_rule_ignored() -> None:
     plain = task("t-plain", "point_query", {"value": 71.43}, tier="K+A")
     assert score_task(plain, {"value": 62.5}).failure_class == "wrong_answer"

@@ -1,32 +1,32 @@
 """Any program as the agent: `dibench eval --agent-cmd "python my_agent.py"`.
 
-The command runs once per attempt, in its own process group. It reads the task's public view as
-JSON on stdin ({"task_id", "question", "answer_format"}) and finds the task environment's MCP
-server (streamable HTTP on loopback) in its environment: DIBENCH_MCP_URL, DIBENCH_MCP_TOKEN (a
-bearer token), DIBENCH_TASK_ID. It answers either with the MCP tool submit_answer or by printing
-JSON on stdout: the answer object, or {"answer": ..., "usage": {"input_tokens", "output_tokens",
-"total_tokens"}} to report its tokens. Budgets: wall-clock seconds (the process group is killed),
-tokens where reported, turns as the MCP tool calls of the task. A crash, a timeout or output that
-is not JSON is recorded with its reason (the text itself becomes the answer, scored malformed)
-and never stops the run.
+The command runs once per attempt, in a sandbox of its own where bwrap works (evaluation/sandbox.py),
+else in its own session. It reads the task's public view as JSON on stdin ({"task_id", "question",
+"answer_format"}); its environment is an allow-list: PATH, HOME, LANG, DIBENCH_MCP_URL (the MCP
+server, streamable HTTP on loopback), DIBENCH_MCP_TOKEN (a bearer token), DIBENCH_TASK_ID and the
+variables named with --agent-env. It answers with the MCP tool submit_answer or by printing JSON on
+stdout: the answer object, or {"answer": ..., "usage": {...}} to report its tokens. Budgets:
+wall-clock seconds (the sandbox is killed), tokens where reported, turns as the MCP tool calls of the
+task. A crash, a timeout or output that is not JSON is recorded with its reason and never stops the run.
 """
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import signal
-import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
 from dibench.core.errors import ConfigError
 from dibench.evaluation.agents.base import AgentRun, StopReason, Usage
+from dibench.evaluation.agent_process import OUTPUT_CAP, Finished, run_bounded
+from dibench.evaluation.answer_values import loads
 from dibench.evaluation.agents.tools import Toolbox
 from dibench.evaluation.environment import TaskEnvironment
+from dibench.evaluation.sandbox import INNER_URL, Sandbox, SandboxSpec, agent_env
 from dibench.evaluation.tasks import TaskRecord, public_view
 
 OUTPUT_LIMIT = 2000  # characters of unparsable stdout kept as the (malformed) answer
+NOTE_CHARS = 2000    # of each of the last stderr lines kept in the trace
 
 
 @dataclass
@@ -34,9 +34,11 @@ class CommandAgent:
     command: str
     env: TaskEnvironment
     url: str
-    token: str
     max_seconds: float | None = None
     max_tokens: int | None = None
+    sandbox: Sandbox | None = None
+    spec: SandboxSpec = field(default_factory=SandboxSpec)
+    extra_env: dict[str, str] = field(default_factory=dict)  # given to the command besides the allow-list
     name: str = "command"
     model: str = field(init=False)
     argv: list[str] = field(init=False)
@@ -53,46 +55,45 @@ class CommandAgent:
     def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
         attempt = self.env.open(task.task_id, tools)
         try:
-            code, out, err, timed_out = self._spawn(task)
+            done = self._spawn(task, attempt.token)
         finally:
             self.env.close(task.task_id)
         usage = Usage()
-        answer, problem, reported = parse_output(out)
+        answer, problem, reported = parse_output(done.out)
         usage.add(reported)
+        notes = [f"stderr: {line[:NOTE_CHARS]}" for line in done.err.strip().splitlines()[-3:]]
+        if done.out_bytes > OUTPUT_CAP or done.pipes_held:
+            notes.append(f"stdout: {done.out_bytes} bytes written, the first {min(done.out_bytes, OUTPUT_CAP)} read"
+                         + ("; a process the agent left kept its pipes open" if done.pipes_held else ""))
 
         def result(reason: StopReason, detail: str, given: Any = None) -> AgentRun:
             return AgentRun(answer=given, stop_reason=reason, stop_detail=detail, turns=tools.turn,
-                            tool_calls=len(tools.events), usage=usage,
-                            notes=[f"stderr: {line}" for line in err.strip().splitlines()[-3:]])
+                            tool_calls=len(tools.events), usage=usage, notes=notes)
 
-        if timed_out:
+        if done.timed_out:
             return result("budget", f"time budget ({self.max_seconds:g}s) reached; the command was killed")
         if self.max_tokens is not None and usage.total_tokens > self.max_tokens:
             return result("budget", f"token budget ({self.max_tokens}) exceeded: {usage.total_tokens} reported")
         if attempt.submitted:
             return result("answered", attempt.detail, attempt.answer)
-        if code != 0:
-            last = err.strip().splitlines()[-1][:200] if err.strip() else "no stderr"
-            return result("error", f"the command exited with status {code}: {last}")
+        if done.code != 0:
+            last = done.err.strip().splitlines()[-1][:200] if done.err.strip() else "no stderr"
+            return result("error", f"the command exited with status {done.code}: {last}")
         if problem:
             return result("answered" if answer is not None else "no_answer", problem, answer)
         return result("answered", "answer printed on stdout", answer)
 
-    def _spawn(self, task: TaskRecord) -> tuple[int, str, str, bool]:
-        env = {**os.environ, "DIBENCH_MCP_URL": self.url, "DIBENCH_MCP_TOKEN": self.token,
-               "DIBENCH_TASK_ID": task.task_id}
+    def _spawn(self, task: TaskRecord, token: str) -> Finished:
+        sandboxed = self.sandbox is not None
+        env = agent_env(self.spec, {"DIBENCH_MCP_URL": INNER_URL if sandboxed else self.url,
+                                    "DIBENCH_MCP_TOKEN": token, "DIBENCH_TASK_ID": task.task_id},
+                        sandboxed=sandboxed)
+        env.update(self.extra_env)
+        argv = self.sandbox.wrap(self.argv) if self.sandbox is not None else self.argv
         try:
-            proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+            return run_bounded(argv, json.dumps(public_view(task)).encode(), env, self.max_seconds)
         except OSError as exc:
-            return 127, "", f"cannot start {self.argv[0]!r}: {exc.strerror or exc}", False
-        try:
-            out, err = proc.communicate(json.dumps(public_view(task)), timeout=self.max_seconds)
-            return proc.returncode, out, err, False
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            return proc.returncode, out, err, True
+            return Finished(127, "", f"cannot start {argv[0]!r}: {exc.strerror or exc}", False, 0, 0, False)
 
 
 def parse_output(out: str) -> tuple[Any, str, dict[str, Any] | None]:
@@ -104,8 +105,8 @@ def parse_output(out: str) -> tuple[Any, str, dict[str, Any] | None]:
         return None, "the command printed no answer", None
     for line in reversed(lines):
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
+            value = loads(line)
+        except ValueError:
             continue
         if isinstance(value, dict) and "answer" in value and set(value) <= {"answer", "usage"}:
             usage = value.get("usage")

@@ -20,8 +20,9 @@ from sqlalchemy import inspect
 from sqlalchemy.exc import StatementError
 
 from dibench.core.errors import DibenchError, WarehouseError
+from dibench.evaluation.answer_values import storable
 from dibench.evaluation.kb import KINDS, Document, Hit, KnowledgeBase
-from dibench.stores.warehouse import QueryResult, Warehouse
+from dibench.stores.warehouse import QueryResult, ResultCap, Warehouse
 
 ROW_LIMIT = 50          # rows a model sees per query; row_count still tells it the full size
 TRACE_ROWS = 5          # rows kept per query in the trace
@@ -37,6 +38,7 @@ class Toolbox:
     schema: str | None = None  # the domain schema: unqualified table names in the agent's SQL resolve to it
     events: list[dict[str, Any]] = field(default_factory=list)
     turn: int = 0
+    cap: ResultCap = field(default_factory=ResultCap)  # rows and bytes read of one result, at most
 
     # -- direct forms (reference agents): results as objects, errors raised ---------------
     def sql(self, sql: str, params: dict[str, Any] | None = None, *, exact: bool = False) -> QueryResult:
@@ -44,7 +46,8 @@ class Toolbox:
         started = time.perf_counter()
         event: dict[str, Any] = {"turn": self.turn, "tool": "sql_query", "args": {"sql": sql, "params": params or {}}}
         try:
-            result = self.wh.execute_readonly(sql, params or {}, schema=self.schema, exact=exact)
+            result = self.wh.execute_readonly(sql, params or {}, schema=self.schema, exact=exact, cap=self.cap,
+                                              agent=True)
         except DibenchError as exc:
             event.update(ok=False, error=str(exc))
             raise
@@ -56,7 +59,8 @@ class Toolbox:
             raise WarehouseError(problem) from exc
         else:
             event.update(ok=True, result={"columns": result.columns, "row_count": len(result.rows),
-                                          "rows": jsonable(result.rows[:TRACE_ROWS])})
+                                          "rows": jsonable(result.rows[:TRACE_ROWS]),
+                                          **({"cut": result.cut} if result.cut else {})})
             return result
         finally:
             event["elapsed_s"] = round(time.perf_counter() - started, 4)
@@ -83,8 +87,11 @@ class Toolbox:
         except DibenchError as exc:
             return f"error: {exc}"
         shown = result.rows[: self.row_limit]
-        return json.dumps({"columns": result.columns, "rows": jsonable(shown), "row_count": len(result.rows),
-                           "truncated": len(result.rows) > len(shown)}, default=str)
+        reply = {"columns": result.columns, "rows": jsonable(shown), "row_count": len(result.rows),
+                 "truncated": len(result.rows) > len(shown) or result.cut is not None}
+        if result.cut:  # row_count is then the rows read, not the result's size
+            reply["note"] = f"the tool read part of the result only: {result.cut}"
+        return json.dumps(reply, default=str)
 
     def search_tool(self, args: dict[str, Any]) -> str:
         query, k, kind = args.get("query"), args.get("k", 5), args.get("kind")
@@ -145,8 +152,9 @@ def excerpt(hit: Hit) -> dict[str, Any]:
 
 
 def jsonable(value: Any) -> Any:
-    """Rows and arguments as plain JSON values (dates and decimals as text)."""
-    return json.loads(json.dumps(value, default=str))
+    """Rows, arguments and answers as plain JSON values (dates and decimals as text); what JSON
+    cannot write (a 5,000-digit integer, nesting past the recursion limit) as a marker string."""
+    return storable(value)
 
 
 def schema_description(wh: Warehouse, schema: str) -> str:
