@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from dibench import __version__
-from dibench.cli.common import console, err_console, handle_errors, print_json, print_table
+from dibench.cli.common import console, err_console, handle_errors, print_json, print_shortcut_audit, print_table
 from dibench.core.config import get_settings
 from dibench.core.errors import PackErrors
 
@@ -400,6 +400,8 @@ def _print_summary(summary: Any) -> None:
         err_console.print(f"[yellow]skipped[/yellow] {metric}: {why}", highlight=False, soft_wrap=True)
     if d.get("migrated"):
         click.echo(f"{d['migrated']} tasks generated under an older gold meaning were retired (GoldMigration record)")
+    print_shortcut_audit(d.get("shortcut_audit"), d.get("shortcut_rejected") or {})
+
 
 
 def llm_options(max_llm_calls: int | None = None, judge: bool | None = None) -> None:
