@@ -193,6 +193,10 @@ def domain_check(pack: str, as_json: bool) -> None:
                     [[t["table"], t["exists"], "-" if t["rows"] is None else f"{t['rows']:,}", ", ".join(t["needed"]),
                       ", ".join(t["missing"]) or "-"] for t in report["tables"]])
         click.echo(f"{report['missing']} needed column(s) missing" if report["missing"] else "every needed column exists")
+        for r in report["rules_without_effects"]:
+            err_console.print(f"[yellow]rule without effects[/yellow] {r['rule']}: blocks the tasks of "
+                              f"{', '.join(r['metrics']) or 'no metric it names'} until its effects are given "
+                              "(or `effects: []`)", highlight=False, soft_wrap=True)
         for advice in report["indexes"]:
             click.echo(advice["advice"])
         if report["schema_exists"] and not report["indexes"]:
