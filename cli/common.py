@@ -103,3 +103,18 @@ def bars(*tasks: tuple[str, int | None]) -> Iterator[list[Callable[[int], None]]
 def progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
     with bars((label, total)) as (advance,):
         yield advance
+
+
+def print_shortcut_audit(audit: Any, rejected: dict[str, int] | None = None) -> None:
+    """The best no-understanding strategy per analysis type x tier x variant, beside the oracle:
+    what a score must beat (generation/shortcuts). `audit`: a ShortcutAudit or its JSON form."""
+    if not audit:
+        return
+    from dibench.generation.shortcuts.audit import AUDIT_COLUMNS, ShortcutAudit, audit_rows
+
+    table = audit if isinstance(audit, ShortcutAudit) else ShortcutAudit.model_validate(audit)
+    print_table(f"best shortcut per analysis type x tier x variant ({table.strategies} strategies that read no "
+                "data), beside the oracle", AUDIT_COLUMNS, audit_rows(table))
+    if rejected:
+        click.echo(f"not admitted, a shortcut passing more than {table.limit_pct:g}% of the family: "
+                   + ", ".join(f"{family} {n}" for family, n in rejected.items()))

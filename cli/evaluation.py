@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dibench.cli.common import console, err_console, get_settings, handle_errors, print_json, print_table
+from dibench.cli.common import (console, err_console, get_settings, handle_errors, print_json,
+                                 print_shortcut_audit, print_table)
 from dibench.core.errors import DibenchError
 from dibench.evaluation.reporting_tables import bucket_rows
 
@@ -59,6 +60,13 @@ def _score(tasks: Path, answers: Path, as_json: bool, output: Path | None, chanc
                               highlight=False, soft_wrap=True)
         else:
             data["chance_levels"] = levels.model_dump(mode="json")
+    shortcuts = None
+    try:
+        shortcuts = library.shortcut_audit(tasks)
+    except DibenchError as exc:
+        err_console.print(f"shortcut audit not computed: {str(exc).splitlines()[0]}", highlight=False, soft_wrap=True)
+    else:
+        data["shortcut_audit"] = shortcuts.model_dump(mode="json")
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -66,6 +74,7 @@ def _score(tasks: Path, answers: Path, as_json: bool, output: Path | None, chanc
         print_json(data)
     else:
         print_report(report, levels)
+        print_shortcut_audit(shortcuts)
 
 
 COLUMNS = ["tasks", "passed", "accuracy %", "95% CI"]
@@ -249,16 +258,32 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
     from dibench.service.run_index import record
 
     record(get_settings().state_dir, out)
+    shortcuts = eval_shortcuts(out)
     if as_json:
         print_json(result.summary.model_dump(mode="json"))
         return
     print_eval_tables(result.report, result.chance)
+    print_shortcut_audit(shortcuts)
     s = result.summary
     tokens = f", tokens {s.tokens['total_tokens']}" if s.tokens else ""
     failed = (s.stop_reasons or {}).get("error", 0)
     errors = f", {failed} failed (see trace.jsonl)" if failed else ""
     click.echo(f"{s.agent} ({s.model}) on {s.domain}: {s.passed}/{s.tasks} passed = {s.accuracy_pct:.2f}%, "
                f"{s.answered} answered{errors}{tokens}, {s.wall_seconds}s; files in {out}")
+
+
+def eval_shortcuts(out: Path) -> Any:
+    """The shortcut audit of the tasks an evaluation ran (its tasks.jsonl), written beside its
+    scores as shortcuts.json; None (with one line) when it cannot be computed."""
+    from dibench.service import library
+
+    try:
+        table = library.shortcut_audit(out / "tasks.jsonl")
+    except DibenchError as exc:
+        err_console.print(f"shortcut audit not computed: {str(exc).splitlines()[0]}", highlight=False, soft_wrap=True)
+        return None
+    (out / "shortcuts.json").write_text(table.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return table
 
 
 def print_eval_tables(report: Report, chance: ChanceLevels | None = None) -> None:

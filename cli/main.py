@@ -13,8 +13,8 @@ from typing import Any
 import click
 
 from dibench import __version__
-from dibench.cli.common import (console, err_console, get_settings, handle_errors, print_json, print_table,
-                                 reset_settings)
+from dibench.cli.common import (console, err_console, get_settings, handle_errors, print_json,
+                                 print_shortcut_audit, print_table, reset_settings)
 from dibench.core.errors import PackErrors
 
 
@@ -216,6 +216,10 @@ def domain_check(pack: str, as_json: bool) -> None:
                     [[t["table"], t["exists"], "-" if t["rows"] is None else f"{t['rows']:,}", ", ".join(t["needed"]),
                       ", ".join(t["missing"]) or "-"] for t in report["tables"]])
         click.echo(f"{report['missing']} needed column(s) missing" if report["missing"] else "every needed column exists")
+        for r in report["rules_without_effects"]:
+            err_console.print(f"[yellow]rule without effects[/yellow] {r['rule']}: blocks the tasks of "
+                              f"{', '.join(r['metrics']) or 'no metric it names'} until its effects are given "
+                              "(or `effects: []`)", highlight=False, soft_wrap=True)
         for advice in report["indexes"]:
             click.echo(advice["advice"])
         for skipped in report["indexes_skipped"]:
@@ -448,6 +452,8 @@ def _print_summary(summary: Any) -> None:
         err_console.print(f"[yellow]skipped[/yellow] {metric}: {why}", highlight=False, soft_wrap=True)
     if d.get("migrated"):
         click.echo(f"{d['migrated']} tasks generated under an older gold meaning were retired (GoldMigration record)")
+    print_shortcut_audit(d.get("shortcut_audit"), d.get("shortcut_rejected") or {})
+
 
 
 def llm_options(max_llm_calls: int | None = None, judge: bool | None = None) -> None:

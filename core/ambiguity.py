@@ -1,6 +1,7 @@
 """One question, one answer: no two admitted tasks of a domain may have the same normalised
 question text and different gold answers, or an agent that answers one of them correctly must
-fail the other. Generation rejects such tasks when it admits them, exports refuse to carry them.
+fail the other. Generation rejects such tasks when it admits them, exports refuse to carry them. Nor may two
+share a question and an answer: `duplicates` finds the copies, generation keeps one.
 
 Two golds differ when the scorer tells them apart: either fails the other's answer contract
 (core.contracts), so a ranking whose tied rows come in another order is the same answer. Pure.
@@ -55,3 +56,19 @@ def ambiguous(tasks: Iterable[Asked]) -> dict[str, list[str]]:
                     out.setdefault(a.key, []).append(b.key)
                     out.setdefault(b.key, []).append(a.key)
     return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def duplicates(tasks: Iterable[Asked]) -> dict[str, str]:
+    """{task key: the key of the task it repeats} for every task whose normalised question and
+    answer another task with a smaller key already has: one of them is the benchmark's, the
+    others are copies that weigh its score."""
+    first: dict[str, list[Asked]] = defaultdict(list)
+    out: dict[str, str] = {}
+    for t in sorted(tasks, key=lambda t: t.key):
+        kept = first[normalised(t.question)]
+        same = next((k for k in kept if not different(k, t)), None)
+        if same is None:
+            kept.append(t)
+        else:
+            out[t.key] = same.key
+    return out

@@ -34,11 +34,16 @@ ANALYSIS_TYPES: tuple[str, ...] = get_args(AnalysisType)
 FLOAT_SLACK = 1e-9
 P_VALUE_REL_TOL = 1e-3
 P_VALUE_ABS_TOL = 5e-4
+T_ABS_TOL = 5e-3  # the statistic has three decimals
 # A reason lists this many mismatches, then counts the rest: a 27-row decomposition stays readable.
 MAX_REASONS = 3
 # Numbers or dates a knowledge answer may state beyond what its sources state (a version, a
 # year, an example of its own); a dump of every number in the knowledge base states dozens.
 MAX_STRAYS = 3
+# A knowledge answer states at most this many words (or twice the gold text's), and at most this
+# many numbers or dates that are neither its facts nor in the gold text.
+MAX_WORDS = 60
+MAX_COMPETITORS = 1
 
 
 class ContractError(DibenchError):
@@ -87,6 +92,15 @@ class KnowledgeRule(_Strict):
     facts_field: str = "must_include"
     sources_field: str = "sources_state"
     max_strays: int = Field(MAX_STRAYS, ge=0)
+    # Numbers written in words count as stated numbers: a dump with every digit spelt out is
+    # the same list of guesses.
+    strays_in_words: bool = True
+    # An answer, not a document: at most MAX_WORDS words (the answer format says so), or twice
+    # the gold text's. A pasted policy document holds every competing candidate.
+    max_words: int | None = Field(MAX_WORDS, gt=0)
+    # Numbers or dates beyond the facts and the gold text's own: candidates competing with the
+    # facts (an answer listing three thresholds has not found the one asked for).
+    max_competitors: int | None = Field(MAX_COMPETITORS, ge=0)
 
 
 class AnswerContract(_Strict):
@@ -135,11 +149,13 @@ def build_contract(analysis_type: str, rounding: int, *, pct_rounding: int | Non
                        "numbers": {"value_a": tol, "value_b": tol}},
         # The question states k; the row count already enforces it.
         "ranking": {"rows": RowsRule(ordered=True, numbers={"value": tol}), "ignored": ["k"]},
-        # The binary label decides; the p-value is noted when off, so that a correct decision
-        # computed with another (valid) numerical routine is not failed on the fourth decimal.
+        # The figure is scored with the verdict: a verdict alone is a coin flip that a constant
+        # wins. The tolerance (stated in the answer format) covers another valid numerical
+        # routine and the gold's four decimals.
         "significance_testing": {
             "labels": {"significant": LabelRule(kind="bool")},
-            "numbers": {"p_value": Tolerance(abs_tol=P_VALUE_ABS_TOL, rel_tol=P_VALUE_REL_TOL, decisive=False)},
+            "numbers": {"p_value": Tolerance(abs_tol=P_VALUE_ABS_TOL, rel_tol=P_VALUE_REL_TOL),
+                        "t_statistic": Tolerance(abs_tol=T_ABS_TOL, rel_tol=P_VALUE_REL_TOL)},
             "ignored": ["test_name", "alpha"],
         },
         # The threshold is scored: a rule may change it, so echoing it is part of the answer.
@@ -225,12 +241,24 @@ def check_answer(contract: AnswerContract, expected: dict[str, Any], answer: Any
 
 
 def _knowledge_mismatches(rule: KnowledgeRule, expected: dict[str, Any], text: str) -> list[str]:
+    reference = str(expected.get(rule.text_field, ""))
+    if rule.max_words is not None:
+        cap = max(rule.max_words, 2 * len(reference.split()))
+        words = len(text.split())
+        if words > cap:  # the one reason: reading a pasted document for facts would say nothing more
+            return [f"states {words} words, more than {cap}: a document pasted whole is not an answer"]
     out = []
     missing = [f for f in expected[rule.facts_field] if not fact_found(f, text)]
     if missing:
         out.append("missing fact(s) " + ", ".join(repr(f) for f in missing))
+    if rule.max_competitors is not None:
+        rivals = strays(text, [reference, *expected[rule.facts_field]], words=True)
+        if len(rivals) > rule.max_competitors:
+            shown = ", ".join(repr(v) for v in rivals[:MAX_REASONS])
+            out.append(f"states {len(rivals)} numbers or dates besides the facts asked for ({shown}): "
+                       f"competing candidates, at most {rule.max_competitors}")
     if rule.sources_field in expected:
-        extra = strays(text, list(expected[rule.sources_field]))
+        extra = strays(text, list(expected[rule.sources_field]), words=rule.strays_in_words)
         if len(extra) > rule.max_strays:
             shown = ", ".join(repr(v) for v in extra[:MAX_REASONS])
             out.append(f"states {len(extra)} numbers or dates its sources do not ({shown}, ...; at most "

@@ -181,13 +181,14 @@ def renderings(values: list[Value]) -> list[str]:
     return list(dict.fromkeys(v.render() for v in values))
 
 
-def strays(text: str, sources: list[str]) -> list[str]:
-    """The numbers and dates (in digits) `text` states that none of `sources` states: a value
-    equal to a source value, or a year of a source date, is not a stray. Each stray once."""
+def strays(text: str, sources: list[str], *, words: bool = False) -> list[str]:
+    """The numbers and dates `text` states (in digits; `words`: in words too) that none of
+    `sources` states: a value equal to a source value, or a year of a source date, is not a
+    stray. Each stray once."""
     allowed = [v for s in sources for v in stated(s)]
     years = {Decimal(v.date.year) for v in allowed if v.date is not None}
     out: list[str] = []
-    for v in stated(text, words=False):
+    for v in stated(text, words=words):
         if any(v.same(a) for a in allowed) or (v.number is not None and not v.pct and v.number in years):
             continue
         out.append(v.render())

@@ -31,7 +31,8 @@ NODES: dict[str, Kind] = {
                   "a task: its question and public facts; gold, base, lifted and featured answers, their SQL "
                   "and parameters, facts, judge, rejections, policy and rule versions are private"),
     "Run": _kind("key domain seed target code_version gold_version started_at finished_at data_fingerprint phraser "
-                 "judge llm_model prompt_versions phrase_prompt_version judge_prompt_version workers resumed",
+                 "judge llm_model prompt_versions phrase_prompt_version judge_prompt_version workers resumed "
+                 "shortcut_audit shortcut_rejected",
                  "a generation run: what produced its tasks (the export manifest lists it)"),
     "Domain": _kind("key name description schema update_seq", "a domain pack's name, schema and update sequence"),
     "Metric": _kind("key id domain name description formula tier unit rounding higher_is_better target dimensions "

@@ -8,6 +8,6 @@ RETURN t {.key, .domain, .analysis_type, .tier, .variant, .question, .answer_for
           .data_fingerprint} AS task,
        run {.key, .domain, .seed, .target, .code_version, .gold_version, .started_at, .finished_at,
             .data_fingerprint, .phraser, .judge, .llm_model, .prompt_versions, .phrase_prompt_version,
-            .judge_prompt_version, .workers, .resumed} AS run,
+            .judge_prompt_version, .workers, .resumed, .shortcut_audit, .shortcut_rejected} AS run,
        [] AS rule_versions
 ORDER BY t.key

@@ -141,7 +141,7 @@ def rank_direction_problem(q: str, analysis: str, facts: dict[str, Any]) -> str 
 def gold_numbers(analysis: str, gold: dict[str, Any]) -> list[float]:
     """The numbers an agent must compute: a question containing one gives the answer away."""
     keys = {"point_query": ("value",), "threshold_crossing": ("value",), "comparison": ("value_a", "value_b"),
-            "trend_analysis": ("total_change_pct",), "significance_testing": ("p_value",)}.get(analysis, ())
+            "trend_analysis": ("total_change_pct",), "significance_testing": ("p_value", "t_statistic")}.get(analysis, ())
     out = [float(gold[k]) for k in keys if isinstance(gold.get(k), (int, float))]
     for row in gold.get("rows") or []:
         out += [float(row[k]) for k in ("value", "current", "hypothetical") if isinstance(row.get(k), (int, float))]

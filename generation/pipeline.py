@@ -27,9 +27,10 @@ from dibench.generation import questions, validation
 from dibench.generation.analyses import registry
 from dibench.generation.runs import Heartbeat, OpenedRun, finish, open_run
 from dibench.generation.selection import quality, select
+from dibench.generation.shortcut_gate import audit_run
 from dibench.generation.skeletons import Skeleton, enumerate_all
 from dibench.generation.workers import die_with_parent, work, work_entry
-from dibench.generation.writeback import GOLD_MEANING, GOLD_VERSION, reject_ambiguous
+from dibench.generation.writeback import GOLD_MEANING, GOLD_VERSION, reject_ambiguous, reject_duplicates
 from dibench.stores import fingerprint
 from dibench.stores.graph import DEADLOCK, Graph, retries_between, retry_counts
 from dibench.stores.lease import DomainLease, domain_lease
@@ -72,6 +73,10 @@ class RunSummary:
     prompt_versions: dict[str, Any] = field(default_factory=dict)  # as the Run records them
     # analysis type -> {"grouped" | "legacy: <why>" | "mixed: <why>" | "none": candidates} (generation.tasks.sql_plan)
     sql_plan: dict[str, dict[str, int]] = field(default_factory=dict)
+    # The best no-understanding strategy per analysis type x tier x variant, beside the oracle
+    # (generation/shortcuts/audit.py, ShortcutAudit), and the tasks not admitted because of it.
+    shortcut_audit: dict[str, Any] = field(default_factory=dict)
+    shortcut_rejected: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -375,7 +380,18 @@ def _generate(pack: Pack, graph: Graph, pool: Pool | None, started: float, lease
     ambiguous = reject_ambiguous(graph, pack.name)
     if ambiguous:
         say(f"{ambiguous} tasks rejected: their question is another task's, with a different answer")
+    copies = reject_duplicates(graph, pack.name)
+    if copies:
+        say(f"{copies} tasks rejected: another task has their question and answer")
+    if ambiguous or copies:
         summary = summarise(graph, run_key, pack, len(planned))
+    # No score without the skill: a family a shortcut solves is not admitted.
+    table, shortcut_rejected = audit_run(graph, pack, run_key)
+    if shortcut_rejected:
+        say(f"{sum(shortcut_rejected.values())} tasks not admitted: a shortcut passes more than "
+            f"{table.limit_pct:g}% of their family ({', '.join(shortcut_rejected)})")
+        summary = summarise(graph, run_key, pack, len(planned))
+    summary.shortcut_audit, summary.shortcut_rejected = table.model_dump(mode="json"), shortcut_rejected
     finish(graph, run_key)
     summary.ambiguous = ambiguous
     summary.skeletons = len(planned)

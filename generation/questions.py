@@ -15,7 +15,9 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field
 
+from dibench.core.answers import TREND_FLAT_PCT, TREND_PCT_DIGITS
 from dibench.core.config import get_settings
+from dibench.core.contracts import MAX_WORDS, P_VALUE_ABS_TOL, P_VALUE_REL_TOL, T_ABS_TOL
 from dibench.stores.llm import ask_structured, estimate_tokens, shape_text
 
 PROMPT_VERSION = "phrase/3"
@@ -144,8 +146,12 @@ def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random) -> 
         asks += f" Which {topic['slice']} does it concern?"
     if topic.get("dated"):
         asks += " From which date does it apply?"
-    return asks + _pick(rng, [" Name the exact figures and conditions it sets.",
-                              " State the concrete conditions and numbers."])
+    # The wording is chosen by what is asked, not by the skeleton: every skeleton of one metric
+    # and rule asks the same knowledge question, so its copies are found and kept once.
+    del rng
+    same = random.Random(f"{name}|{json.dumps(topic, sort_keys=True, default=str)}")
+    return asks + _pick(same, [" Name the exact figures and conditions it sets.",
+                               " State the concrete conditions and numbers."])
 
 
 # The no-rule variant's opt-out: its answer is the catalog's plain metric, and the question says so.
@@ -216,14 +222,37 @@ def fitting_documents(payload: dict[str, Any], texts: list[str], context: int) -
     return out
 
 
-def answer_format(analysis: str) -> str:
+NUMERIC = frozenset({"point_query", "comparison", "ranking", "threshold_crossing", "counterfactual", "decomposition"})
+
+
+def answer_format(analysis: str, rounding: int | None = None) -> str:
+    """The answer format an agent is shown; with `rounding`, how the metric's values are rounded
+    (the gold rounds the exact value half away from zero, as PostgreSQL's ROUND)."""
+    shape = _shape(analysis)
+    if rounding is not None and analysis in NUMERIC:
+        shape += (f"; metric values rounded to {rounding} decimal{'s' if rounding != 1 else ''}, half away from "
+                  "zero (2.345 -> 2.35)")
+    return shape
+
+
+def _shape(analysis: str) -> str:
     return {
-        "knowledge_retrieval": 'JSON {"text": "<answer>"}',
+        "knowledge_retrieval": f'JSON {{"text": "<answer>"}}: at most {MAX_WORDS} words stating what is asked; '
+                               'more than one other number or date beside it is a list of guesses and fails',
         "point_query": 'JSON {"value": <number or null if suppressed>}',
-        "trend_analysis": 'JSON {"direction": "increasing|decreasing|flat", "total_change_pct": <number>, "peak_period": "YYYY-MM"}',
+        "trend_analysis": 'JSON {"direction": "increasing|decreasing|flat", "total_change_pct": <number>, "peak_period": "YYYY-MM"}'
+                          f'; the method: total_change_pct = (last month - first month) / |first month| x 100 over the '
+                          f'months asked, to {TREND_PCT_DIGITS} decimal; direction "flat" when |total_change_pct| < '
+                          f'{TREND_FLAT_PCT:g}, else the sign of the change; peak_period the month of the highest value '
+                          f'(the latest of equals)',
         "comparison": 'JSON {"group_a": "<name>", "group_b": "<name>", "value_a": <number>, "value_b": <number>, "higher": "<name or equal>"}',
         "ranking": 'JSON {"k": <k>, "rows": [{"group": "<name>", "value": <number>}, ...]} best first',
-        "significance_testing": 'JSON {"significant": true|false, "p_value": <number>, "test_name": "Welch\'s t-test (two-tailed)", "alpha": 0.05}',
+        "significance_testing": 'JSON {"significant": true|false, "p_value": <number>, "t_statistic": <number>, '
+                                '"test_name": "Welch\'s t-test (two-tailed)", "alpha": 0.05}; the test compares the '
+                                'first group\'s monthly values with the second\'s over the months asked (t_statistic '
+                                'positive when the first is higher); p_value and t_statistic are scored with the '
+                                f'verdict, within {P_VALUE_ABS_TOL:g} and {T_ABS_TOL:g} or {100 * P_VALUE_REL_TOL:g}% '
+                                'of the figure, whichever is larger',
         "threshold_crossing": 'JSON {"value": <number>, "threshold": <number>, "result": "PASS|FAIL"}',
         "counterfactual": 'JSON {"rows": [{"group": "<name>", "current": <number>, "hypothetical": <number>}, ...]}',
         "decomposition": 'JSON {"rows": [{"group": "<name>", "value": <number>}, ...]} every group',

@@ -27,6 +27,15 @@ def needed_columns(pack: Pack) -> dict[str, set[str]]:
     return out
 
 
+def rules_without_effects(pack: Pack) -> list[dict[str, Any]]:
+    """The rule documents in force that state no effects (with no LLM, none are extracted), each
+    with the metrics it concerns: their policy is unknown, so generation makes no task of them
+    until the document states its effects (or `effects: []`, that it changes no computation)."""
+    from dibench.ingest.rules import mentioned_metrics, needs_extraction
+
+    return [{"rule": doc.id, "metrics": mentioned_metrics(doc, pack)} for doc in pack.rules if needs_extraction(doc)]
+
+
 def check_domain(pack: Pack, wh: Warehouse) -> dict[str, Any]:
     present = schema_columns(wh, pack.schema)
     rows = Fingerprinter(wh, pack.schema)
@@ -44,6 +53,7 @@ def check_domain(pack: Pack, wh: Warehouse) -> dict[str, Any]:
         "loader": pack.spec.loader.entry if pack.spec.loader else None,
         "database": f"from ${pack.spec.database_env}" if pack.spec.database_env else "DIBENCH_DATABASE_URL",
         "tables": tables, "missing": missing, "warnings": list(pack.warnings),
+        "rules_without_effects": rules_without_effects(pack),
         "indexes": [{"table": n.table, "column": n.column, "kind": n.kind, "metrics": list(n.metrics),
                      "create": n.create_sql(pack.schema), "advice": n.line(pack.schema)}
                     for n in needs],

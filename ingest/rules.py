@@ -70,15 +70,45 @@ def doc_effects(doc: RuleDoc, pack: Pack, llm: BaseChatModel | None, plan: RuleP
 
 
 def mentioned_metrics(doc: RuleDoc, pack: Pack) -> list[str]:
-    """Metrics a document names, by id or by name (whole words, case-insensitive)."""
-    text = f"{doc.front.title}\n{doc.body}".lower()
+    """Metrics a document concerns: it names the metric by id or by name (singular or plural), or
+    names a column the metric's value aggregates ("rating", "amount": what the document defines
+    is what the metric counts). Whole words, case-insensitive, `_` read as a space."""
+    text = " ".join(f"{doc.front.title}\n{doc.body}".lower().replace("_", " ").split())
     out = []
     for m in pack.metrics:
-        for needle in (m.id.lower(), m.name.lower()):
-            if re.search(rf"(?<![\w-]){re.escape(needle)}(?![\w-])", text):
-                out.append(m.id)
-                break
+        if any(re.search(rf"(?<![\w-]){re.escape(needle)}(?![\w-])", text) for needle in needles(m)):
+            out.append(m.id)
     return out
+
+
+def needles(m: Any) -> list[str]:
+    """How a document may name metric `m`: its id, its name and that name's other number, and
+    the columns its value aggregates (as words, without an is_/has_ prefix)."""
+    name = " ".join(m.name.lower().split())
+    out = [m.id.lower(), name, name[:-1] if name.endswith("s") else name + "s"]
+    for column in aggregated_columns(m.sql or ""):
+        words = column.lower()
+        for prefix in ("is_", "has_"):
+            words = words[len(prefix):] if words.startswith(prefix) else words
+        words = words.replace("_", " ").strip()
+        if len(words) >= 3 and not words.endswith(" id") and words != "id":
+            out.append(words)
+    return list(dict.fromkeys(out))
+
+
+def aggregated_columns(sql: str) -> list[str]:
+    """The columns inside the aggregate functions of a metric's SQL (none when it does not parse)."""
+    from sqlglot import exp
+
+    from dibench.sqlops.dialect import parse
+
+    try:
+        tree = parse(sql, where="metric SQL") if sql.strip() else None
+    except DibenchError:
+        return []
+    if tree is None:
+        return []
+    return list(dict.fromkeys(c.name for agg in tree.find_all(exp.AggFunc) for c in agg.find_all(exp.Column)))
 
 
 def prefetch_sides(pack: Pack, wh: Warehouse, only: set[str] | None, windows: dict[str, tuple[dt.date, dt.date]],

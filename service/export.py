@@ -31,7 +31,9 @@ from dibench.core.ambiguity import ambiguous
 from dibench.core.contracts import task_contract
 from dibench.core.errors import DibenchError
 from dibench.core.visibility import public_properties, public_view
+from dibench.evaluation.tasks import load_tasks, task_dicts
 from dibench.generation.writeback import asked
+from dibench.service.shortcut_levels import records_audit
 from dibench.sqlops.dialect import parse, render
 from dibench.sqlops.transpile import transpile_all
 from dibench.stores.cypher_guard import check_read_only, run_user_query
@@ -435,13 +437,15 @@ def _view_files(fmt: str, view: str, records: list[dict[str, Any]]) -> dict[str,
 
 def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any], audience: str = "public",
                 policies: dict[str, list[dict[str, Any]]] | None = None,
-                unambiguous: int | None = None, policy_order: dict[str, list[str]] | None = None) -> dict[str, bytes]:
+                unambiguous: int | None = None, policy_order: dict[str, list[str]] | None = None,
+                shortcuts: dict[str, Any] | None = None) -> dict[str, bytes]:
     """{relative path: bytes} of an export, manifest included. Pure. A public export holds the
     public view only, and its manifest hashes public records (a hash of a private record would
     let anyone check a guessed gold answer). `policies`: per domain, the metrics whose policy is
     incomplete (a conflict, a rule without effects): generation skipped them. `unambiguous`: the
     admitted tasks checked for one answer per question (`check_unambiguous`). `policy_order`: the
-    rules of each exported task's metric in the order their effects apply (what gold applied)."""
+    rules of each exported task's metric in the order their effects apply (what gold applied).
+    `shortcuts`: the shortcut audit of the exported admitted tasks (service/shortcut_levels.py)."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
     tasks = [r["task"] for r in snap.rows]
@@ -466,6 +470,8 @@ def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any], au
         "incomplete_policies": policies or {},
         "policy_order": policy_order or {},
         "invariants": {"one_answer_per_question": {"admitted_tasks": unambiguous, "violations": 0}},
+        # The best no-understanding strategy per analysis type x tier x variant on these tasks.
+        "shortcut_audit": shortcuts,
         "tasks": {rec["task_id"]: {"sha256": sha256(dumps(rec).encode()), "rule_versions": t.get("rule_versions") or [],
                                    "data_fingerprint": _loads(t.get("data_fingerprint"))}
                   for rec, t in zip(hashed, tasks)},
@@ -499,6 +505,15 @@ def check_unambiguous(graph: Graph, snap: Snapshot) -> int:
     return len(tasks)
 
 
+def export_audit(graph: Graph, snap: Snapshot) -> dict[str, Any] | None:
+    """The shortcut audit of the export's admitted tasks (None: it holds none)."""
+    keys = {r["task"]["key"] for r in snap.rows if r["task"].get("status") == "admitted"}
+    if not keys:
+        return None
+    records = [t for t in load_tasks(graph, snap.domain) if t.task_id in keys]
+    return records_audit(task_dicts(records), graph).model_dump(mode="json") if records else None
+
+
 def export(graph: Graph, wh: Warehouse, q: ExportQuery, fmt: str, out: Path, *, domain: str | None = None,
            audience: str = "public", dialects: Sequence[str] = ()) -> dict[str, Any]:
     """Run the export of one domain for one audience and write its files under `out`; returns
@@ -515,7 +530,8 @@ def export(graph: Graph, wh: Warehouse, q: ExportQuery, fmt: str, out: Path, *, 
     order = {m: p.order() for m, p in sorted(policies.items()) if m in exported and p.order()}
     checked = check_unambiguous(graph, snap)
     files = build_files(snap, q, fmt, fingerprint(wh, {snap.domain: schemas.get(snap.domain) or ""}), audience,
-                        {snap.domain: incomplete} if incomplete else {}, checked, order)
+                        {snap.domain: incomplete} if incomplete else {}, checked, order,
+                        export_audit(graph, snap))
     write_files(output_folder(out), files)
     return dict(json.loads(files["manifest.json"]))
 

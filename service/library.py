@@ -23,9 +23,11 @@ from dibench.evaluation.chance import ChanceLevels
 from dibench.evaluation.harness import chance_for_records
 from dibench.evaluation.scoring import Report, load_attempts, load_tasks, score_run
 from dibench.generation.pipeline import Counter_, RunSummary, generate as _generate
+from dibench.generation.shortcuts.audit import ShortcutAudit
 from dibench.ingest.pipeline import IngestReport
 from dibench.service.export import export as _export, export_query, stream_records
 from dibench.service.ingest import Preview, ingest_and_rederive, preview as _preview
+from dibench.service.shortcut_levels import records_audit
 from dibench.stores.graph import Graph, apply_schema, get_graph
 from dibench.stores.llm import configured_model
 from dibench.stores.pack_data import warehouse_for
@@ -116,3 +118,10 @@ def chance_levels(tasks: str | Path | Sequence[Mapping[str, Any]], *, graph: Gra
     task records (a file or the records), run on the domain's warehouse and knowledge base."""
     records = load_tasks(tasks) if isinstance(tasks, (str, Path)) else tasks
     return chance_for_records(graph or get_graph(), warehouse or get_warehouse(), [dict(r) for r in records])
+
+
+def shortcut_audit(tasks: str | Path | Sequence[Mapping[str, Any]], *, graph: Graph | None = None) -> ShortcutAudit:
+    """The best no-understanding strategy per analysis type x tier x variant on exactly these
+    private task records (a file or the records), beside the oracle (generation/shortcuts)."""
+    records = load_tasks(tasks) if isinstance(tasks, (str, Path)) else tasks
+    return records_audit([dict(r) for r in records], graph or get_graph())

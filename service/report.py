@@ -27,6 +27,7 @@ from dibench.evaluation.plots import bar_chart, grouped_bars, heatmap
 from dibench.evaluation.reporting_tables import FAILURE_CLASSES, TIER_ORDER, Bucket
 from dibench.evaluation.scoring import Report
 from dibench.evaluation.tasks import TaskRecord, load_tasks
+from dibench.generation.shortcuts.audit import AUDIT_COLUMNS, ShortcutAudit, audit_rows
 from dibench.routing.report import html_section
 from dibench.service.drift import latest_check
 from dibench.stores.graph import Graph
@@ -54,6 +55,7 @@ class RunData:
     report: Report
     path: Path
     chance: ChanceLevels | None = None  # the reference agents on the same tasks (chance.json)
+    shortcuts: ShortcutAudit | None = None  # the best shortcut per family on the same tasks (shortcuts.json)
 
     @property
     def label(self) -> str:
@@ -85,10 +87,13 @@ def find_runs(paths: Sequence[Path]) -> list[RunData]:
             if not score.is_file():
                 raise ReportInputError(f"{s.parent}: summary.json without score.json")
             levels = s.parent / "chance.json"
+            shortcuts = s.parent / "shortcuts.json"
             try:
                 runs.append(RunData(read_summary(s), Report.model_validate_json(score.read_text(encoding="utf-8")),
                                     s.parent, ChanceLevels.model_validate_json(levels.read_text(encoding="utf-8"))
-                                    if levels.is_file() else None))
+                                    if levels.is_file() else None,
+                                    ShortcutAudit.model_validate_json(shortcuts.read_text(encoding="utf-8"))
+                                    if shortcuts.is_file() else None))
             except ValueError as exc:
                 raise ReportInputError(f"{s.parent}: unreadable result: {str(exc).splitlines()[0]}") from exc
     return runs
@@ -182,6 +187,19 @@ def render_chance(runs: Sequence[RunData]) -> str:
                     "(computed in the same run, without an LLM).</p>", *parts])
 
 
+def render_shortcuts(runs: Sequence[RunData]) -> str:
+    """Per run: the best no-understanding strategy per analysis type x tier x variant on the same
+    tasks, beside the oracle: what the run's scores must beat."""
+    parts = [f"<h3>{escape(r.label)}: best shortcut</h3>" + _table(AUDIT_COLUMNS, audit_rows(r.shortcuts))
+             for r in runs if r.shortcuts is not None]
+    if not parts:
+        return ""
+    return "".join(["<h3>Best shortcut</h3>",
+                    '<p class="note">What strategies that read no data (constants, the most common answer, the '
+                    "question echoed, document dumps, the rule left out ...) score on the same tasks, with the 95% "
+                    "Wilson interval, beside the oracle.</p>", *parts])
+
+
 def _dash(b: Bucket | None) -> object:
     return b if b is not None else "-"
 
@@ -267,7 +285,7 @@ def render_accuracy(runs: Sequence[RunData]) -> str:
         '<p class="note">standard: the agent must retrieve and apply the rule; oracle: the rule text is in the '
         "question; no_rule: the plain metric is the gold answer.</p>",
         _table(["variant", *labels], by_variant),
-        render_chance(runs),
+        render_chance(runs), render_shortcuts(runs),
         "<h3>Failure classes</h3>", _table(["class", *labels], failures), render_reliability(runs),
         "<h3>Runs</h3>", _table(["run", "model", "tasks", "answered", "max turns", "temperature", "tokens", "started"],
                                 settings),

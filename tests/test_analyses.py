@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from scipy import stats
 
-from dibench.core.contracts import fact_found
+from dibench.core.contracts import MAX_WORDS, fact_found
 from dibench.core.pack import Pack, load_pack
 from dibench.generation.analyses import (
     Outcome, comparison, counterfactual, decomposition, knowledge, point_query, ranking, registry, significance,
@@ -235,9 +235,10 @@ def test_significance_is_welch_on_the_monthly_values(seed: int, pack: Pack, ware
             months = by_group([r for r in win if r["plan"] == g], month)
             vals = (metric_value(sk.metric, rs, rules) for _, rs in sorted(months.items()))
             return [float(v) for v in vals if v is not None]
-        p = float(stats.ttest_ind(monthly(a), monthly(b), equal_var=False).pvalue)
-        return {"significant": p < 0.05, "p_value": round(p, 4), "test_name": "Welch's t-test (two-tailed)",
-                "alpha": 0.05}
+        res = stats.ttest_ind(monthly(a), monthly(b), equal_var=False)
+        p = float(res.pvalue)
+        return {"significant": p < 0.05, "p_value": round(p, 4), "t_statistic": round(float(res.statistic), 3),
+                "test_name": "Welch's t-test (two-tailed)", "alpha": 0.05}
 
     expect_both(out, in_force(sk), expected)
     # the monthly values come from one GROUP BY (group, month) per variant, after the value lookup
@@ -345,10 +346,13 @@ def test_knowledge_retrieval_must_include_facts(metric: str, rule_id: str, facts
     assert out.gold_sql is None and ctx.ex.statements == 0  # answered from the document, no SQL
     text = out.gold_answer["text"]
     assert len(text) > 10
-    # the gold text passes its own check, and it is the document's own words
+    # the gold text passes its own check, and it is the document's own sentences, whole, stating
+    # the facts and no more than they need
     assert all(fact_found(f, text) for f in facts)
-    first_paragraph = next(p for p in doc.body.split("\n\n") if p.strip() and not p.startswith("#"))
-    assert text.startswith(first_paragraph.strip()[:100])
+    own = knowledge.sentences(doc.body)
+    picked = [x for x in own if x in text]
+    assert " ".join(picked) == text and 0 < len(picked) <= len(facts)
+    assert len(text.split()) <= MAX_WORDS
     # a value stated in the body is one the agent can find there
     for f in facts:
         assert fact_found(f, doc.body)

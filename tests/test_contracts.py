@@ -66,7 +66,8 @@ def ranking_gold(draw: st.DrawFn, rounding: int) -> dict[str, Any]:
 @st.composite
 def significance_gold(draw: st.DrawFn, rounding: int) -> dict[str, Any]:
     p = round(draw(st.floats(min_value=0, max_value=1)), 4)
-    return {"significant": p < 0.05, "p_value": p, "test_name": "Welch's t-test (two-tailed)", "alpha": 0.05}
+    return {"significant": p < 0.05, "p_value": p, "t_statistic": -2.5, "test_name": "Welch's t-test (two-tailed)",
+            "alpha": 0.05}
 
 
 @st.composite
@@ -322,20 +323,24 @@ def test_closed_vocabulary_labels() -> None:
     assert check.reason == "malformed: direction is 'up', expected one of increasing, decreasing, flat"
 
 
-def test_significance_label_decides_and_p_value_is_noted() -> None:
-    gold = {"significant": True, "p_value": 0.0123, "test_name": "Welch's t-test (two-tailed)", "alpha": 0.05}
+def test_significance_scores_the_figures_with_the_verdict() -> None:
+    gold = {"significant": True, "p_value": 0.0123, "t_statistic": 2.871, "test_name": "Welch's t-test (two-tailed)",
+            "alpha": 0.05}
     contract = contract_for("significance_testing", gold, 4)
-    assert check_answer(contract, gold, {"significant": True, "p_value": 0.0127}).reason == "match"
-    noted = check_answer(contract, gold, {"significant": True, "p_value": 0.03})
-    assert noted.passed
-    assert "p_value: expected 0.0123, got 0.03" in noted.reason
-    assert check_answer(contract, gold, {"significant": False, "p_value": 0.0123}).reason == (
+    right = {"significant": True, "p_value": 0.0127, "t_statistic": 2.874}
+    assert check_answer(contract, gold, right).reason == "match"
+    off = check_answer(contract, gold, {**right, "p_value": 0.03})
+    assert not off.passed
+    assert "p_value: expected 0.0123, got 0.03" in off.reason
+    assert not check_answer(contract, gold, {**right, "t_statistic": -2.871}).passed  # the direction counts
+    assert check_answer(contract, gold, {**right, "significant": False}).reason == (
         "significant: expected True, got False")
-    assert check_answer(contract, gold, {"significant": "yes", "p_value": 0.0123}).malformed
+    assert check_answer(contract, gold, {**right, "significant": "yes"}).malformed
+    assert check_answer(contract, gold, {"significant": True, "p_value": 0.0123}).malformed  # no statistic
 
 
 def test_p_value_tolerance_is_relative_or_absolute_whichever_larger() -> None:
-    contract = contract_for("significance_testing", {"significant": False, "p_value": 0.5}, 4)
+    contract = contract_for("significance_testing", {"significant": False, "p_value": 0.5, "t_statistic": 0.2}, 4)
     assert contract.numbers["p_value"].allowed(0.5) == pytest.approx(5e-4)
     assert contract.numbers["p_value"].allowed(0.9) == pytest.approx(9e-4)
     assert contract.numbers["p_value"].allowed(0.001) == pytest.approx(5e-4)
@@ -412,7 +417,11 @@ def test_a_list_of_every_number_is_not_an_answer() -> None:
             "sources_state": renderings([v for s in sources for v in stated(s)])}
     contract = contract_for("knowledge_retrieval", gold)
     assert check_answer(contract, gold, {"text": "Three-star ratings are excluded since 1 January 2023 (v2)."}).passed
-    assert check_answer(contract, gold, {"text": "Ratings of 3 are out, from 2023; see also 17 and 99."}).passed
+    # numbers beside the fact that neither the facts nor the reference text state compete with it
+    listed = check_answer(contract, gold, {"text": "Ratings of 3 are out, from 2023; see also 17 and 99."})
+    assert not listed.passed
+    assert "states 3 numbers or dates besides the facts asked for ('2023', '17', '99')" in listed.reason
+    assert check_answer(contract, gold, {"text": "Ratings of 3 are out, from 2023."}).passed
     dump = {"text": "3 17 99 30 2000 2024-06-01 45 10%"}
     check = check_answer(contract, gold, dump)
     assert not check.passed

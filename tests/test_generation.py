@@ -27,7 +27,10 @@ from dibench.generation.analyses import (
 from dibench.generation.fidelity import fidelity_problems
 from dibench.generation.pipeline import RunSummary, generate
 from dibench.generation.questions import CATALOG_ONLY
+from dibench.generation.shortcut_gate import SHORTCUT
+from dibench.generation.shortcuts.audit import ShortcutAudit
 from dibench.generation.validation import NOT_DISCRIMINATIVE, STAGE1, rule_changes_answer
+from dibench.generation.writeback import DUPLICATE
 from dibench.ingest.pipeline import ingest_pack
 from dibench.stores.graph import Graph
 from dibench.stores.warehouse import Warehouse
@@ -225,18 +228,41 @@ def test_every_planned_skeleton_is_done_and_linked(gen: Generated, graph: Graph)
 def test_rejected_candidates_are_kept_with_their_reasons(gen: Generated) -> None:
     rejected = [t for t in gen.first_tasks if t["props"]["status"] == "rejected"]
     assert rejected, "the mini pack always yields some non-discriminative rule candidates"
-    checks = {c.__name__ for c in STAGE1} | {"judge", NOT_DISCRIMINATIVE}
+    # a copy of another task, or a family a shortcut solves, is rejected after admission: with its variants
+    late = {DUPLICATE, SHORTCUT}
+    checks = {c.__name__ for c in STAGE1} | {"judge", NOT_DISCRIMINATIVE} | late
     counted: Counter[str] = Counter()
     for t in rejected:
         reasons = t["props"]["rejections"]
         assert reasons, t["key"]
         for r in reasons:
             check, _, why = r.partition(":")
-            assert check in checks and why.strip(), r
-            counted[check] += 1
-        assert t["props"]["variant"] == "standard"  # a rejected candidate has no matched variants
+            assert check in checks, r
+            assert why.strip(), r
+            counted[check] += t["props"]["variant"] == "standard"
+        if not {r.partition(":")[0] for r in reasons} & late:
+            assert t["props"]["variant"] == "standard"  # a rejected candidate has no matched variants
     assert dict(counted) == gen.first.rejections_by_check
     assert all(not t["props"]["rejections"] for t in admitted(gen.first_tasks, variant=None))
+
+
+def test_the_run_is_audited_against_shortcuts_and_the_table_is_stored(gen: Generated, graph: Graph) -> None:
+    audit = ShortcutAudit.model_validate(gen.first.shortcut_audit)
+    run = graph.read("test_run_node", run=gen.first.run_key)[0]["run"]
+    assert ShortcutAudit.model_validate_json(run["shortcut_audit"]) == audit
+    assert json.loads(run["shortcut_rejected"]) == gen.first.shortcut_rejected
+    cells = {c.family: c for c in audit.cells}
+    # every family of the run's admitted tasks has its row, its oracle passing all of them
+    families = Counter("/".join((t["props"]["analysis_type"], t["props"]["tier"], t["props"]["variant"]))
+                       for t in admitted(gen.first_tasks, variant=None))
+    assert families and set(families) <= set(cells)
+    for family, n in families.items():
+        assert cells[family].admitted and cells[family].tasks >= n
+        assert cells[family].oracle_passed == cells[family].tasks
+        assert cells[family].best_pct <= audit.limit_pct or cells[family].low_pct <= audit.limit_pct
+    assert audit.strategies >= 30
+    # `dibench generate --json` carries the same table
+    assert ShortcutAudit.model_validate(gen.second["shortcut_audit"]).cells
 
 
 def test_stage2_is_recorded_as_skipped_without_an_llm(gen: Generated, graph: Graph) -> None:

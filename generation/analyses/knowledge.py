@@ -1,11 +1,12 @@
-"""Knowledge retrieval: a substantive answer from the rule document itself, with the facts it
-must include: what the rule sets (threshold, weight or cap values, the minimum group size, the
+"""Knowledge retrieval: an answer from the rule document itself (its sentences stating the facts,
+whole), with the facts it must include: what the rule sets (threshold, weight or cap values, the minimum group size, the
 slice of a conditional rule, the date of effect of a temporal rule), as far as the document
 states them; and the numbers and dates its sources state (`sources_state`: an answer stating
 many others is a list of guesses, core/contracts.py). No SQL. {"text", "must_include", "sources_state"}"""
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -122,29 +123,33 @@ def document_facts(effects: list[dict[str, Any]], doc: Any, temporal: bool, metr
     return [f for f in effect_facts(effects, temporal, metric_sql) if fact_found(f, doc.body)][:MAX_FACTS]
 
 
-def summary_text(body: str, limit: int = 600) -> str:
-    """The first substantive paragraph(s) of the document, headings removed."""
-    paras = [p.strip() for p in body.split("\n\n") if p.strip() and not p.strip().startswith("#")]
-    text = ""
-    for p in paras:
-        text = (text + " " + p).strip()
-        if len(text) >= 200:
-            break
-    return text[:limit]
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"(])")
+
+
+def sentences(body: str) -> list[str]:
+    """The document's sentences, whole, in order: each heading is one, each paragraph is split
+    after a full stop, question or exclamation mark followed by a capital or a digit."""
+    out = []
+    for block in body.split("\n\n"):
+        block = " ".join(block.split())
+        if block.startswith("#"):
+            out.append(block.lstrip("#").strip())
+        elif block:
+            out += [x.strip() for x in _SENTENCE_END.split(block) if x.strip()]
+    return out
 
 
 def answer_text(doc: Any, facts: list[str]) -> str:
-    """A summary of the document that states every must-include fact, so that the gold answer
-    passes its own check: the summary, then the first passage stating each fact not yet in it."""
-    text = summary_text(doc.body)
-    passages = [p.strip().lstrip("#").strip() for p in doc.body.split("\n\n") if p.strip()]
+    """The reference answer: for each must-include fact, the first whole sentence of the document
+    stating it, each sentence once, in the document's order. It states what is asked and little
+    else, so an answer is compared with an answer, not with a summary of the whole document."""
+    body = sentences(doc.body)
+    picked: set[int] = set()
     for fact in facts:
-        if fact_found(fact, text):
-            continue
-        stated_in = next((p for p in passages if fact_found(fact, p)), None)
-        if stated_in is not None:
-            text += " " + stated_in
-    return text
+        at = next((i for i, x in enumerate(body) if fact_found(fact, x)), None)
+        if at is not None:
+            picked.add(at)
+    return " ".join(body[i] for i in sorted(picked))
 
 
 def metric_text(m: MetricSpec) -> str:
@@ -211,8 +216,14 @@ def build(ctx: Context) -> Outcome | None:
         return None
     effects = [e for e in rule.effects_json() if e.get("metric") == ctx.metric.id] or rule.effects_json()
     temporal = rule.rule_type == "temporal"
-    facts = document_facts(effects, doc, temporal, ctx.metric.sql)
+    about = topic(effects, temporal)
+    # A fact the question names (the flags or slice it asks about) is no evidence of retrieval.
+    named = [w for w in [*about["columns"], about["slice"]] if w]
+    facts = [f for f in document_facts(effects, doc, temporal, ctx.metric.sql)
+             if not any(fact_found(f, w) for w in named)]
+    if not facts:
+        return None
     answer = {"text": answer_text(doc, facts), "must_include": facts, "sources_state": sources_state(ctx)}
     return Outcome(answer, {"text": "", "must_include": facts}, None, None, {}, {},
                    {"rule": rule.rule_id, "title": doc.front.title, "effective_date": doc.front.effective_date.isoformat(),
-                    "effects": json.dumps(effects), "topic": topic(effects, temporal)})
+                    "effects": json.dumps(effects), "topic": about})

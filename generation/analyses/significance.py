@@ -1,6 +1,6 @@
 """Significance testing: is the metric different between two groups? Monthly values per group
 from one GROUP BY (group, month), then Welch's two-tailed t-test (scipy).
-{"significant", "p_value", "test_name", "alpha"}"""
+{"significant", "p_value", "t_statistic", "test_name", "alpha"}"""
 from __future__ import annotations
 
 from typing import Any

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from dibench.core.answers import threshold_crossing as answer
+from dibench.core.contracts import half_unit
 from dibench.generation.analyses import point_query
 from dibench.generation.analyses.base import Outcome, outcome
 from dibench.generation.grounding import Context
@@ -50,6 +51,10 @@ def build(ctx: Context) -> Outcome | None:
         # else close to the value, so the question is neither trivial nor arbitrary.
         g, b = point.gold_answer["value"], point.base_answer["value"]
         threshold = roundest_between(g, b) if b is not None else round_significant(g, 2)
+    if "threshold" not in ctx.fixed and any(
+            v is not None and abs(v - threshold) < half_unit(m.rounding)
+            for v in (point.gold_answer["value"], point.base_answer["value"])):
+        return None  # a target equal to the value: the question would state its own answer
     facts = {**point.facts, "threshold": threshold, "higher_is_better": m.higher_is_better}
     return Outcome(answer(point.gold_answer["value"], threshold, m.higher_is_better),
                    answer(point.base_answer["value"], threshold, m.higher_is_better), point.gold_sql,

@@ -1,0 +1,104 @@
+"""The audit: every shortcut on every task, the best per analysis type x tier x variant with its
+95% Wilson interval, beside the oracle (the gold under its own contract), and the families a
+shortcut passes too often to be admitted. Pure: tasks and documents in, a table out."""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dibench.core.intervals import wilson
+from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, passes
+
+# A family is not admitted when its best shortcut passes more than this share of its tasks, and
+# the low end of the 95% interval says so too (one pass of two tasks is not evidence).
+LIMIT_PCT = 10.0
+
+
+class AuditCell(BaseModel):
+    """One family: its tasks, the oracle's passes, the best shortcut and its passes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    analysis_type: str
+    tier: str
+    variant: str
+    tasks: int
+    oracle_passed: int
+    best_shortcut: str | None = Field(description="the strategy passing most tasks (None: none passes any)")
+    best_passed: int
+    best_pct: float
+    low_pct: float
+    high_pct: float
+    admitted: bool
+
+    @property
+    def family(self) -> str:
+        return f"{self.analysis_type}/{self.tier}/{self.variant}"
+
+
+class ShortcutAudit(BaseModel):
+    """The audit of one run's admitted tasks (stored on the Run node as JSON)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    limit_pct: float = LIMIT_PCT
+    strategies: int
+    cells: list[AuditCell]
+
+    def rejected(self) -> list[AuditCell]:
+        return [c for c in self.cells if not c.admitted]
+
+
+def family_of(task: AuditTask) -> tuple[str, str, str]:
+    return task.analysis_type, task.tier, task.variant
+
+
+def pass_counts(tasks: Sequence[AuditTask], corpus: Corpus,
+                shortcuts: Sequence[Shortcut]) -> dict[tuple[str, str, str], dict[str, int]]:
+    """{family: {strategy: tasks passed}} (a strategy that raises on a task fails it)."""
+    out: dict[tuple[str, str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for task in tasks:
+        counts = out[family_of(task)]
+        for s in shortcuts:
+            try:
+                ok = passes(task, s.answer(task, corpus))
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+                ok = False  # a strategy that cannot shape an answer for this task has none
+            counts[s.name] += int(ok)
+    return out
+
+
+def audit(tasks: Sequence[AuditTask], corpus: Corpus, shortcuts: Sequence[Shortcut]) -> ShortcutAudit:
+    counts = pass_counts(tasks, corpus, shortcuts)
+    by_family: dict[tuple[str, str, str], list[AuditTask]] = defaultdict(list)
+    for t in tasks:
+        by_family[family_of(t)].append(t)
+    cells = []
+    for fam in sorted(by_family):
+        members = by_family[fam]
+        n = len(members)
+        best, best_n = None, 0
+        for s in shortcuts:  # the first of equals, in registry order
+            if counts[fam][s.name] > best_n:
+                best, best_n = s.name, counts[fam][s.name]
+        low, high = wilson(best_n, n)
+        pct = 100.0 * best_n / n
+        cells.append(AuditCell(analysis_type=fam[0], tier=fam[1], variant=fam[2], tasks=n,
+                               oracle_passed=sum(passes(t, t.gold) for t in members), best_shortcut=best,
+                               best_passed=best_n, best_pct=round(pct, 1), low_pct=round(100 * low, 1),
+                               high_pct=round(100 * high, 1),
+                               admitted=not (pct > LIMIT_PCT and 100 * low > LIMIT_PCT)))
+    return ShortcutAudit(strategies=len(shortcuts), cells=cells)
+
+
+AUDIT_COLUMNS = ["analysis type", "tier", "variant", "tasks", "oracle %", "best shortcut", "best shortcut %",
+                 "95% CI", "admitted"]
+
+
+def audit_rows(table: ShortcutAudit) -> list[list[str]]:
+    """The audit as printed beside every score: one row per family."""
+    return [[c.analysis_type, c.tier, c.variant, str(c.tasks), f"{100 * c.oracle_passed / c.tasks:.1f}",
+             c.best_shortcut or "-", f"{c.best_pct:.1f}", f"{c.low_pct:.1f}-{c.high_pct:.1f}",
+             "yes" if c.admitted else f"no (over {table.limit_pct:g}%)"] for c in table.cells]

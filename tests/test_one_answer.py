@@ -1,0 +1,58 @@
+"""One right answer, stated: a ranking never cut inside a tie, no task repeated, and answer formats
+that say how the gold is computed (rounding, the trend's method, the tolerance of a significance
+test's figures, the length of a knowledge answer). Pure: no services."""
+from __future__ import annotations
+
+from dibench.core.ambiguity import Asked, duplicates
+from dibench.core.contracts import MAX_WORDS, check_answer, task_contract
+from dibench.generation.analyses.ranking import tied_at, untied_k
+from dibench.generation.questions import answer_format
+
+
+def rows(*values: float) -> list[dict[str, object]]:
+    return [{"group": f"g{i}", "value": v} for i, v in enumerate(values)]
+
+
+def test_a_ranking_is_never_cut_inside_a_tie() -> None:
+    # two regions with 4 loans each at ranks 3 and 4: a top 3 would depend on the tie-break
+    tied = rows(9, 7, 4, 4, 1)
+    assert tied_at(tied, 3, higher_is_better=True)
+    assert not tied_at(tied, 2, higher_is_better=True)
+    assert untied_k([tied], 3, 5, True) == 2
+    assert untied_k([tied], 4, 5, True) == 4
+    # the answer without rules counts too; the lowest first when lower is better
+    assert untied_k([rows(9, 7, 5, 1), rows(9, 7, 7, 1)], 2, 4, True) == 3
+    assert tied_at(rows(1, 2, 2, 5), 2, higher_is_better=False)
+    # every cut ties: no ranking
+    assert untied_k([rows(4, 4, 4, 4)], 3, 4, True) is None
+
+
+def test_a_repeated_question_and_answer_is_kept_once() -> None:
+    gold = {"value": 5.0}
+    tasks = [Asked("t:b", "What is the  revenue?", "point_query", gold, 2),
+             Asked("t:a", "what is the revenue?", "point_query", {"value": 5.001}, 2),
+             Asked("t:c", "What is the revenue?", "point_query", {"value": 7.0}, 2),
+             Asked("t:d", "What is the cost?", "point_query", gold, 2)]
+    # 5.001 and 5.0 are one answer under the contract; 7.0 is another (ambiguous, not a copy)
+    assert duplicates(tasks) == {"t:b": "t:a"}
+
+
+def test_answer_formats_state_how_the_gold_is_computed() -> None:
+    assert "rounded to 2 decimals, half away from zero" in answer_format("point_query", 2)
+    assert "rounded to 1 decimal," in answer_format("decomposition", 1)
+    trend = answer_format("trend_analysis", 2)
+    assert "(last month - first month) / |first month|" in trend and '"flat" when |total_change_pct| < 1' in trend
+    sig = answer_format("significance_testing", 2)
+    assert "p_value and t_statistic are scored with the verdict" in sig and "0.0005" in sig
+    assert f"at most {MAX_WORDS} words" in answer_format("knowledge_retrieval", 2)
+
+
+def test_a_constant_significance_verdict_and_a_constant_trend_direction_fail() -> None:
+    sig = task_contract("significance_testing", 2)
+    gold = {"significant": False, "p_value": 0.41, "t_statistic": 0.84, "test_name": "Welch's t-test (two-tailed)",
+            "alpha": 0.05}
+    assert not check_answer(sig, gold, {"significant": False, "p_value": 0.5, "t_statistic": 0.0}).passed
+    trend = task_contract("trend_analysis", 2)
+    gold = {"direction": "increasing", "total_change_pct": 12.3, "peak_period": "2024-05"}
+    assert not check_answer(trend, gold, {"direction": "increasing", "total_change_pct": 0.0,
+                                          "peak_period": "2024-05"}).passed
