@@ -282,7 +282,9 @@ def eval_shortcuts(out: Path) -> Any:
     except DibenchError as exc:
         err_console.print(f"shortcut audit not computed: {str(exc).splitlines()[0]}", highlight=False, soft_wrap=True)
         return None
-    (out / "shortcuts.json").write_text(table.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    from dibench.evaluation.run_files import write_private
+
+    write_private(out / "shortcuts.json", table.model_dump_json(indent=2) + "\n")
     return table
 
 
