@@ -812,31 +812,36 @@ def export_cmd(cypher_text: str | None, preset: str | None, filters: tuple[str, 
     SQL in other engines' dialects to the private view). docs/public-surface.md lists what a
     public export can see; docs/graph.md the labels and properties a Cypher query may use.
 
-    A selection of no task exits 1 (for a Cypher query, naming the labels and properties it uses
-    that the graph does not hold), unless --allow-empty.
+    A selection of no task writes nothing and exits 1 (for a Cypher query, naming the labels and
+    properties it uses that the graph does not hold), unless --allow-empty.
 
     Example: dibench export --preset domain --param domain=demo -o out/demo"""
     from dibench.service import library
     from dibench.service.export import parse_filters, parse_param
     from dibench.sqlops.transpile import parse_dialects
 
-    manifest = library.export(out_dir, cypher=cypher_text, preset=preset, params=dict(parse_param(p) for p in params),
-                              filters=parse_filters(filters), domain=domain, audience=audience, fmt=fmt,
-                              dialects=parse_dialects(dialects) if dialects else ())
-    c = manifest["counts"]
-    click.echo(f"exported {c['tasks']} tasks of {manifest['domain']} ({audience}) to {out_dir} ({fmt}): "
-               + ", ".join(f"{k} {v}" for k, v in c["by_analysis_type"].items()))
-    for name, digest in manifest["files"].items():
-        click.echo(f"  {name}  sha256 {digest[:16]}")
-    if c["tasks"] == 0 and not allow_empty:
+    from dibench.service.export import EmptyExport
+
+    try:
+        manifest = library.export(out_dir, cypher=cypher_text, preset=preset,
+                                  params=dict(parse_param(p) for p in params), filters=parse_filters(filters),
+                                  domain=domain, audience=audience, fmt=fmt,
+                                  dialects=parse_dialects(dialects) if dialects else (), allow_empty=allow_empty)
+    except EmptyExport:
         from dibench.service.hints import unknown_names
         from dibench.stores.graph import get_graph
 
         for line in unknown_names(get_graph(), cypher_text) if cypher_text else []:
             err_console.print(f"[yellow]hint[/yellow] {line}", highlight=False, soft_wrap=True)
-        err_console.print("[red]error[/red] the query selected 0 tasks (docs/graph.md lists the graph's labels "
-                          "and properties; --allow-empty accepts an empty export)", highlight=False, soft_wrap=True)
+        err_console.print("[red]error[/red] the query selected 0 tasks, so nothing was written (docs/graph.md lists "
+                          "the graph's labels and properties; --allow-empty writes an empty export)",
+                          highlight=False, soft_wrap=True)
         sys.exit(1)
+    c = manifest["counts"]
+    click.echo(f"exported {c['tasks']} tasks of {manifest['domain']} ({audience}) to {out_dir} ({fmt}): "
+               + ", ".join(f"{k} {v}" for k, v in c["by_analysis_type"].items()))
+    for name, digest in manifest["files"].items():
+        click.echo(f"  {name}  sha256 {digest[:16]}")
 
 
 @main.command("serve")
