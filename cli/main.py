@@ -14,7 +14,7 @@ import click
 
 from dibench import __version__
 from dibench.cli.common import (console, err_console, get_settings, handle_errors, print_json, print_table,
-                                 reset_settings)
+                                 reset_settings, working)
 from dibench.core.errors import PackErrors
 
 
@@ -305,7 +305,7 @@ def ingest_cmd(pack: str, no_verify: bool, dry_run: bool, as_json: bool, max_llm
     if not as_json:
         for line in pk.refused:
             err_console.print(f"[yellow]left out[/yellow] {line}", highlight=False, soft_wrap=True)
-    with console.status(f"{pk.name}: planning what the ingest re-derives"):
+    with working(f"{pk.name}: planning what the ingest re-derives", quiet=as_json):
         preview = library.ingest_preview(pk)
     if not as_json:
         said = preview.line()
@@ -319,7 +319,7 @@ def ingest_cmd(pack: str, no_verify: bool, dry_run: bool, as_json: bool, max_llm
             click.echo(f"{pk.name}: dry run, nothing written ({len(pk.rules)} rule documents would be ingested, "
                        f"{len(pk.refused)} left out)")
         return
-    with console.status(f"ingesting {pk.name}: schema, catalog, rules, counterfactual verification"):
+    with working(f"ingesting {pk.name}: schema, catalog, rules, counterfactual verification", quiet=as_json):
         report = library.ingest_pack(pk, verify=not no_verify)
     if as_json:
         print_json({**report.as_dict(), "llm": session().as_dict(), "left_out": list(pk.refused)})
@@ -567,12 +567,12 @@ def demo_cmd(domain_name: str, size: int | None, target: int | None, min_per_typ
     _print_status(local.up(get_settings()))
     pk = library.load_pack(domain_name)
     console.rule(f"2/4 load {pk.name}")
-    with console.status(f"loading {pk.name} into PostgreSQL"):
+    with working(f"loading {pk.name} into PostgreSQL"):
         report = load_database(pk, get_warehouse(), size=size, seed=seed if domain_name == "demo" else None)
     click.echo(json.dumps(report, default=str))
     console.rule("3/4 ingest")
     graph = get_graph()
-    with console.status("building the artifact linkage graph"):
+    with working("building the artifact linkage graph"):
         ing = library.ingest_pack(pk, graph=graph, warehouse=get_warehouse())
     click.echo(f"rule -> metric edges verified {ing.verified}, unverified {ing.unverified}")
     stats = graph_stats(graph, pk.name)
@@ -647,7 +647,7 @@ def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run:
     apply_schema(graph)
     pk, doc = load_document(path, pack_path)
     plan_fn = lambda: plan_update(pk, doc, graph, get_warehouse(), configured_model(), regenerate=regenerate)  # noqa: E731
-    with console.status(f"updating {doc.id}: verifying edges, re-deriving tasks"):
+    with working(f"updating {doc.id}: verifying edges, re-deriving tasks", quiet=as_json):
         plan = plan_fn() if dry_run else run_update(plan_fn, graph, pk.name)[0]
     log = plan.changelog()
     if dry_run:
@@ -760,7 +760,7 @@ def drift_cmd(domain_name: str, apply_: bool, pack_path: str | None, as_json: bo
 
     graph = get_graph()
     apply_schema(graph)
-    with console.status(f"drift check of {domain_name}: fingerprints, re-executing stored SQL"):
+    with working(f"drift check of {domain_name}: fingerprints, re-executing stored SQL", quiet=as_json):
         plan = run_drift(graph, _domain_warehouse(domain_name, pack_path), domain_name, apply=apply_)
     log = plan.changelog()
     if as_json:
