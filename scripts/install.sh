@@ -42,7 +42,8 @@ stamp="$VENV/.dibench-installed"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   log "pip install -e .[dev]"
   "$VENV/bin/pip" install -q --upgrade pip >/dev/null
-  "$VENV/bin/pip" install -q -e ".[dev]"
+  # setuptools says "Editable installation." on every editable install, as a warning: a notice.
+  PYTHONWARNINGS="ignore:Editable installation" "$VENV/bin/pip" install -q -e ".[dev]"
   touch "$stamp"
 fi
 # The install's own secrets (made on first use), and the `.env` docker-compose.yml reads them from.

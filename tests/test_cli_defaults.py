@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import re
 import time
+import tomllib
 
 import click
 import pytest
 
 from dibench.cli import common
 from dibench.cli.main import main
+from dibench.core.config import REPO_ROOT
 
 
 def _port_default(path: list[str]) -> int:
@@ -48,3 +50,15 @@ def test_piped_steps_say_where_they_are_every_few_seconds(monkeypatch: pytest.Mo
     with common.working("quiet under --json", quiet=True):
         time.sleep(0.2)
     assert capsys.readouterr().err == ""
+
+
+def test_every_packed_data_folder_is_a_declared_package() -> None:
+    """A quiet install: setuptools warns ("Package would be ignored") about any folder of package
+    data that Python could import but `packages` does not name, as a pack's rules/ folder."""
+    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packages = set(config["packages"])
+    for pack in sorted((REPO_ROOT / "domains").glob("*/pack.yaml")):
+        rules = f"dibench.domains.{pack.parent.name}.rules"
+        assert rules in packages, f"pyproject.toml: add {rules} to [tool.setuptools] packages"
+        assert config["package-data"][rules] == ["*.md"]
+    assert "PYTHONWARNINGS=\"ignore:Editable installation\"" in (REPO_ROOT / "scripts" / "install.sh").read_text()
