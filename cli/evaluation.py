@@ -242,8 +242,10 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
     tokens = f", tokens {s.tokens['total_tokens']}" if s.tokens else ""
     failed = (s.stop_reasons or {}).get("error", 0)
     errors = f", {failed} failed (see trace.jsonl)" if failed else ""
+    standard = result.report.by_variant["standard"].total if "standard" in result.report.by_variant else 0
     click.echo(f"{s.agent} ({s.model}) on {s.domain}: {s.passed}/{s.tasks} passed = {s.accuracy_pct:.2f}%, "
                f"{s.answered} answered{errors}{tokens}, {s.wall_seconds}s; files in {out}")
+    click.echo(f"tasks: {standard} admitted standard tasks ({s.tasks} with variants) were evaluated")
 
 
 def print_eval_tables(report: Report, chance: ChanceLevels | None = None) -> None:

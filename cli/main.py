@@ -363,7 +363,9 @@ def graph() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
 def graph_stats_cmd(domain: str | None, as_json: bool) -> None:
-    """Node and edge counts by type."""
+    """Node and edge counts by type, and the tasks: admitted standard tasks, with variants, with
+    rejected candidates (the words every command uses)."""
+    from dibench.core.task_counts import TaskCounts
     from dibench.stores.graph import get_graph
     from dibench.service.queries import graph_stats
 
@@ -375,6 +377,9 @@ def graph_stats_cmd(domain: str | None, as_json: bool) -> None:
     rows.append(["total", "nodes", sum(stats["nodes"].values())])
     rows.append(["total", "edges", sum(stats["edges"].values())])
     print_table(f"graph {domain or '(all domains)'}", ["kind", "type", "count"], rows)
+    t = stats["tasks"]
+    click.echo("tasks: " + TaskCounts(t["admitted_standard"], t["admitted_with_variants"],
+                                      t["with_rejected_candidates"]).line())
 
 
 @main.command("rules-for")
@@ -425,8 +430,10 @@ def _print_summary(summary: Any) -> None:
     cands = d["candidates"] or 1
     print_table("rejections by validation check", ["check", "rejected", "share of candidates"],
                 [[k, v, f"{100 * v / cands:.1f}%"] for k, v in d["rejections_by_check"].items()] or [["-", 0, "0%"]])
-    click.echo(f"run {d['run_key']}: {d['admitted']} admitted of {d['candidates']} candidates from "
-               f"{d['skeletons']} skeletons; rules decisive in a task {d['rules_covered']}/{d['rules_total']}, "
+    c = d["task_counts"]
+    click.echo(f"run {d['run_key']}: {c['admitted_standard']} admitted standard tasks ({c['admitted_with_variants']} "
+               f"with variants; {c['with_rejected_candidates']} with rejected candidates) of {d['candidates']} "
+               f"standard candidates from {d['skeletons']} skeletons; rules decisive in a task {d['rules_covered']}/{d['rules_total']}, "
                f"featured {d['featured_covered']}/{d['rules_total']}; {d['multi_decisive']} tasks with more than "
                f"one decisive rule; metrics covered {d['metrics_covered']}; validation stage 2: {d['stage2']}; "
                f"wall {d['wall_seconds']}s, SQL {d['sql_seconds']}s in {d['sql_statements']} statements "
@@ -838,7 +845,10 @@ def export_cmd(cypher_text: str | None, preset: str | None, filters: tuple[str, 
                           highlight=False, soft_wrap=True)
         sys.exit(1)
     c = manifest["counts"]
-    click.echo(f"exported {c['tasks']} tasks of {manifest['domain']} ({audience}) to {out_dir} ({fmt}): "
+    standard = c["by_variant"].get("standard", 0)
+    what = (f"{standard} admitted standard tasks ({c['tasks']} with variants)"
+            if set(c["by_status"]) <= {"admitted"} else f"{c['tasks']} tasks ({standard} standard)")
+    click.echo(f"exported {what} of {manifest['domain']} ({audience}) to {out_dir} ({fmt}): "
                + ", ".join(f"{k} {v}" for k, v in c["by_analysis_type"].items()))
     for name, digest in manifest["files"].items():
         click.echo(f"  {name}  sha256 {digest[:16]}")

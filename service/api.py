@@ -487,7 +487,7 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
 
         return impact(graph_of(), rule_id, domain)
 
-    @app.get("/tasks", summary="Tasks with filters over public fields, paginated")
+    @app.get("/tasks", summary="Admitted tasks (or of the status asked) with filters over public fields, paginated")
     def tasks(request: Request, domain: str | None = None, analysis_type: str | None = None, tier: str | None = None,
               status: str | None = None, rule: str | None = None, metric: str | None = None,
               offset: int = Query(0, ge=0, le=MAX_OFFSET), limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
@@ -498,7 +498,8 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
                               f"{', '.join(sorted(TASK_QUERY - {'offset', 'limit'}))}")
         g = graph_of()
         given = dict(domain=domain, analysis_type=analysis_type, tier=tier, status=status, rule=rule, metric=metric)
-        selection = public_filter({k: v for k, v in given.items() if v is not None}, admitted=False)
+        # Admitted tasks unless a status is asked for (status=rejected lists the rejected candidates).
+        selection = public_filter({k: v for k, v in given.items() if v is not None})
         keys = [r["key"] for r in g.read("export_filter", **selection.params())]
         page = sorted(keys)[offset:offset + limit]
         rows = g.read("export_tasks_public", keys=page, domain=None) if page else []

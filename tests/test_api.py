@@ -66,8 +66,12 @@ def test_tasks_filters_and_pages(pack: Pack, graph: Graph) -> None:
         got += [t["task_id"] for t in page["tasks"]]
         assert all("gold_answer" not in t for t in page["tasks"])
     assert got == want
+    # Without a status, /tasks lists admitted tasks; a status asks for others.
     by_rule = c.get("/tasks", params={"domain": DOMAIN, "rule": "MINI-R-STRICT", "limit": 500}).json()
-    assert by_rule["total"] == sum(1 for t in tasks_of(graph, DOMAIN).values() if "MINI-R-STRICT" in t["rule_ids"])
+    assert by_rule["total"] == sum(1 for t in tasks_of(graph, DOMAIN).values()
+                                   if "MINI-R-STRICT" in t["rule_ids"] and t["status"] == "admitted")
+    rejected = c.get("/tasks", params={"domain": DOMAIN, "status": "rejected", "limit": 500}).json()
+    assert rejected["total"] == sum(1 for t in tasks_of(graph, DOMAIN).values() if t["status"] == "rejected")
 
 
 def test_export_streams_jsonl_and_refuses_writes(pack: Pack) -> None:
