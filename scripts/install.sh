@@ -30,7 +30,7 @@ fi
 LIB="$STATE/neo4j/lib"
 if ! ls "$LIB"/neo4j-server-5.26.*.jar >/dev/null 2>&1; then
   log "Neo4j 5.26 Community jars from Maven Central -> $LIB"
-  mkdir -p "$LIB"
+  (umask 077 && mkdir -p "$LIB")  # the state folder is owner-only from the start
   mvn -q -B -f scripts/neo4j/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$LIB"
 fi
 
