@@ -84,7 +84,11 @@ def test_export_streams_jsonl_and_refuses_writes(pack: Pack) -> None:
              "domain": DOMAIN}
     public = c.post("/export", json=query, headers=auth(WRITE))
     assert public.status_code == 400 and public.json()["error"] == "PrivateOnly"
-    private = c.post("/export", json={**query, "view": "private"}, headers=auth(WRITE))
+    private = c.post("/export", json={**query, "view": "private"}, headers=auth(WRITE))  # the older name
+    same = c.post("/export", json={**query, "audience": "private"}, headers=auth(WRITE))  # the CLI's word
+    assert same.status_code == 200 and same.text == private.text
+    both = c.post("/export", json={**query, "audience": "private", "view": "private"}, headers=auth(WRITE))
+    assert both.status_code == 422
     assert [json.loads(x)["task_id"] for x in private.text.splitlines()] == [x["task_id"] for x in rows]
     bad = c.post("/export", json={"cypher": "MATCH (t:Task) SET t.x = 1 RETURN t.key AS key", "view": "private"},
                  headers=auth(WRITE))
