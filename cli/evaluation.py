@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dibench.cli.common import console, err_console, get_settings, handle_errors, print_json, print_table, working
+from dibench.cli.common import err_console, get_settings, handle_errors, print_json, print_table, working
 from dibench.core.errors import DibenchError
 from dibench.evaluation.reporting_tables import bucket_rows
 
