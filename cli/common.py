@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
@@ -84,9 +86,66 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     console.print(table)
 
 
+# Piped (not a terminal), a long step says where it is with a plain line this often, in seconds.
+HEARTBEAT_S = 5.0
+
+
+@contextmanager
+def heartbeat(describe: Callable[[], str], every: float | None = None) -> Iterator[None]:
+    """While the block runs, a plain line on stderr every `every` seconds (HEARTBEAT_S): what
+    `describe()` says now and the time so far. For output that is not a terminal, where a
+    spinner or a bar shows nothing; a step shorter than `every` prints nothing."""
+    every = HEARTBEAT_S if every is None else every
+    started, stop = time.monotonic(), threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            click.echo(f"... {describe()} ({time.monotonic() - started:.0f} s)", err=True)
+
+    thread = threading.Thread(target=beat, name="dibench-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+@contextmanager
+def working(text: str, *, quiet: bool = False) -> Iterator[Callable[[str], None]]:
+    """A step that can take a while: a spinner on a terminal, else a plain line every few seconds
+    on stderr (none with `quiet`, e.g. under --json). Yields a function that updates the text."""
+    if err_console.is_terminal:
+        with err_console.status(text) as status:
+            yield lambda now: status.update(now)
+        return
+    current = [text]
+    if quiet:
+        yield lambda now: None
+        return
+    with heartbeat(lambda: current[0]):
+        yield lambda now: current.__setitem__(0, now)
+
+
 @contextmanager
 def bars(*tasks: tuple[str, int | None]) -> Iterator[list[Callable[[int], None]]]:
-    """One rich progress display with a bar per (label, total); yields an advance function per bar."""
+    """One rich progress display with a bar per (label, total); yields an advance function per
+    bar. Piped, a plain line every few seconds gives each bar's count instead."""
+    if not err_console.is_terminal:
+        done = [0] * len(tasks)
+
+        def counter(i: int) -> Callable[[int], None]:
+            def advance(n: int = 1) -> None:
+                done[i] += n
+            return advance
+
+        def describe() -> str:
+            return "; ".join(f"{label}: {n}" + (f"/{total}" if total else "")
+                             for (label, total), n in zip(tasks, done))
+
+        with heartbeat(describe):
+            yield [counter(i) for i in range(len(tasks))]
+        return
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         ids = [bar.add_task(label, total=total) for label, total in tasks]

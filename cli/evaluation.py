@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dibench.cli.common import (console, err_console, get_settings, handle_errors, print_json,
-                                 print_shortcut_audit, print_table)
+                                 print_shortcut_audit, print_table, working)
 from dibench.core.errors import DibenchError
 from dibench.evaluation.reporting_tables import bucket_rows
 
@@ -54,7 +54,8 @@ def _score(tasks: Path, answers: Path, as_json: bool, output: Path | None, chanc
     levels = None
     if chance:
         try:
-            levels = library.chance_levels(tasks)
+            with working("chance levels: running the reference agents on the same tasks", quiet=as_json):
+                levels = library.chance_levels(tasks)
         except DibenchError as exc:
             err_console.print(f"chance levels not computed: {str(exc).splitlines()[0]} (--no-chance skips them)",
                               highlight=False, soft_wrap=True)
@@ -247,14 +248,14 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
     out = out_dir or Path("out") / "eval" / domain / agent_name
     opts = options or RunOptions()
     spec = SandboxSpec(binds=opts.agent_binds, env_names=opts.agent_env)
-    with err_console.status(f"{agent_name} on {domain}") as status:
+    with working(f"{agent_name} on {domain}", quiet=as_json) as status:
         result = evaluate(get_graph(), get_warehouse(), domain=domain, agent_name=agent_name, out_dir=out,
                           run=run_key, variants=list(variants) or None, limit=limit, max_turns=max_turns, budget=budget,
                           task_ids=read_task_ids(task_ids_file) if task_ids_file else None,
                           trials=opts.trials, concurrency=opts.concurrency, resume=opts.resume,
                           agent_cmd=opts.agent_cmd, chance=opts.chance, isolation=opts.isolation,  # type: ignore[arg-type]
                           sandbox_spec=spec, warn=lambda line: err_console.print(line, markup=False),
-                          progress=lambda i, n, key: status.update(f"{agent_name} on {domain}: task {i}/{n} {key}"))
+                          progress=lambda i, n, key: status(f"{agent_name} on {domain}: task {i}/{n} {key}"))
     from dibench.service.run_index import record
 
     record(get_settings().state_dir, out)
@@ -268,8 +269,10 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
     tokens = f", tokens {s.tokens['total_tokens']}" if s.tokens else ""
     failed = (s.stop_reasons or {}).get("error", 0)
     errors = f", {failed} failed (see trace.jsonl)" if failed else ""
+    standard = result.report.by_variant["standard"].total if "standard" in result.report.by_variant else 0
     click.echo(f"{s.agent} ({s.model}) on {s.domain}: {s.passed}/{s.tasks} passed = {s.accuracy_pct:.2f}%, "
                f"{s.answered} answered{errors}{tokens}, {s.wall_seconds}s; files in {out}")
+    click.echo(f"tasks: {standard} admitted standard tasks ({s.tasks} with variants) were evaluated")
 
 
 def eval_shortcuts(out: Path) -> Any:
@@ -378,7 +381,7 @@ def _ablation_pairing(domain: str, run_key: str | None, seed: int, include_rejec
     from dibench.stores.graph import get_graph
     from dibench.stores.warehouse import get_warehouse
 
-    with console.status(f"pairing ablation on {domain}"):
+    with working(f"pairing ablation on {domain}", quiet=as_json):
         rep = pairing_ablation(get_graph(), get_warehouse(), domain, seed=seed, run=run_key,
                                include_rejected=include_rejected)
     if output is not None:

@@ -14,7 +14,7 @@ import click
 
 from dibench import __version__
 from dibench.cli.common import (console, err_console, get_settings, handle_errors, print_json,
-                                 print_shortcut_audit, print_table, reset_settings)
+                                 print_shortcut_audit, print_table, reset_settings, working)
 from dibench.core.errors import PackErrors
 
 
@@ -309,7 +309,7 @@ def ingest_cmd(pack: str, no_verify: bool, dry_run: bool, as_json: bool, max_llm
     if not as_json:
         for line in pk.refused:
             err_console.print(f"[yellow]left out[/yellow] {line}", highlight=False, soft_wrap=True)
-    with console.status(f"{pk.name}: planning what the ingest re-derives"):
+    with working(f"{pk.name}: planning what the ingest re-derives", quiet=as_json):
         preview = library.ingest_preview(pk)
     if not as_json:
         said = preview.line()
@@ -323,7 +323,7 @@ def ingest_cmd(pack: str, no_verify: bool, dry_run: bool, as_json: bool, max_llm
             click.echo(f"{pk.name}: dry run, nothing written ({len(pk.rules)} rule documents would be ingested, "
                        f"{len(pk.refused)} left out)")
         return
-    with console.status(f"ingesting {pk.name}: schema, catalog, rules, counterfactual verification"):
+    with working(f"ingesting {pk.name}: schema, catalog, rules, counterfactual verification", quiet=as_json):
         report = library.ingest_pack(pk, verify=not no_verify)
     if as_json:
         print_json({**report.as_dict(), "llm": session().as_dict(), "left_out": list(pk.refused)})
@@ -367,7 +367,9 @@ def graph() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
 def graph_stats_cmd(domain: str | None, as_json: bool) -> None:
-    """Node and edge counts by type."""
+    """Node and edge counts by type, and the tasks: admitted standard tasks, with variants, with
+    rejected candidates (the words every command uses)."""
+    from dibench.core.task_counts import TaskCounts
     from dibench.stores.graph import get_graph
     from dibench.service.queries import graph_stats
 
@@ -379,6 +381,9 @@ def graph_stats_cmd(domain: str | None, as_json: bool) -> None:
     rows.append(["total", "nodes", sum(stats["nodes"].values())])
     rows.append(["total", "edges", sum(stats["edges"].values())])
     print_table(f"graph {domain or '(all domains)'}", ["kind", "type", "count"], rows)
+    t = stats["tasks"]
+    click.echo("tasks: " + TaskCounts(t["admitted_standard"], t["admitted_with_variants"],
+                                      t["with_rejected_candidates"]).line())
 
 
 @main.command("rules-for")
@@ -429,8 +434,10 @@ def _print_summary(summary: Any) -> None:
     cands = d["candidates"] or 1
     print_table("rejections by validation check", ["check", "rejected", "share of candidates"],
                 [[k, v, f"{100 * v / cands:.1f}%"] for k, v in d["rejections_by_check"].items()] or [["-", 0, "0%"]])
-    click.echo(f"run {d['run_key']}: {d['admitted']} admitted of {d['candidates']} candidates from "
-               f"{d['skeletons']} skeletons; rules decisive in a task {d['rules_covered']}/{d['rules_total']}, "
+    c = d["task_counts"]
+    click.echo(f"run {d['run_key']}: {c['admitted_standard']} admitted standard tasks ({c['admitted_with_variants']} "
+               f"with variants; {c['with_rejected_candidates']} with rejected candidates) of {d['candidates']} "
+               f"standard candidates from {d['skeletons']} skeletons; rules decisive in a task {d['rules_covered']}/{d['rules_total']}, "
                f"featured {d['featured_covered']}/{d['rules_total']}; {d['multi_decisive']} tasks with more than "
                f"one decisive rule; metrics covered {d['metrics_covered']}; validation stage 2: {d['stage2']}; "
                f"wall {d['wall_seconds']}s, SQL {d['sql_seconds']}s in {d['sql_statements']} statements "
@@ -573,12 +580,12 @@ def demo_cmd(domain_name: str, size: int | None, target: int | None, min_per_typ
     _print_status(local.up(get_settings()))
     pk = library.load_pack(domain_name)
     console.rule(f"2/4 load {pk.name}")
-    with console.status(f"loading {pk.name} into PostgreSQL"):
+    with working(f"loading {pk.name} into PostgreSQL"):
         report = load_database(pk, get_warehouse(), size=size, seed=seed if domain_name == "demo" else None)
     click.echo(json.dumps(report, default=str))
     console.rule("3/4 ingest")
     graph = get_graph()
-    with console.status("building the artifact linkage graph"):
+    with working("building the artifact linkage graph"):
         ing = library.ingest_pack(pk, graph=graph, warehouse=get_warehouse())
     click.echo(f"rule -> metric edges verified {ing.verified}, unverified {ing.unverified}")
     stats = graph_stats(graph, pk.name)
@@ -653,7 +660,7 @@ def update_rule_cmd(path: str, pack_path: str | None, regenerate: bool, dry_run:
     apply_schema(graph)
     pk, doc = load_document(path, pack_path)
     plan_fn = lambda: plan_update(pk, doc, graph, get_warehouse(), configured_model(), regenerate=regenerate)  # noqa: E731
-    with console.status(f"updating {doc.id}: verifying edges, re-deriving tasks"):
+    with working(f"updating {doc.id}: verifying edges, re-deriving tasks", quiet=as_json):
         plan = plan_fn() if dry_run else run_update(plan_fn, graph, pk.name)[0]
     log = plan.changelog()
     if dry_run:
@@ -766,7 +773,7 @@ def drift_cmd(domain_name: str, apply_: bool, pack_path: str | None, as_json: bo
 
     graph = get_graph()
     apply_schema(graph)
-    with console.status(f"drift check of {domain_name}: fingerprints, re-executing stored SQL"):
+    with working(f"drift check of {domain_name}: fingerprints, re-executing stored SQL", quiet=as_json):
         plan = run_drift(graph, _domain_warehouse(domain_name, pack_path), domain_name, apply=apply_)
     log = plan.changelog()
     if as_json:
@@ -818,31 +825,39 @@ def export_cmd(cypher_text: str | None, preset: str | None, filters: tuple[str, 
     SQL in other engines' dialects to the private view). docs/public-surface.md lists what a
     public export can see; docs/graph.md the labels and properties a Cypher query may use.
 
-    A selection of no task exits 1 (for a Cypher query, naming the labels and properties it uses
-    that the graph does not hold), unless --allow-empty.
+    A selection of no task writes nothing and exits 1 (for a Cypher query, naming the labels and
+    properties it uses that the graph does not hold), unless --allow-empty.
 
     Example: dibench export --preset domain --param domain=demo -o out/demo"""
     from dibench.service import library
     from dibench.service.export import parse_filters, parse_param
     from dibench.sqlops.transpile import parse_dialects
 
-    manifest = library.export(out_dir, cypher=cypher_text, preset=preset, params=dict(parse_param(p) for p in params),
-                              filters=parse_filters(filters), domain=domain, audience=audience, fmt=fmt,
-                              dialects=parse_dialects(dialects) if dialects else ())
-    c = manifest["counts"]
-    click.echo(f"exported {c['tasks']} tasks of {manifest['domain']} ({audience}) to {out_dir} ({fmt}): "
-               + ", ".join(f"{k} {v}" for k, v in c["by_analysis_type"].items()))
-    for name, digest in manifest["files"].items():
-        click.echo(f"  {name}  sha256 {digest[:16]}")
-    if c["tasks"] == 0 and not allow_empty:
+    from dibench.service.export import EmptyExport
+
+    try:
+        manifest = library.export(out_dir, cypher=cypher_text, preset=preset,
+                                  params=dict(parse_param(p) for p in params), filters=parse_filters(filters),
+                                  domain=domain, audience=audience, fmt=fmt,
+                                  dialects=parse_dialects(dialects) if dialects else (), allow_empty=allow_empty)
+    except EmptyExport:
         from dibench.service.hints import unknown_names
         from dibench.stores.graph import get_graph
 
         for line in unknown_names(get_graph(), cypher_text) if cypher_text else []:
             err_console.print(f"[yellow]hint[/yellow] {line}", highlight=False, soft_wrap=True)
-        err_console.print("[red]error[/red] the query selected 0 tasks (docs/graph.md lists the graph's labels "
-                          "and properties; --allow-empty accepts an empty export)", highlight=False, soft_wrap=True)
+        err_console.print("[red]error[/red] the query selected 0 tasks, so nothing was written (docs/graph.md lists "
+                          "the graph's labels and properties; --allow-empty writes an empty export)",
+                          highlight=False, soft_wrap=True)
         sys.exit(1)
+    c = manifest["counts"]
+    standard = c["by_variant"].get("standard", 0)
+    what = (f"{standard} admitted standard tasks ({c['tasks']} with variants)"
+            if set(c["by_status"]) <= {"admitted"} else f"{c['tasks']} tasks ({standard} standard)")
+    click.echo(f"exported {what} of {manifest['domain']} ({audience}) to {out_dir} ({fmt}): "
+               + ", ".join(f"{k} {v}" for k, v in c["by_analysis_type"].items()))
+    for name, digest in manifest["files"].items():
+        click.echo(f"  {name}  sha256 {digest[:16]}")
 
 
 @main.command("serve")

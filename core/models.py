@@ -58,7 +58,13 @@ class PackSpec(Strict):
     entity_labels: dict[str, str] = Field(default_factory=dict, description="table -> natural name (e.g. tickets: support tickets)")
 
 
-Unit = Literal["percent", "count", "hours", "days", "currency", "ratio", "score"]
+# The units whose values the question templates write in a form of their own ("40%", "24 hours");
+# a metric may name any other unit (EUR, ms, tickets), written after the number.
+KNOWN_UNITS = ("percent", "count", "hours", "days", "currency", "ratio", "score")
+# Any unit a catalog names: one line of text, at most 40 characters.
+Unit = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$",
+                            description=f"any unit (EUR, ms, tickets); {', '.join(KNOWN_UNITS)} have a "
+                                        "written form of their own")]
 
 
 class DerivedSpec(Strict):

@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from dibench.core.config import get_settings
+from dibench.core.task_counts import count_tasks
 from dibench.core.keys import dimension_key, metric_key, rule_key
 from dibench.core.models import AdjustEffect, OverrideEffect
 from dibench.core.pack import Pack
@@ -77,6 +78,8 @@ class RunSummary:
     # (generation/shortcuts/audit.py, ShortcutAudit), and the tasks not admitted because of it.
     shortcut_audit: dict[str, Any] = field(default_factory=dict)
     shortcut_rejected: dict[str, int] = field(default_factory=dict)
+    # The run's tasks in the vocabulary of core.task_counts (admitted standard, with variants, with rejected).
+    task_counts: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -233,6 +236,7 @@ def summarise(graph: Graph, run_key: str, pack: Pack, skeletons: int) -> RunSumm
         for reason in r["rejections"] or []:
             rej[reason.split(":", 1)[0]] += 1
     s.admitted = sum(by_type.values())
+    s.task_counts = count_tasks(rows).as_dict()
     s.by_type, s.by_tier, s.rejections_by_check = dict(sorted(by_type.items())), dict(sorted(by_tier.items())), dict(sorted(rej.items()))
     s.rules_covered, s.rules_total, s.metrics_covered = len(rules), len(pack.rules), len(metrics)
     s.featured_covered = len(featured)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dibench.core.answers import TREND_FLAT_PCT, TREND_PCT_DIGITS
 from dibench.core.config import get_settings
 from dibench.core.contracts import MAX_WORDS, P_VALUE_ABS_TOL, P_VALUE_REL_TOL, T_ABS_TOL
+from dibench.core.models import KNOWN_UNITS
 from dibench.stores.llm import ask_structured, estimate_tokens, shape_text
 
 PROMPT_VERSION = "phrase/3"
@@ -61,13 +62,16 @@ def slice_words(dim_label: str, value: Any, dimension_type: str = "categorical")
 
 
 def amount_words(value: float, unit: str) -> str:
-    """A threshold with its unit: "40%", "24 hours", "1,250", "0.85"."""
+    """A threshold with its unit: "40%", "24 hours", "1,250", "0.85", "1,250 EUR" (a unit of the
+    catalog's own, written after the number)."""
     text = f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}".rstrip("0").rstrip(".")
     if unit == "percent":
         return f"{text}%"
     if unit in ("hours", "days"):
         return f"{text} {unit[:-1] if text == '1' else unit}"
-    return text
+    if unit in KNOWN_UNITS:
+        return text
+    return f"{text} {unit}"
 
 
 def _pick(rng: random.Random, options: list[str]) -> str:

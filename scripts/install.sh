@@ -32,7 +32,7 @@ fi
 LIB="$STATE/neo4j/lib"
 if ! ls "$LIB"/neo4j-server-5.26.*.jar >/dev/null 2>&1; then
   log "Neo4j 5.26 Community jars from Maven Central -> $LIB"
-  mkdir -p "$LIB"
+  (umask 077 && mkdir -p "$LIB")  # the state folder is owner-only from the start
   mvn -q -B -f scripts/neo4j/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$LIB"
 fi
 
@@ -44,7 +44,8 @@ stamp="$VENV/.dibench-installed"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   log "pip install -e .[dev]"
   "$VENV/bin/pip" install -q --upgrade pip >/dev/null
-  "$VENV/bin/pip" install -q -e ".[dev]"
+  # setuptools says "Editable installation." on every editable install, as a warning: a notice.
+  PYTHONWARNINGS="ignore:Editable installation" "$VENV/bin/pip" install -q -e ".[dev]"
   touch "$stamp"
 fi
 # The install's own secrets (made on first use), and the `.env` docker-compose.yml reads them from.

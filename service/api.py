@@ -29,7 +29,7 @@ from anyio.to_thread import run_sync
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
@@ -134,8 +134,10 @@ class ExportRequest(BaseModel):
                                                              "answer_format, version, key, metric, rule")
     domain: str | None = Field(None, max_length=200,
                                description="the one domain exported (required when the graph holds several)")
-    view: str = Field("public", pattern="^(public|private)$",
-                      description="the audience: private (gold, SQL) needs the write token")
+    # The CLI's word (--audience); `view`, the older name, is still read.
+    audience: str = Field("public", pattern="^(public|private)$", validation_alias=AliasChoices("audience", "view"),
+                          description="public, or private (gold, SQL), which needs the write token; "
+                                      "`view` is the older name")
     dialects: list[str] = Field(default_factory=list, max_length=8,
                                 description="private view: gold SQL also in these dialects (duckdb, snowflake, ...)")
 
@@ -488,7 +490,7 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
 
         return impact(graph_of(), rule_id, domain)
 
-    @app.get("/tasks", summary="Tasks with filters over public fields, paginated")
+    @app.get("/tasks", summary="Admitted tasks (or of the status asked) with filters over public fields, paginated")
     def tasks(request: Request, domain: str | None = None, analysis_type: str | None = None, tier: str | None = None,
               status: str | None = None, rule: str | None = None, metric: str | None = None,
               offset: int = Query(0, ge=0, le=MAX_OFFSET), limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
@@ -499,7 +501,8 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
                               f"{', '.join(sorted(TASK_QUERY - {'offset', 'limit'}))}")
         g = graph_of()
         given = dict(domain=domain, analysis_type=analysis_type, tier=tier, status=status, rule=rule, metric=metric)
-        selection = public_filter({k: v for k, v in given.items() if v is not None}, admitted=False)
+        # Admitted tasks unless a status is asked for (status=rejected lists the rejected candidates).
+        selection = public_filter({k: v for k, v in given.items() if v is not None})
         keys = [r["key"] for r in g.read("export_filter", **selection.params())]
         page = sorted(keys)[offset:offset + limit]
         rows = g.read("export_tasks_public", keys=page, domain=None) if page else []
@@ -527,12 +530,12 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
               response_class=StreamingResponse)
     def export_stream(req: ExportRequest, request: Request) -> StreamingResponse:
 
-        if req.view == "private":
+        if req.audience == "private":
             need_write(request, "the private view (gold answers, SQL)")
         dialects = parse_dialects(",".join(req.dialects)) if req.dialects else []
         lines: Iterator[str] = iter(list(library.export_lines(  # materialised, so errors come first
             cypher=req.cypher, preset=req.preset, params=req.params, filters=req.filter, domain=req.domain,
-            audience=req.view, dialects=dialects, graph=graph_of())))
+            audience=req.audience, dialects=dialects, graph=graph_of())))
         return StreamingResponse(lines, media_type="application/x-ndjson")
 
     @app.get("/domains/{domain}/drift",

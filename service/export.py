@@ -65,6 +65,10 @@ class ExportError(DibenchError):
     """An export query that breaks the key contract, or an export that cannot be written."""
 
 
+class EmptyExport(ExportError):
+    """The query selected no task, and the caller asked for no empty export: nothing was written."""
+
+
 class PrivateOnly(ExportError):
     """A public export asked for user Cypher: only the private audience may run it."""
 
@@ -463,7 +467,8 @@ def build_files(snap: Snapshot, q: ExportQuery, fmt: str, fp: dict[str, Any], au
         "counts": {"tasks": len(tasks), "by_domain": dict(sorted(Counter(t["domain"] for t in tasks).items())),
                    "by_analysis_type": dict(sorted(Counter(t["analysis_type"] for t in tasks).items())),
                    "by_tier": dict(sorted(Counter(t["tier"] for t in tasks).items())),
-                   "by_status": dict(sorted(Counter(t.get("status") for t in tasks).items()))},
+                   "by_status": dict(sorted(Counter(t.get("status") for t in tasks).items())),
+                   "by_variant": dict(sorted(Counter(t.get("variant") for t in tasks).items()))},
         "rule_versions": [versions[k] for k in sorted(versions)],
         "graph_update_seq": {c["domain"]: c["seq"] for c in snap.clock if c["domain"] in fp},
         "data_fingerprint": fp, "runs": [runs[k] for k in sorted(runs)],
@@ -515,13 +520,16 @@ def export_audit(graph: Graph, snap: Snapshot) -> dict[str, Any] | None:
 
 
 def export(graph: Graph, wh: Warehouse, q: ExportQuery, fmt: str, out: Path, *, domain: str | None = None,
-           audience: str = "public", dialects: Sequence[str] = ()) -> dict[str, Any]:
+           audience: str = "public", dialects: Sequence[str] = (), allow_empty: bool = True) -> dict[str, Any]:
     """Run the export of one domain for one audience and write its files under `out`; returns
-    the manifest. Nothing is written when the query, the domain or the folder is refused."""
+    the manifest. Nothing is written when the query, the domain or the folder is refused, nor
+    (EmptyExport) when the query selects no task and `allow_empty` is False."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
     output_folder(out, create=False)  # refuse a bad -o before the query runs
     snap = with_dialects(read_snapshot(graph, q, domain, audience), () if _public(audience) else dialects)
+    if not snap.rows and not allow_empty:
+        raise EmptyExport("the query selected 0 tasks; nothing was written")
     schemas = {c["domain"]: c["schema"] for c in snap.clock}
     policies = domain_policies(graph, snap.domain)
     incomplete = [p.as_dict() for p in policies.values() if not p.complete]

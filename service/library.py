@@ -84,13 +84,14 @@ def generate(pack: Pack | str | Path, *, target: int = 40, seed: int = 42, worke
 def export(out: str | Path, *, cypher: str | None = None, preset: str | None = None,
            params: Mapping[str, Any] | None = None, filters: Mapping[str, Any] | None = None,
            domain: str | None = None, audience: str = "public", fmt: str = "jsonl", dialects: Sequence[str] = (),
-           graph: Graph | None = None, warehouse: Warehouse | None = None) -> dict[str, Any]:
+           graph: Graph | None = None, warehouse: Warehouse | None = None, allow_empty: bool = True) -> dict[str, Any]:
     """Write the tasks that a preset, a filter over public fields (`{"tier": ["K+A+R"]}`) or, for
     the private audience only, a read-only Cypher query (`RETURN t.key AS key`) selects from one
-    domain into the folder `out`, for one audience; returns the manifest."""
+    domain into the folder `out`, for one audience; returns the manifest. With `allow_empty`
+    False, a selection of no task writes nothing and raises EmptyExport."""
     q = export_query(cypher, preset, dict(params or {}), dict(filters) if filters is not None else None)
     return _export(graph or get_graph(), warehouse or get_warehouse(), q, fmt, Path(out),
-                   domain=domain or q.domain_hint(), audience=audience, dialects=dialects)
+                   domain=domain or q.domain_hint(), audience=audience, dialects=dialects, allow_empty=allow_empty)
 
 
 def export_lines(*, cypher: str | None = None, preset: str | None = None, params: Mapping[str, Any] | None = None,

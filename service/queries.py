@@ -5,6 +5,7 @@ import json
 from typing import Any
 
 from dibench.core.errors import NotFound
+from dibench.core.task_counts import count_tasks
 from dibench.stores.graph import Graph
 from dibench.stores.policies import policy_of
 
@@ -68,9 +69,11 @@ def policy_summary(graph: Graph, metric_id: str, domain: str | None = None) -> d
 
 
 def graph_stats(graph: Graph, domain: str | None = None) -> dict[str, dict[str, int]]:
+    """Nodes by label, edges by type, and the tasks in the one vocabulary of core.task_counts."""
     nodes = {r["label"]: r["count"] for r in graph.read("graph_stats_nodes", domain=domain)}
     edges = {r["type"]: r["count"] for r in graph.read("graph_stats_edges", domain=domain)}
-    return {"nodes": nodes, "edges": edges}
+    tasks = count_tasks(graph.read("graph_task_counts", domain=domain)).as_dict()
+    return {"nodes": nodes, "edges": edges, "tasks": tasks}
 
 
 def tasks_for_rules(graph: Graph, metric_id: str, domain: str | None, rule_ids: list[str]) -> dict[str, list[str]]:

@@ -22,7 +22,8 @@ def require_owner(settings: Settings) -> None:
     except OSError as exc:
         raise ServiceError(f"{folder}: no secrets here ({exc.strerror})", hint="run `dibench services up`") from exc
     if owner != os.geteuid():
-        raise ServiceError(f"{folder} belongs to another user: only the install's owner reads its secrets")
+        raise ServiceError(f"{folder} belongs to another user: only the install's owner reads its secrets",
+                           hint="run it as the user who ran `dibench services up` for this state folder")
 
 
 def shell_exports(settings: Settings) -> list[tuple[str, str]]:

@@ -588,8 +588,10 @@ def up(settings: Settings, say: Callable[[str], None] = lambda _: None) -> list[
     login, the shared Neo4j password) is migrated on the way, and `say` gets one line about it."""
     pg, neo = services(settings)
     notes: list[str] = []
+    # A state folder that already held a server's data is an older install; a new one is not.
+    older = (pg.data / "PG_VERSION").exists() or (neo.home / "data").exists()
     pg.start(notes.append)  # as root, the cluster leaves the state folder before the folder closes
-    if secure_state(settings):
+    if secure_state(settings) and older:
         notes.append("the state folder is now readable by its owner only")
     neo.start()
     if neo.migrate_password():

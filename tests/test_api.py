@@ -66,8 +66,12 @@ def test_tasks_filters_and_pages(pack: Pack, graph: Graph) -> None:
         got += [t["task_id"] for t in page["tasks"]]
         assert all("gold_answer" not in t for t in page["tasks"])
     assert got == want
+    # Without a status, /tasks lists admitted tasks; a status asks for others.
     by_rule = c.get("/tasks", params={"domain": DOMAIN, "rule": "MINI-R-STRICT", "limit": 500}).json()
-    assert by_rule["total"] == sum(1 for t in tasks_of(graph, DOMAIN).values() if "MINI-R-STRICT" in t["rule_ids"])
+    assert by_rule["total"] == sum(1 for t in tasks_of(graph, DOMAIN).values()
+                                   if "MINI-R-STRICT" in t["rule_ids"] and t["status"] == "admitted")
+    rejected = c.get("/tasks", params={"domain": DOMAIN, "status": "rejected", "limit": 500}).json()
+    assert rejected["total"] == sum(1 for t in tasks_of(graph, DOMAIN).values() if t["status"] == "rejected")
 
 
 def test_export_streams_jsonl_and_refuses_writes(pack: Pack) -> None:
@@ -80,7 +84,11 @@ def test_export_streams_jsonl_and_refuses_writes(pack: Pack) -> None:
              "domain": DOMAIN}
     public = c.post("/export", json=query, headers=auth(WRITE))
     assert public.status_code == 400 and public.json()["error"] == "PrivateOnly"
-    private = c.post("/export", json={**query, "view": "private"}, headers=auth(WRITE))
+    private = c.post("/export", json={**query, "view": "private"}, headers=auth(WRITE))  # the older name
+    same = c.post("/export", json={**query, "audience": "private"}, headers=auth(WRITE))  # the CLI's word
+    assert same.status_code == 200 and same.text == private.text
+    both = c.post("/export", json={**query, "audience": "private", "view": "private"}, headers=auth(WRITE))
+    assert both.status_code == 422
     assert [json.loads(x)["task_id"] for x in private.text.splitlines()] == [x["task_id"] for x in rows]
     bad = c.post("/export", json={"cypher": "MATCH (t:Task) SET t.x = 1 RETURN t.key AS key", "view": "private"},
                  headers=auth(WRITE))

@@ -186,13 +186,15 @@ def test_an_export_of_no_task_exits_1_with_the_nearest_names(synced: Pack, tmp_p
     args = ["export", "--cypher", query, "--domain", SYNC, "--audience", "private", "-o"]
     res = _cli(*args, str(tmp_path / "empty"))
     assert res.exit_code == 1, res.output
-    assert "the query selected 0 tasks" in res.output
+    assert "the query selected 0 tasks, so nothing was written" in res.output
+    assert not (tmp_path / "empty").exists(), "a failed export left files behind"
     assert "the graph has no property 'rule_id' on Task (nearest: " in res.output, res.output
     assert "rule_ids" in res.output and "the graph has no property 'varient' on Task (nearest: variant" in res.output
     assert "the graph has no label 'Rul' (nearest: Rule" in res.output, res.output
     assert "'Task'" not in res.output and "'USES'" not in res.output
     allowed = _cli(*args, str(tmp_path / "allowed"), "--allow-empty")
     assert allowed.exit_code == 0, allowed.output
+    assert (tmp_path / "allowed" / "manifest.json").is_file()
 
 
 def test_drift_fail_on_drift(tmp_path: Path, graph: Graph, warehouse: Warehouse) -> None:

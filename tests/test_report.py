@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from dibench.cli import common
 from dibench.cli.main import main
 from dibench.service.report import ReportData, render_html
 from tests.fixtures.evaldomain import EvalDomain, eval_domain  # noqa: F401  (fixture)
@@ -169,10 +170,12 @@ def test_report_finds_the_runs_eval_wrote(eval_domain: EvalDomain, tmp_path: Pat
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
+    monkeypatch.setattr(common, "HEARTBEAT_S", 0.01)  # piped, eval says where it is
     runner = CliRunner()
     default = runner.invoke(main, ["eval", "--agent", "oracle", "--domain", eval_domain.name, "--limit", "3",
                                    "--no-chance"])
     assert default.exit_code == 0, default.output
+    assert f"... oracle on {eval_domain.name}" in default.output
     assert (work / "out" / "eval" / eval_domain.name / "oracle" / "summary.json").is_file()
     elsewhere = tmp_path / "elsewhere" / "no-rule"
     named = runner.invoke(main, ["eval", "--agent", "no-rule", "--domain", eval_domain.name, "--limit", "3",
