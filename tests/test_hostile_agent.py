@@ -63,4 +63,4 @@ def test_unsandboxed_the_same_probe_gets_through(eval_domain: EvalDomain, tmp_pa
     finally:
         subprocess.run(["pkill", "-f", DAEMON], check=False)
     assert {"read:repo", "read:state_dir", "read:run_dir", "write:run folder", "signal:evaluator", "tcp:pg_port",
-            "tcp:bolt_port", "proc:environ"} <= set(breaches)
+            "tcp:bolt_port", "proc:environ", "limits:memory", "limits:processes", "limits:file-size"} <= set(breaches)

@@ -144,6 +144,46 @@ class Probe:
         if signalled:
             self.breach("proc:signal", f"{signalled} other processes")
 
+    # -- limits -------------------------------------------------------------------------------
+    def limits(self, children: int = 300) -> None:
+        """Memory (an 8 GiB mapping, never touched), processes (300 alive at once, for half a
+        second) and file size (a sparse file past 1 GiB): each unbounded is a breach."""
+        import mmap
+
+        self.tried += 3
+        try:
+            mmap.mmap(-1, 8 << 30).close()
+            self.breach("limits:memory", "mapped 8 GiB")
+        except (OSError, OverflowError, ValueError, MemoryError):
+            pass
+        pids = []
+        try:
+            for _ in range(children):
+                pid = os.fork()
+                if pid == 0:
+                    time.sleep(0.5)
+                    os._exit(0)
+                pids.append(pid)
+        except OSError:
+            pass
+        for pid in pids:
+            os.waitpid(pid, 0)
+        if len(pids) == children:
+            self.breach("limits:processes", f"{children} processes at once")
+        path = os.path.join(os.environ.get("HOME") or "/tmp", f".hostile-{os.getpid()}.big")
+        try:
+            with open(path, "wb") as fh:
+                fh.seek(1 << 30)
+                fh.write(b"x")
+            self.breach("limits:file-size", "wrote past 1 GiB")
+        except OSError:
+            pass
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
     # -- sockets ------------------------------------------------------------------------------
     def sockets(self) -> None:
         reach = {}
@@ -342,6 +382,7 @@ def main(argv: list[str]) -> int:
     probe.environment()
     probe.files(task_id)
     probe.processes(task_id)
+    probe.limits()
     probe.sockets()
     mcp = Mcp(os.environ.get("DIBENCH_MCP_URL", ""), os.environ.get("DIBENCH_MCP_TOKEN", ""))
     if os.environ.get("DIBENCH_MCP_URL") and mcp.start():
