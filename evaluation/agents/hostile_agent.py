@@ -354,11 +354,16 @@ def _bolt_login(address: tuple[str, int], user: str, password: str) -> bool:
     return len(reply) >= 4 and reply[3] == 0x70
 
 
-def leave_daemon(seconds: float) -> None:
+def daemon_marker(evaluator_pid: Any) -> str:
+    """What the daemon's command line carries: the evaluator's pid tells one run's from another's."""
+    return f"{DAEMON}-{evaluator_pid}"
+
+
+def leave_daemon(seconds: float, marker: str) -> None:
     """A detached grandchild (its own session) that keeps the pipes open: the attempt must outlive
     nothing of it."""
     subprocess.Popen(["setsid", sys.executable, "-I", "-S", "-c", f"import time; time.sleep({seconds})",
-                      DAEMON], start_new_session=True)
+                      marker], start_new_session=True)
 
 
 def flood(megabytes: int) -> None:
@@ -393,7 +398,7 @@ def main(argv: list[str]) -> int:
     if "--probe" in argv:
         print(json.dumps({"seen": probe.seen, "breaches": probe.breaches, "probes": probe.tried}, indent=1))
         return 0
-    leave_daemon(float(targets.get("daemon_seconds", 30)))
+    leave_daemon(float(targets.get("daemon_seconds", 30)), daemon_marker(targets.get("evaluator_pid")))
     flood(int(os.environ.get("DIBENCH_HOSTILE_FLOOD_MB") or targets.get("flood_mb", 300)))
     sys.stderr.write(f"hostile: {probe.tried} probes, breaches: {json.dumps(probe.breaches)}\n")
     sys.stderr.flush()
