@@ -7,7 +7,8 @@ one answer submission. Each call but `describe_schema` is one turn of its task, 
 `max_turns` of them (its submission included). The command runner `open`s each attempt, which
 gets a token of its own: a call with it acts on that attempt's task only (list_tasks shows that
 task alone), and the token is dead once `close` ends the attempt. The `dibench mcp` session
-(`autostart`) names tasks by id instead; an attempt starts at its first call. Thread-safe.
+(`autostart`) names tasks by id instead; an attempt starts at its first call, and an oracle task
+(whose question quotes its rule) is withheld while its standard twin is open. Thread-safe.
 """
 from __future__ import annotations
 
@@ -89,14 +90,34 @@ class TaskEnvironment:
             raise ToolRefused("this token's attempt has ended")
         return attempt
 
+    def _withheld_for(self, task_id: str) -> str | None:
+        """The standard twin an oracle task waits for in a session (write-back names a variant
+        `<standard key>:<variant>`), while that twin is neither answered nor out of turns."""
+        task = self.tasks[task_id]
+        suffix = f":{task.variant}"
+        if not self.autostart or task.variant != "oracle" or not task_id.endswith(suffix):
+            return None
+        twin = task_id[: -len(suffix)]
+        if twin not in self.tasks or twin in self.finished:
+            return None
+        attempt = self.attempts.get(twin)
+        return None if attempt is not None and attempt.tools.turn >= self.max_turns else twin
+
+    def _public(self, task_id: Any) -> str:
+        if not isinstance(task_id, str) or task_id not in self.tasks:
+            raise ToolRefused(f"unknown task_id {task_id!r}; list_tasks gives the ids")
+        twin = self._withheld_for(task_id)
+        if twin is not None:
+            raise ToolRefused(f"task {task_id} is served once its standard twin {twin} is answered")
+        return task_id
+
     def _attempt(self, task_id: Any, caller: str | None = None) -> Attempt:
         own = self._own(caller)
         if own is not None:
             if task_id != own.task.task_id:
                 raise ToolRefused(f"this attempt is at task {own.task.task_id}; task_id {task_id!r} refused")
             return own
-        if not isinstance(task_id, str) or task_id not in self.tasks:
-            raise ToolRefused(f"unknown task_id {task_id!r}; list_tasks gives the ids")
+        self._public(task_id)
         with self._lock:
             attempt = self.attempts.get(task_id)
             if attempt is None and self.autostart and task_id not in self.finished:
@@ -121,7 +142,7 @@ class TaskEnvironment:
         own = self._own(caller)
         if own is not None:
             return [public_view(own.task)]
-        return [public_view(self.tasks[i]) for i in self.order]
+        return [public_view(self.tasks[i]) for i in self.order if self._withheld_for(i) is None]
 
     def get_task(self, task_id: Any, caller: str | None = None) -> dict[str, str]:
         own = self._own(caller)
@@ -129,9 +150,7 @@ class TaskEnvironment:
             if task_id != own.task.task_id:
                 raise ToolRefused(f"this attempt is at task {own.task.task_id}; task_id {task_id!r} refused")
             return public_view(own.task)
-        if not isinstance(task_id, str) or task_id not in self.tasks:
-            raise ToolRefused(f"unknown task_id {task_id!r}; list_tasks gives the ids")
-        return public_view(self.tasks[task_id])
+        return public_view(self.tasks[self._public(task_id)])
 
     def describe_schema(self) -> str:
         return self.schema_text

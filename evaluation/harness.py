@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict
@@ -30,12 +30,16 @@ from dibench.evaluation.agents.tools import Toolbox, jsonable, schema_descriptio
 from dibench.evaluation.chance import ChanceLevels, chance_levels
 from dibench.evaluation.kb import KnowledgeBase, load_knowledge_base
 from dibench.evaluation.run_files import RunFiles
-from dibench.evaluation.sandbox import Isolation, SandboxSpec, choose
+from dibench.evaluation.sandbox import Isolation, Sandbox, SandboxSpec, choose
 from dibench.evaluation.scoring import Report, score_run
 from dibench.evaluation.tasks import VARIANTS, TaskRecord, load_tasks, task_dicts
 from dibench.stores.graph import Graph
 from dibench.stores.llm import configured_model, session
 from dibench.stores.warehouse import Warehouse
+
+if TYPE_CHECKING:  # imported for real only when a command agent runs
+    from dibench.evaluation.agents.command import CommandAgent
+    from dibench.evaluation.environment import TaskEnvironment
 
 AGENT_NAMES: tuple[str, ...] = ("oracle", "no-rule", "featured-rule-only", "retrieval-only", "keyword-dump", "llm",
                                 "hostile")
@@ -120,8 +124,6 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
     if agent_cmd is None and agent_name != "hostile":
         agent = make_agent(agent_name, schema=schema, max_turns=max_turns, chat_model=chat_model, budget=budget)
         return run_tasks(tasks, agent, domain_wh, kb, out_dir, **kwargs)
-    from dibench.evaluation.agents import hostile
-    from dibench.evaluation.agents.command import CommandAgent
     from dibench.evaluation.environment import TaskEnvironment
     from dibench.evaluation.mcp_server import HttpServer, build_server
 
@@ -133,21 +135,29 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
         try:
             if sandbox is not None:
                 sandbox.verify()
-            b = budget or Budget(turns=max_turns)
-            if agent_cmd is None:  # the hostile reference agent
-                command = CommandAgent(hostile.hostile_command(sandbox), env, server.url, max_seconds=b.seconds,
-                                       sandbox=sandbox, spec=spec,
-                                       extra_env=hostile.hostile_targets(out_dir, [t.task_id for t in tasks]))
-                command.name, command.model = hostile.NAME, hostile.MODEL
-            else:
-                command = CommandAgent(agent_cmd, env, server.url, max_seconds=b.seconds,
-                                       max_tokens=b.tokens, sandbox=sandbox, spec=spec)
+            command = command_agent(agent_cmd, env, server.url, sandbox, spec, budget or Budget(turns=max_turns),
+                                    out_dir, tasks)
             return run_tasks(tasks, command, domain_wh, kb, out_dir, **kwargs)
         finally:
             server.stop()
     finally:
         if sandbox is not None:
             sandbox.close()
+
+
+def command_agent(agent_cmd: str | None, env: TaskEnvironment, url: str, sandbox: Sandbox | None,
+                  spec: SandboxSpec, budget: Budget, out_dir: Path, tasks: Sequence[TaskRecord]) -> CommandAgent:
+    """The program `agent_cmd` as the agent, or (None) the hostile reference agent, told the targets."""
+    from dibench.evaluation.agents import hostile
+    from dibench.evaluation.agents.command import CommandAgent
+
+    if agent_cmd is not None:
+        return CommandAgent(agent_cmd, env, url, max_seconds=budget.seconds, max_tokens=budget.tokens,
+                            sandbox=sandbox, spec=spec)
+    command = CommandAgent(hostile.hostile_command(sandbox), env, url, max_seconds=budget.seconds, sandbox=sandbox,
+                           spec=spec, extra_env=hostile.hostile_targets(out_dir, [t.task_id for t in tasks]))
+    command.name, command.model = hostile.NAME, hostile.MODEL
+    return command
 
 
 def select_tasks(tasks: Sequence[TaskRecord], task_ids: Sequence[str] | None, limit: int | None) -> list[TaskRecord]:

@@ -5,6 +5,7 @@ that task's wrong answer, in bounded time and memory, and the run scores every t
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -61,7 +62,7 @@ def test_invalid_utf8_and_a_flood_of_output_are_read_bounded(eval_domain: EvalDo
 
 
 def test_unsandboxed_a_grandchild_holding_the_pipes_cannot_stretch_the_time_limit() -> None:
-    marker = "dibench-pipe-holder"
+    marker = f"dibench-pipe-holder-{os.getpid()}"
     code = f"import subprocess, time; subprocess.Popen(['setsid', 'bash', '-c', 'exec -a {marker} sleep 20']); time.sleep(20)"
     started = time.perf_counter()
     done = run_bounded(["python3", "-c", code], b"", {"PATH": "/usr/bin:/bin"}, timeout=1)

@@ -5,6 +5,7 @@ run unsandboxed, shows what the sandbox takes away."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -13,10 +14,11 @@ from typing import Any
 from click.testing import CliRunner
 
 from dibench.cli.main import main
-from dibench.evaluation.agents.hostile_agent import DAEMON
+from dibench.evaluation.agents.hostile_agent import daemon_marker
 from tests.fixtures.evaldomain import EvalDomain, eval_domain  # noqa: F401 - fixture
 
 LIMIT = 4
+MARKER = daemon_marker(os.getpid())  # the evaluator runs in this process (CliRunner)
 # Ways round that are still open, each closed by its own change: the test fails on any other.
 OPEN: tuple[str, ...] = ()
 
@@ -50,7 +52,7 @@ def test_the_hostile_agent_scores_zero_and_breaks_nothing(eval_domain: EvalDomai
     verdicts = [t["verdict"] for t in json.loads((out / "score.json").read_text())["tasks"]]
     assert [v["failure_class"] for v in verdicts] == ["malformed"] * LIMIT
     assert took < 120
-    assert subprocess.run(["pgrep", "-f", DAEMON], capture_output=True, text=True).stdout == ""
+    assert subprocess.run(["pgrep", "-f", MARKER], capture_output=True, text=True).stdout == ""
 
 
 def test_unsandboxed_the_same_probe_gets_through(eval_domain: EvalDomain, tmp_path: Path) -> None:  # noqa: F811
@@ -60,7 +62,9 @@ def test_unsandboxed_the_same_probe_gets_through(eval_domain: EvalDomain, tmp_pa
     try:
         _run(eval_domain, out, "--isolation", "none", "--limit", "1", "--agent-env", "DIBENCH_HOSTILE_FLOOD_MB")
         [breaches] = _breaches(out)
+        survived = subprocess.run(["pgrep", "-f", MARKER], capture_output=True, text=True).stdout
     finally:
-        subprocess.run(["pkill", "-f", DAEMON], check=False)
+        subprocess.run(["pkill", "-f", MARKER], check=False)
     assert {"read:repo", "read:state_dir", "read:run_dir", "write:run folder", "signal:evaluator", "tcp:pg_port",
-            "tcp:bolt_port", "proc:environ"} <= set(breaches)
+            "tcp:bolt_port", "proc:environ", "limits:memory", "limits:processes", "limits:file-size"} <= set(breaches)
+    assert survived.strip()  # its daemon outlived the attempt: what the sandboxed run must not allow

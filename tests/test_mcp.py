@@ -31,7 +31,7 @@ from dibench.cli.main import main
 from dibench.core.errors import ConfigError
 from dibench.evaluation.agents.llm import LlmAgent
 from dibench.evaluation.agents.tools import Toolbox, schema_description
-from dibench.evaluation.environment import TaskEnvironment
+from dibench.evaluation.environment import TaskEnvironment, ToolRefused
 from dibench.evaluation.harness import run_tasks
 from dibench.evaluation.kb import KnowledgeBase
 from dibench.evaluation.mcp_server import TOOL_NAMES, HttpServer, build_server, http_app
@@ -75,11 +75,16 @@ def test_scripted_agent_over_stdio_scores_as_through_the_harness(eval_domain: Ev
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             names = [t.name for t in (await session.list_tools()).tools]
-            listed = json.loads(_text(await session.call_tool("list_tasks", {})))["tasks"]
             call = session_caller(session)
-            for item in listed:
-                await mcp_episode(call, brain, item["task_id"])
-            return names, listed
+            listed: list[dict[str, Any]] = []
+            while True:  # an oracle task is listed once its standard twin is answered
+                fresh = [i for i in json.loads(_text(await session.call_tool("list_tasks", {})))["tasks"]
+                         if i not in listed]
+                if not fresh:
+                    return names, listed
+                for item in fresh:
+                    await mcp_episode(call, brain, item["task_id"])
+                listed += fresh
 
     names, listed = asyncio.run(drive())
     assert names == list(TOOL_NAMES)
@@ -215,6 +220,22 @@ def test_one_host_rule_for_every_loopback_address(env: TaskEnvironment, host: st
     finally:
         server.stop()
     assert (foreign.status_code, own.status_code, local.status_code) == (421, 200, 200)
+
+
+def test_a_session_withholds_an_oracle_task_until_its_standard_twin_is_answered(
+        env: TaskEnvironment, tasks: list[TaskRecord]) -> None:  # noqa: F811
+    oracle = next(t for t in tasks if t.variant == "oracle")
+    twin = oracle.task_id.removesuffix(":oracle")
+    assert twin in env.tasks
+    assert oracle.task_id not in [t["task_id"] for t in env.list_tasks()]
+    refused = f"task {oracle.task_id} is served once its standard twin {twin} is answered"
+    with pytest.raises(ToolRefused, match=refused):
+        env.get_task(oracle.task_id)
+    with pytest.raises(ToolRefused, match=refused):
+        env.sql_query(oracle.task_id, "SELECT 1")
+    env.submit_answer(twin, {"value": 1})
+    assert oracle.task_id in [t["task_id"] for t in env.list_tasks()]
+    assert env.get_task(oracle.task_id)["question"] == oracle.question
 
 
 def test_non_loopback_needs_a_token(env: TaskEnvironment) -> None:

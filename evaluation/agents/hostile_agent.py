@@ -144,6 +144,46 @@ class Probe:
         if signalled:
             self.breach("proc:signal", f"{signalled} other processes")
 
+    # -- limits -------------------------------------------------------------------------------
+    def limits(self, children: int = 300) -> None:
+        """Memory (an 8 GiB mapping, never touched), processes (300 alive at once, for half a
+        second) and file size (a sparse file past 1 GiB): each unbounded is a breach."""
+        import mmap
+
+        self.tried += 3
+        try:
+            mmap.mmap(-1, 8 << 30).close()
+            self.breach("limits:memory", "mapped 8 GiB")
+        except (OSError, OverflowError, ValueError, MemoryError):
+            pass
+        pids = []
+        try:
+            for _ in range(children):
+                pid = os.fork()
+                if pid == 0:
+                    time.sleep(0.5)
+                    os._exit(0)
+                pids.append(pid)
+        except OSError:
+            pass
+        for pid in pids:
+            os.waitpid(pid, 0)
+        if len(pids) == children:
+            self.breach("limits:processes", f"{children} processes at once")
+        path = os.path.join(os.environ.get("HOME") or "/tmp", f".hostile-{os.getpid()}.big")
+        try:
+            with open(path, "wb") as fh:
+                fh.seek(1 << 30)
+                fh.write(b"x")
+            self.breach("limits:file-size", "wrote past 1 GiB")
+        except OSError:
+            pass
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
     # -- sockets ------------------------------------------------------------------------------
     def sockets(self) -> None:
         reach = {}
@@ -314,11 +354,16 @@ def _bolt_login(address: tuple[str, int], user: str, password: str) -> bool:
     return len(reply) >= 4 and reply[3] == 0x70
 
 
-def leave_daemon(seconds: float) -> None:
+def daemon_marker(evaluator_pid: Any) -> str:
+    """What the daemon's command line carries: the evaluator's pid tells one run's from another's."""
+    return f"{DAEMON}-{evaluator_pid}"
+
+
+def leave_daemon(seconds: float, marker: str) -> None:
     """A detached grandchild (its own session) that keeps the pipes open: the attempt must outlive
     nothing of it."""
     subprocess.Popen(["setsid", sys.executable, "-I", "-S", "-c", f"import time; time.sleep({seconds})",
-                      DAEMON], start_new_session=True)
+                      marker], start_new_session=True)
 
 
 def flood(megabytes: int) -> None:
@@ -342,6 +387,7 @@ def main(argv: list[str]) -> int:
     probe.environment()
     probe.files(task_id)
     probe.processes(task_id)
+    probe.limits()
     probe.sockets()
     mcp = Mcp(os.environ.get("DIBENCH_MCP_URL", ""), os.environ.get("DIBENCH_MCP_TOKEN", ""))
     if os.environ.get("DIBENCH_MCP_URL") and mcp.start():
@@ -352,7 +398,7 @@ def main(argv: list[str]) -> int:
     if "--probe" in argv:
         print(json.dumps({"seen": probe.seen, "breaches": probe.breaches, "probes": probe.tried}, indent=1))
         return 0
-    leave_daemon(float(targets.get("daemon_seconds", 30)))
+    leave_daemon(float(targets.get("daemon_seconds", 30)), daemon_marker(targets.get("evaluator_pid")))
     flood(int(os.environ.get("DIBENCH_HOSTILE_FLOOD_MB") or targets.get("flood_mb", 300)))
     sys.stderr.write(f"hostile: {probe.tried} probes, breaches: {json.dumps(probe.breaches)}\n")
     sys.stderr.flush()
