@@ -426,6 +426,10 @@ class LocalNeo4j:
             "internal.dbms.cypher_ip_blocklist=0.0.0.0/0,::/0\n"
             f"dbms.security.procedures.allowlist={NEO4J_PROCEDURES}\n"
             "dbms.security.procedures.unrestricted=\n"
+            # No lock after failed logins: the password is a 256-bit random secret (guessing is
+            # hopeless), and a lock would let any local process shut the evaluator out of its own
+            # graph by failing three logins in a row.
+            "dbms.security.auth_max_failed_attempts=0\n"
             # Keep transaction logs bounded: benchmarks write millions of elements.
             "db.tx_log.rotation.retention_policy=1G size\n"
             "server.jvm.additional=-XX:+UseG1GC\n"

@@ -100,4 +100,5 @@ def test_the_score_comes_from_what_the_evaluator_received_not_from_the_files(
     assert sum(1 for f in forged if f["answer"] is not None) >= 3  # the forgery is there, and counted for nothing
     assert out.stat().st_mode & 0o777 == 0o700
     assert {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()} == dict.fromkeys(
-        ["answers.jsonl", "trace.jsonl", "run.json", "tasks.jsonl", "score.json", "summary.json"], 0o600)
+        ["answers.jsonl", "trace.jsonl", "run.json", "tasks.jsonl", "score.json", "summary.json",
+         "shortcuts.json"], 0o600)

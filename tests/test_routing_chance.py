@@ -109,7 +109,7 @@ def test_chance_levels_hold_on_small_catalogs(request: pytest.FixtureRequest, ca
     rnd = _run(setup, RandomRouter(42, mix)).summary
     lo, hi = rnd.interval("ra_graph")
     assert lo <= rnd.ra_graph <= hi
-    assert hi - lo < 0.2
+    assert hi - lo < 0.25  # no gold set over 10% of a behaviour keeps a small catalog's benchmark small
 
 
 def test_a_first_sentence_probe_is_at_chance(small3_eval: EvalSetup) -> None:
