@@ -323,8 +323,8 @@ def mcp_cmd(domain: str, run_key: str | None, variants: tuple[str, ...], limit: 
             agent_name: str, out_dir: Path | None) -> None:
     """Serve DOMAIN's tasks to any agent as an MCP server; one session is one evaluation run.
 
-    Tools: list_tasks, get_task, describe_schema, sql_query, search_knowledge, read_document,
-    submit_answer (the built-in harness's tools, public views only). Each submission is written and
+    Tools: list_tasks (paged, filterable), progress, get_task, describe_schema, sql_query,
+    search_knowledge, read_document, submit_answer (the built-in harness's tools, public views only). Each submission is written and
     scored into the run folder (answers.jsonl, trace.jsonl, score.json, summary.json), which
     `dibench report --results DIR` shows like any `dibench eval` run.
     """

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from dibench.evaluation.agents.tools import Toolbox, jsonable
 from dibench.evaluation.kb import KnowledgeBase
@@ -42,6 +42,7 @@ class Attempt:
 
 
 OnSubmit = Callable[[Attempt], None]
+TaskStatus = Literal["open", "answered"]
 
 
 class TaskEnvironment:
@@ -58,6 +59,8 @@ class TaskEnvironment:
         self.by_token: dict[str, Attempt] = {}
         self.finished: set[str] = set()
         self._lock = threading.Lock()
+        # the run's score ({"passed", "tasks", "accuracy_pct"}), for `progress` once every task is answered
+        self.score: Callable[[], dict[str, Any]] | None = None
 
     # -- attempts ---------------------------------------------------------------------------
     def open(self, task_id: str, tools: Toolbox) -> Attempt:
@@ -138,11 +141,39 @@ class TaskEnvironment:
         return attempt
 
     # -- the tools --------------------------------------------------------------------------
-    def list_tasks(self, caller: str | None = None) -> list[dict[str, str]]:
+    def list_tasks(self, caller: str | None = None, *, offset: int = 0, limit: int | None = None,
+                   status: TaskStatus | None = None, analysis_type: str | None = None,
+                   variant: str | None = None) -> list[dict[str, str]]:
+        """The tasks open to the caller, in order, filtered and cut to one page. No filter on the
+        knowledge tier: which tasks a rule decides is part of what is measured."""
         own = self._own(caller)
         if own is not None:
             return [public_view(own.task)]
-        return [public_view(self.tasks[i]) for i in self.order if self._withheld_for(i) is None]
+        ids = [i for i in self.order if self._withheld_for(i) is None
+               and (status is None or self.status_of(i) == status)
+               and (analysis_type is None or self.tasks[i].analysis_type == analysis_type)
+               and (variant is None or self.tasks[i].variant == variant)]
+        end = None if limit is None else offset + limit
+        return [public_view(self.tasks[i]) for i in ids[offset:end]]
+
+    def count_tasks(self, caller: str | None = None, **filters: Any) -> int:
+        return len(self.list_tasks(caller, **filters))
+
+    def status_of(self, task_id: str) -> TaskStatus:
+        with self._lock:
+            attempt = self.attempts.get(task_id)
+            done = task_id in self.finished or (attempt is not None and attempt.submitted)
+        return "answered" if done else "open"
+
+    def progress(self, caller: str | None = None) -> dict[str, Any]:
+        """How far the run is: tasks open to the caller, answered, still open; the score only once
+        every task is answered (a score mid-run would tell which answers were right)."""
+        listed = [t["task_id"] for t in self.list_tasks(caller)]
+        answered = sum(self.status_of(i) == "answered" for i in listed)
+        out: dict[str, Any] = {"tasks": len(listed), "answered": answered, "open": len(listed) - answered}
+        if listed and answered == len(listed) and self.score is not None and self._own(caller) is None:
+            out["score"] = self.score()
+        return out
 
     def get_task(self, task_id: Any, caller: str | None = None) -> dict[str, str]:
         own = self._own(caller)

@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import uvicorn
 
+from dibench import __version__
 from dibench.core.errors import ConfigError
 from dibench.core.loopback import host_header, is_loopback, local_host_names
 
@@ -29,15 +30,16 @@ try:
     from mcp.server.transport_security import TransportSecuritySettings
 except ImportError as exc:  # the `mcp` extra
     raise ConfigError("the MCP server needs the official MCP SDK", hint="pip install 'dibench[mcp]'") from exc
-from dibench.evaluation.environment import TaskEnvironment, ToolRefused
+from dibench.evaluation.environment import TaskEnvironment, TaskStatus, ToolRefused
 
 INSTRUCTIONS = ("A benchmark of business questions about one company's data. list_tasks or get_task gives a "
                 "task's question and answer format; describe_schema the database; sql_query runs read-only SQL; "
                 "search_knowledge and read_document find the metric definitions and the company policies that "
                 "change how figures are computed; submit_answer records your answer (once; it ends the task). "
-                "Each call but describe_schema counts as one turn of its task.")
-TOOL_NAMES = ("list_tasks", "get_task", "describe_schema", "sql_query", "search_knowledge", "read_document",
-              "submit_answer")
+                "Each call but describe_schema counts as one turn of its task. progress says how far the run is, "
+                "and gives the score once every task is answered.")
+TOOL_NAMES = ("list_tasks", "progress", "get_task", "describe_schema", "sql_query", "search_knowledge",
+              "read_document", "submit_answer")
 
 
 def caller(ctx: Context) -> str | None:  # type: ignore[type-arg]
@@ -56,18 +58,37 @@ async def _threaded(fn: Callable[[], Any]) -> Any:
         return f"error: {exc}"
 
 
+PAGE, MAX_PAGE = 50, 100  # tasks per list_tasks reply: a run of hundreds of tasks is never one reply
+
+
 def build_server(env: TaskEnvironment, *, host: str = "127.0.0.1", port: int = 0) -> FastMCP:
     security = loopback_security(host) if is_loopback(host) else \
         TransportSecuritySettings(enable_dns_rebinding_protection=False)
     mcp = FastMCP("dibench", instructions=INSTRUCTIONS, host=host, port=port, transport_security=security,
                   log_level="WARNING")
+    mcp._mcp_server.version = __version__  # the server reports dibench's version, not the MCP library's
 
     @mcp.tool()
-    async def list_tasks(ctx: Context) -> dict[str, list[dict[str, str]]]:  # type: ignore[type-arg]
-        """Every task of this run open to you: task_id, question, answer_format."""
+    async def list_tasks(ctx: Context, offset: int = 0, limit: int = PAGE,  # type: ignore[type-arg]
+                         status: TaskStatus | None = None, analysis_type: str | None = None,
+                         variant: str | None = None) -> dict[str, Any]:
+        """The tasks of this run open to you (task_id, question, answer_format), one page at a time:
+        `offset`/`limit` (at most 100), filtered by status (open or answered), analysis_type
+        (e.g. trend, ranking) or variant (standard, oracle, no_rule). `next_offset` is null on the
+        last page."""
         who = caller(ctx)
-        listed = await _threaded(lambda: env.list_tasks(who))
-        return {"tasks": list(listed)} if isinstance(listed, list) else {"tasks": [], "error": listed}  # type: ignore[dict-item]
+        filters: dict[str, Any] = {"status": status, "analysis_type": analysis_type, "variant": variant}
+        size = max(1, min(limit, MAX_PAGE))
+        page = await _threaded(lambda: env.list_tasks(who, offset=max(offset, 0), limit=size, **filters))
+        total = await _threaded(lambda: env.count_tasks(who, **filters))
+        after = max(offset, 0) + len(page)
+        return {"tasks": list(page), "total": total, "next_offset": after if after < total else None}
+
+    @mcp.tool()
+    async def progress(ctx: Context) -> dict[str, Any]:  # type: ignore[type-arg]
+        """How far this run is: tasks, answered, open; and the score once every task is answered."""
+        who = caller(ctx)
+        return await _threaded(lambda: env.progress(who))  # type: ignore[no-any-return]
 
     @mcp.tool()
     async def get_task(task_id: str, ctx: Context) -> dict[str, str] | str:  # type: ignore[type-arg]

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import uvicorn
 
@@ -58,7 +58,14 @@ class Session:
         self.t0 = time.perf_counter()
         self._lock = threading.Lock()
         self.env = TaskEnvironment(tasks, max_turns=opts.max_turns, on_submit=self.record, **env_args)  # type: ignore[arg-type]
+        self.env.score = self.score
         self.result: EvalResult | None = None
+
+    def score(self) -> dict[str, Any]:
+        """The run's score as scored after the last submission."""
+        with self._lock:
+            s = (self.result or self.finish()).summary
+        return {"passed": s.passed, "tasks": s.tasks, "accuracy_pct": s.accuracy_pct}
 
     def record(self, attempt: Attempt, stop: str = "answered") -> None:
         run = AgentRun(answer=attempt.answer if attempt.submitted else None,

@@ -78,8 +78,11 @@ def test_scripted_agent_over_stdio_scores_as_through_the_harness(eval_domain: Ev
             call = session_caller(session)
             listed: list[dict[str, Any]] = []
             while True:  # an oracle task is listed once its standard twin is answered
-                fresh = [i for i in json.loads(_text(await session.call_tool("list_tasks", {})))["tasks"]
-                         if i not in listed]
+                page: dict[str, Any] = {"next_offset": 0}
+                fresh = []
+                while page["next_offset"] is not None:  # 50 tasks a page
+                    page = json.loads(_text(await session.call_tool("list_tasks", {"offset": page["next_offset"]})))
+                    fresh += [i for i in page["tasks"] if i not in listed]
                 if not fresh:
                     return names, listed
                 for item in fresh:
@@ -374,3 +377,42 @@ def test_toolbox_read_document_and_search_excerpts(warehouse: Warehouse, kb: Kno
     assert whole["text"] == long_doc.text
     assert all(len(h["excerpt"]) <= 406 for h in hits)
     assert tools.read_tool({"doc_id": "rule:none"}).startswith("error: no document")
+
+
+def test_list_tasks_pages_and_filters_and_progress_scores_only_at_the_end(
+        env: TaskEnvironment, tasks: list[TaskRecord]) -> None:  # noqa: F811
+    server = HttpServer(build_server(env)).start()
+    visible = [t["task_id"] for t in env.list_tasks()]
+    standard = [t.task_id for t in tasks if t.variant == "standard" and t.task_id in visible]
+    env.score = lambda: {"passed": 0, "tasks": len(visible), "accuracy_pct": 0.0}
+    try:
+        async def drive() -> dict[str, Any]:
+            async with http_session(server.url, None) as s:
+                async def call(name: str, **args: Any) -> Any:
+                    return json.loads(_text(await s.call_tool(name, args)))
+
+                first = await call("list_tasks", limit=2)
+                second = await call("list_tasks", offset=first["next_offset"] or 0, limit=2)
+                only = await call("list_tasks", variant="standard", limit=100)
+                before = await call("progress")
+                return {"first": first, "second": second, "only": only, "before": before}
+
+        got = asyncio.run(drive())
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        hello = httpx.post(server.url, json=body, headers={"accept": "application/json, text/event-stream"})
+    finally:
+        server.stop()
+    first, second = got["first"], got["second"]
+    assert len(first["tasks"]) == 2 and first["total"] == len(visible) and first["next_offset"] == 2
+    assert [t["task_id"] for t in first["tasks"] + second["tasks"]] == visible[:4]
+    assert [t["task_id"] for t in got["only"]["tasks"]] == standard and got["only"]["next_offset"] is None
+    assert got["before"] == {"tasks": len(visible), "answered": 0, "open": len(visible)}  # no score mid-run
+    from dibench import __version__
+
+    assert f'"version":"{__version__}"' in hello.text.replace(" ", "")
+    while env.list_tasks(status="open"):  # answering a standard task opens its oracle twin
+        for t in env.list_tasks(status="open"):
+            env.submit_answer(t["task_id"], {"value": 1})
+    assert env.progress()["score"] == {"passed": 0, "tasks": len(visible), "accuracy_pct": 0.0}
+    assert len(env.list_tasks(status="answered")) == env.progress()["tasks"] == env.progress()["answered"]
