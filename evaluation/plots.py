@@ -45,7 +45,10 @@ def grouped_bars(groups: Sequence[str], series: Sequence[tuple[str, Sequence[flo
     """Vertical bars: one cluster per group, one bar per series (None = no bar). Optional `markers`
     (one per group) draw a dashed reference line, e.g. a published figure."""
     left, top, plot_h, bottom = 44, 30, 220, 70
-    legend_h = 18 * ((len(series) + 2) // 3)
+    names = [name for name, _v in series] + ([marker_label] if markers is not None and marker_label else [])
+    # as many legend columns as the longest name leaves room for: a long name gets a row of its own
+    per_row = max(1, min(3, int((width - left - 10) // (16 + CHAR_W * max((len(n) for n in names), default=1)))))
+    legend_h = 18 * ((len(names) + per_row - 1) // per_row)
     height = top + plot_h + bottom + legend_h
     plot_w = width - left - 10
     cluster_w = plot_w / max(1, len(groups))
@@ -79,8 +82,8 @@ def grouped_bars(groups: Sequence[str], series: Sequence[tuple[str, Sequence[flo
     if markers is not None and marker_label:
         legend.append((marker_label, "#222222", True))
     for i, (name, colour, dashed) in enumerate(legend):
-        x = left + (i % 3) * (plot_w / 3)
-        y = top + plot_h + 36 + 18 * (i // 3)
+        x = left + (i % per_row) * (plot_w / per_row)
+        y = top + plot_h + 36 + 18 * (i // per_row)
         mark = (f'<line x1="{x:.1f}" x2="{x + 12:.1f}" y1="{y - 4}" y2="{y - 4}" stroke="{colour}" '
                 f'stroke-dasharray="5,3"/>' if dashed else
                 f'<rect x="{x:.1f}" y="{y - 10}" width="12" height="12" fill="{colour}"/>')

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from dibench.core.contracts import ANALYSIS_TYPES
@@ -60,7 +60,15 @@ class RunData:
     @property
     def label(self) -> str:
         who = self.summary.agent if self.summary.agent not in ("llm", "command") else self.summary.model
-        return f"{who} @ {self.summary.domain}"
+        return f"{short_command(who)} @ {self.summary.domain}"
+
+
+def short_command(label: str) -> str:
+    """`command:/work/x/.venv/bin/python /home/me/agent.py --k 3` -> `command:python agent.py --k 3`: a
+    report names an agent by its program, not by the folders of the machine it ran on."""
+    return " ".join(PurePosixPath(w).name if w.startswith("/") else
+                    (w.split(":", 1)[0] + ":" + PurePosixPath(w.split(":", 1)[1]).name
+                     if w.startswith("command:/") else w) for w in label.split(" "))
 
 
 @dataclass

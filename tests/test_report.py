@@ -189,3 +189,16 @@ def test_report_finds_the_runs_eval_wrote(eval_domain: EvalDomain, tmp_path: Pat
     assert runs >= 2, res.output
     html = (work / "out" / "report.html").read_text()
     assert "no-rule" in html and "oracle" in html
+
+
+def test_agents_are_named_by_their_program_and_the_legend_keeps_long_names_whole() -> None:
+    from dibench.evaluation.plots import grouped_bars
+    from dibench.service.report import short_command
+
+    assert short_command("command:/work/x/.venv/bin/python /home/me/agent.py --k 3") == "command:python agent.py --k 3"
+    assert short_command("oracle") == "oracle"
+    long = "command:python a_rather_long_agent_program_name.py --model some-model @ demo"
+    svg = grouped_bars(["K", "K+A"], [(long, [10.0, 20.0]), ("oracle @ demo", [100.0, 100.0])], title="t",
+                       markers=[5.0, 5.0], marker_label="best shortcut")
+    xs = [float(part.split('"')[1]) for part in svg.split("<text x=")[1:] if "oracle @ demo" in part.split("</text>")[0]]
+    assert xs and all(x < 100 for x in xs)  # a long first name pushes the next one to a row of its own
