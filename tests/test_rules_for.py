@@ -139,6 +139,7 @@ def test_graph_stats_of_the_domain(pack: Pack, graph: Graph) -> None:
         "nodes": {"Dimension": 4, "Metric": 5, "Rule": 5, "RuleVersion": 5, "Table": 2},
         "edges": {"APPLIES_WHEN": 1, "CURRENT_VERSION": 5, "HAS_DIMENSION": 4, "HAS_VERSION": 5, "JOINS": 1,
                   "MODIFIES": 6, "READS": 10, "SLICED_BY": 12, "USES": 3},
+        "tasks": {"admitted_standard": 0, "admitted_with_variants": 0, "with_rejected_candidates": 0},
     }
 
 
