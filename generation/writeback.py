@@ -19,13 +19,15 @@ from dibench.stores.graph import Graph, Tx
 # What a task's gold means: 1 = the skeleton's one rule, 2 = the metric's whole policy, 3 = the
 # same, rounded on the exact value, with no-rule variants that ask for the catalog's definition
 # and knowledge facts that need the rule; 4 = the same, a significance answer with its t
-# statistic, a knowledge reference text of whole fact sentences. A domain generated with an older meaning is retired,
+# statistic, a knowledge reference text of whole fact sentences; 5 = the same, a trend on the
+# window's calendar and a decomposition listing every group. A domain generated with an older meaning is retired,
 # with a changelog entry, when it is generated again.
-GOLD_VERSION = 4
+GOLD_VERSION = 5
 GOLD_MEANING = ("the gold answer applies the metric's whole policy, rounded as PostgreSQL's ROUND(numeric) on "
                 "the exact value; no-rule variants ask for the catalog's definition alone; knowledge facts are "
                 "what the rule sets, and the reference text the document's sentences stating them; a "
-                "significance answer carries its t statistic")
+                "significance answer carries its t statistic; a trend runs on the window's calendar (an empty month 0 "
+                "for a count or a sum); a decomposition lists a suppressed group with a null value")
 
 
 def _params_json(p: dict[str, Any]) -> str:

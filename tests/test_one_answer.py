@@ -4,8 +4,10 @@ test's figures, the length of a knowledge answer). Pure: no services."""
 from __future__ import annotations
 
 from dibench.core.ambiguity import Asked, duplicates
+from dibench.core.answers import months, trend_summary
 from dibench.core.contracts import MAX_WORDS, check_answer, task_contract
 from dibench.generation.analyses.ranking import tied_at, untied_k
+from dibench.generation.analyses.trend import additive
 from dibench.generation.questions import answer_format
 
 
@@ -56,3 +58,34 @@ def test_a_constant_significance_verdict_and_a_constant_trend_direction_fail() -
     gold = {"direction": "increasing", "total_change_pct": 12.3, "peak_period": "2024-05"}
     assert not check_answer(trend, gold, {"direction": "increasing", "total_change_pct": 0.0,
                                           "peak_period": "2024-05"}).passed
+
+
+def test_a_time_series_runs_on_the_calendar_of_its_window() -> None:
+    """A month without rows is a true zero for a count or a sum: dropping it changed the trend."""
+    rows = [("2024-01", 10), ("2024-02", 12), ("2024-03", 14)]  # April has no row
+    spine = months("2024-01-01", "2024-05-01")
+    assert spine == ["2024-01", "2024-02", "2024-03", "2024-04"]
+    assert trend_summary(rows, 2, spine, 0) == {"direction": "decreasing", "total_change_pct": -100.0,
+                                                "peak_period": "2024-03"}
+    # an average has no value in an empty month: it is left out
+    assert trend_summary(rows, 2, spine, None) == {"direction": "increasing", "total_change_pct": 40.0,
+                                                   "peak_period": "2024-03"}
+    # an empty first month of a count leaves no percent change: no task
+    assert trend_summary([("2024-02", 12), ("2024-03", 14), ("2024-04", 9)], 2, spine, 0) is None
+    assert additive("SELECT COUNT(*) AS value FROM t") and additive("SELECT COALESCE(SUM(x), 0) FROM t")
+    assert not additive("SELECT AVG(x) AS value FROM t")
+    assert not additive("SELECT 100.0 * COUNT(*) FILTER (WHERE r >= 4) / NULLIF(COUNT(r), 0) AS value FROM t")
+
+
+def test_a_suppressed_group_is_listed_with_no_value() -> None:
+    """An agent that lists every group, the suppressed one with null, is right; one that drops it too."""
+    from dibench.core.answers import decomposition
+
+    gold = decomposition([("north", 51.234), ("south", 40.0)], 2, ["islands", "north", "south"])
+    assert gold == {"rows": [{"group": "islands", "value": None}, {"group": "north", "value": 51.23},
+                             {"group": "south", "value": 40.0}]}
+    contract = task_contract("decomposition", 2)
+    assert check_answer(contract, gold, gold).passed
+    dropped = {"rows": [r for r in gold["rows"] if r["value"] is not None]}
+    assert "missing row(s) 'islands'" in check_answer(contract, gold, dropped).reason
+    assert 'listed with "value": null' in answer_format("decomposition", 2)
