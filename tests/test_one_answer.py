@@ -7,6 +7,7 @@ from dibench.core.ambiguity import Asked, duplicates
 from dibench.core.answers import months, trend_summary
 from dibench.core.contracts import MAX_WORDS, check_answer, task_contract
 from dibench.generation.analyses.ranking import tied_at, untied_k
+from dibench.generation.analyses.threshold import states_its_answer
 from dibench.generation.analyses.trend import additive
 from dibench.generation.questions import answer_format
 
@@ -89,3 +90,10 @@ def test_a_suppressed_group_is_listed_with_no_value() -> None:
     dropped = {"rows": [r for r in gold["rows"] if r["value"] is not None]}
     assert "missing row(s) 'islands'" in check_answer(contract, gold, dropped).reason
     assert 'listed with "value": null' in answer_format("decomposition", 2)
+
+
+def test_a_threshold_is_never_the_value_it_is_compared_with() -> None:
+    """Two of demo's six K+A threshold tasks had a target equal to the value: the question answered them."""
+    assert states_its_answer(50.0, [50.0, 61.5], 2)
+    assert states_its_answer(50.0, [61.5, 50.004], 2)  # the answer without rules counts too
+    assert not states_its_answer(50.0, [50.01, None], 2)
