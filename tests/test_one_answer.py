@@ -38,6 +38,24 @@ def test_a_repeated_question_and_answer_is_kept_once() -> None:
              Asked("t:d", "What is the cost?", "point_query", gold, 2)]
     # 5.001 and 5.0 are one answer under the contract; 7.0 is another (ambiguous, not a copy)
     assert duplicates(tasks) == {"t:b": "t:a"}
+    # one rule asked about for two metrics: the same sentences and facts are one knowledge task
+    text = {"text": "Penalty interest (purpose SANKC. UROK) is left out.", "must_include": ["SANKC. UROK"],
+            "sources_state": []}
+    knowledge = [Asked("k:2", "What does our policy leave out of the interest income?", "knowledge_retrieval",
+                       {**text, "sources_state": ["3"]}, 2),
+                 Asked("k:1", "What does our policy leave out of the fee income?", "knowledge_retrieval", text, 2)]
+    assert duplicates(knowledge) == {"k:2": "k:1"}
+
+
+def test_a_fact_a_full_stop_cuts_is_stated_by_the_sentences_around_it() -> None:
+    from types import SimpleNamespace
+
+    from dibench.generation.analyses.knowledge import answer_text
+
+    doc = SimpleNamespace(body="# Bank postings\n\nThe bank posts penalty interest (purpose SANKC. UROK) on overdrawn "
+                               "accounts. It is not client activity.\n\nOther text follows here.")
+    text = answer_text(doc, ["SANKC. UROK"])
+    assert text == "The bank posts penalty interest (purpose SANKC. UROK) on overdrawn accounts."
 
 
 def test_answer_formats_state_how_the_gold_is_computed() -> None:
