@@ -53,6 +53,19 @@ def rnd(v: Any, digits: int) -> Any:
     return float(d.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP, context=WIDE)) + 0.0
 
 
+def exact_tie(v: Any, digits: int) -> bool:
+    """Whether `v` lies exactly half way between two values of `digits` decimals (2.345 at 2):
+    half up and half even round it apart, and an agent cannot know which the gold chose. An
+    integer never does; a value that is not a number neither."""
+    if isinstance(v, (bool, int)) or not isinstance(v, (float, Decimal)):
+        return False
+    d = exact(v)
+    if d is None:
+        return False
+    shifted = d.scaleb(digits)
+    return shifted - shifted.to_integral_value(rounding="ROUND_FLOOR") == Decimal("0.5")
+
+
 # ------------------------------------------------------------------ point query, threshold
 def point_value(rows: Rows, digits: int) -> dict[str, Any]:
     """The metric value of a one-row result (no row: null)."""

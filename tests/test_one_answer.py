@@ -115,3 +115,14 @@ def test_a_threshold_is_never_the_value_it_is_compared_with() -> None:
     assert states_its_answer(50.0, [50.0, 61.5], 2)
     assert states_its_answer(50.0, [61.5, 50.004], 2)  # the answer without rules counts too
     assert not states_its_answer(50.0, [50.01, None], 2)
+
+
+def test_a_value_on_an_exact_rounding_tie_is_found() -> None:
+    """Half up and half even round 2.345 apart: generation asks no question whose value is one."""
+    from decimal import Decimal
+
+    from dibench.core.answers import exact_tie
+
+    assert [exact_tie(v, 2) for v in (Decimal("2.345"), 2.345, -0.125, 2.344, Decimal("12.5000"), 7, "2.345", None)] \
+        == [True, True, True, False, False, False, False, False]
+    assert exact_tie(0.5, 0)
