@@ -81,3 +81,27 @@ def duplicates(tasks: Iterable[Asked]) -> dict[str, str]:
         else:
             out[t.key] = same.key
     return out
+
+
+def _variant(key: str) -> str:
+    tail = key.rpartition(":")[2]
+    return tail if tail in ("oracle", "no_rule") else "standard"
+
+
+def same_answers(tasks: Iterable[Asked]) -> dict[str, str]:
+    """{task key: the key of the task whose answer it repeats} for every task whose answer another
+    task of its analysis type and variant, with a smaller key and another question, already has
+    (under either's contract): copying that other task's answer would pass it (two windows over
+    the same rows, a zero, a suppressed null). Knowledge tasks are left to `duplicates`."""
+    buckets: dict[tuple[str, str], list[Asked]] = defaultdict(list)
+    out: dict[str, str] = {}
+    for t in sorted(tasks, key=lambda t: t.key):
+        if t.analysis_type == "knowledge_retrieval":
+            continue
+        kept = buckets[(t.analysis_type, _variant(t.key))]
+        same = next((k for k in kept if not different(k, t)), None)
+        if same is None:
+            kept.append(t)
+        else:
+            out[t.key] = same.key
+    return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dibench.core.ambiguity import Asked, ambiguous, duplicates
+from dibench.core.ambiguity import Asked, ambiguous, duplicates, same_answers
 from dibench.core.errors import GraphError
 from dibench.core.keys import dimension_key, metric_key, rule_key, rule_version_key, table_key
 from dibench.core.pack import Pack
@@ -128,9 +128,12 @@ DUPLICATE = "duplicate_task"
 
 def reject_duplicates(graph: Graph, domain: str) -> int:
     """Reject every admitted task of `domain` that repeats the question and answer of another
-    (core/ambiguity.py, `duplicates`), its variants with it. The number of tasks rejected."""
+    (core/ambiguity.py, `duplicates`), or only the answer of another of its analysis type and
+    variant (`same_answers`), its variants with it. The number of tasks rejected."""
     tasks = asked(graph, domain)
-    reasons = {k: f"{DUPLICATE}: the same question and answer as {kept}" for k, kept in duplicates(tasks).items()}
+    reasons = {k: f"{DUPLICATE}: the same answer as {kept}, to another question (copying it would pass)"
+               for k, kept in same_answers(tasks).items()}
+    reasons.update({k: f"{DUPLICATE}: the same question and answer as {kept}" for k, kept in duplicates(tasks).items()})
     for t in tasks:
         standard, _, variant = t.key.rpartition(":")
         if variant in ("oracle", "no_rule") and standard in reasons and t.key not in reasons:

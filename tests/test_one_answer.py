@@ -3,7 +3,7 @@ that say how the gold is computed (rounding, the trend's method, the tolerance o
 test's figures, the length of a knowledge answer). Pure: no services."""
 from __future__ import annotations
 
-from dibench.core.ambiguity import Asked, duplicates
+from dibench.core.ambiguity import Asked, duplicates, same_answers
 from dibench.core.answers import months, trend_summary
 from dibench.core.contracts import MAX_WORDS, check_answer, task_contract
 from dibench.generation.analyses.ranking import tied_at, untied_k
@@ -126,3 +126,17 @@ def test_a_value_on_an_exact_rounding_tie_is_found() -> None:
     assert [exact_tie(v, 2) for v in (Decimal("2.345"), 2.345, -0.125, 2.344, Decimal("12.5000"), 7, "2.345", None)] \
         == [True, True, True, False, False, False, False, False]
     assert exact_tie(0.5, 0)
+
+
+def test_an_answer_another_task_already_has_is_kept_once() -> None:
+    """Two windows over the same rows, or a zero: copying one task's answer passed the other."""
+    trend = {"direction": "decreasing", "total_change_pct": -100.0, "peak_period": "2005-07"}
+    tasks = [Asked("t:1", "How did rentals develop in 2005?", "trend_analysis", trend, 2),
+             Asked("t:2", "How did revenue develop from May to August 2005?", "trend_analysis", trend, 2),
+             Asked("t:2:oracle", "How did revenue develop ... policy text", "trend_analysis", trend, 2),
+             Asked("t:1:oracle", "How did rentals develop ... policy text", "trend_analysis", trend, 2),
+             Asked("t:3", "What was the revenue in June?", "point_query", {"value": 0.0}, 2),
+             Asked("t:4", "What was the late fee share in July?", "point_query", {"value": 0.0}, 2),
+             Asked("t:5", "What was the revenue in July?", "point_query", {"value": 12.5}, 2)]
+    # a variant is compared with variants only: a task's oracle twin never repeats it
+    assert same_answers(tasks) == {"t:2": "t:1", "t:2:oracle": "t:1:oracle", "t:4": "t:3"}
