@@ -58,14 +58,47 @@ def ambiguous(tasks: Iterable[Asked]) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in sorted(out.items())}
 
 
+def asked_as(t: Asked) -> str:
+    """What makes two tasks copies: the normalised question; for knowledge, what the answer states
+    (one rule asked about for each metric it changes is one question: the same sentences)."""
+    if t.analysis_type == "knowledge_retrieval" and isinstance(t.gold.get("text"), str):
+        facts = sorted(normalised(str(f)) for f in t.gold.get("must_include") or [])
+        return "knowledge:" + normalised(t.gold["text"]) + "|" + "|".join(facts)
+    return normalised(t.question)
+
+
 def duplicates(tasks: Iterable[Asked]) -> dict[str, str]:
     """{task key: the key of the task it repeats} for every task whose normalised question and
-    answer another task with a smaller key already has: one of them is the benchmark's, the
-    others are copies that weigh its score."""
+    answer another task with a smaller key already has (a knowledge task: whose answer's text and
+    facts): one of them is the benchmark's, the others are copies that weigh its score."""
     first: dict[str, list[Asked]] = defaultdict(list)
     out: dict[str, str] = {}
     for t in sorted(tasks, key=lambda t: t.key):
-        kept = first[normalised(t.question)]
+        kept = first[asked_as(t)]
+        same = next((k for k in kept if not different(k, t)), None)
+        if same is None:
+            kept.append(t)
+        else:
+            out[t.key] = same.key
+    return out
+
+
+def _variant(key: str) -> str:
+    tail = key.rpartition(":")[2]
+    return tail if tail in ("oracle", "no_rule") else "standard"
+
+
+def same_answers(tasks: Iterable[Asked]) -> dict[str, str]:
+    """{task key: the key of the task whose answer it repeats} for every task whose answer another
+    task of its analysis type and variant, with a smaller key and another question, already has
+    (under either's contract): copying that other task's answer would pass it (two windows over
+    the same rows, a zero, a suppressed null). Knowledge tasks are left to `duplicates`."""
+    buckets: dict[tuple[str, str], list[Asked]] = defaultdict(list)
+    out: dict[str, str] = {}
+    for t in sorted(tasks, key=lambda t: t.key):
+        if t.analysis_type == "knowledge_retrieval":
+            continue
+        kept = buckets[(t.analysis_type, _variant(t.key))]
         same = next((k for k in kept if not different(k, t)), None)
         if same is None:
             kept.append(t)

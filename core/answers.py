@@ -53,6 +53,19 @@ def rnd(v: Any, digits: int) -> Any:
     return float(d.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP, context=WIDE)) + 0.0
 
 
+def exact_tie(v: Any, digits: int) -> bool:
+    """Whether `v` lies exactly half way between two values of `digits` decimals (2.345 at 2):
+    half up and half even round it apart, and an agent cannot know which the gold chose. An
+    integer never does; a value that is not a number neither."""
+    if isinstance(v, (bool, int)) or not isinstance(v, (float, Decimal)):
+        return False
+    d = exact(v)
+    if d is None:
+        return False
+    shifted = d.scaleb(digits)
+    return shifted - shifted.to_integral_value(rounding="ROUND_FLOOR") == Decimal("0.5")
+
+
 # ------------------------------------------------------------------ point query, threshold
 def point_value(rows: Rows, digits: int) -> dict[str, Any]:
     """The metric value of a one-row result (no row: null)."""
@@ -70,13 +83,38 @@ def threshold_crossing(value: float | None, threshold: float, higher_is_better: 
 
 
 # ------------------------------------------------------------------ trend
-def trend_summary(rows: Rows, digits: int) -> dict[str, Any] | None:
-    """(period, value, ...) rows -> direction, total change and peak; None under three periods.
-    The change is computed on the exact values (28 significant digits), then rounded."""
+def months(start: str, end: str) -> list[str]:
+    """The months ("YYYY-MM") of the half-open window [start, end) of ISO dates."""
+    y, m = int(start[:4]), int(start[5:7])
+    out = []
+    while f"{y:04d}-{m:02d}" < end[:7] or (f"{y:04d}-{m:02d}" == end[:7] and end[8:10] > "01"):
+        out.append(f"{y:04d}-{m:02d}")
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+    return out
+
+
+def on_spine(rows: Rows, periods: list[str], empty: Any) -> Rows:
+    """`rows` with a (period, empty) row for every period of the calendar `periods` they lack:
+    a month without rows is 0 for a count or a sum (`empty` 0), and has no value for an average
+    or a ratio (`empty` None: the month is left out)."""
+    if empty is None:
+        return rows
+    present = {str(r[0]) for r in rows}
+    return list(rows) + [(p, empty) for p in periods if p not in present]
+
+
+def trend_summary(rows: Rows, digits: int, periods: list[str] | None = None, empty: Any = None) -> dict[str, Any] | None:
+    """(period, value, ...) rows -> direction, total change and peak; None under three periods,
+    or when the first period is 0 and the last is not (no percent change). With the calendar
+    `periods`, a month without rows counts `empty` (on_spine). The change is computed on the
+    exact values (28 significant digits), then rounded."""
+    rows = on_spine(rows, periods, empty) if periods is not None else rows
     series = sorted((str(r[0]), d) for r in rows if r[0] is not None and (d := exact(r[1])) is not None)
     if len(series) < 3:
         return None
     first, last = series[0][1], series[-1][1]
+    if first == 0 and last != 0:
+        return None
     change = Decimal(0) if first == 0 else (last - first) / abs(first) * 100
     direction = "flat" if abs(change) < TREND_FLAT_PCT else ("increasing" if change > 0 else "decreasing")
     peak = max(series, key=lambda p: (p[1], p[0]))[0]
@@ -106,8 +144,13 @@ def comparison(rows: Rows, a: str, b: str, digits: int) -> dict[str, Any]:
     return {"group_a": a, "group_b": b, "value_a": va, "value_b": vb, "higher": higher}
 
 
-def decomposition(rows: Rows, digits: int) -> dict[str, Any]:
-    return {"rows": grouped_rows(rows, digits)}
+def decomposition(rows: Rows, digits: int, groups: list[str] | None = None) -> dict[str, Any]:
+    """Every group of `rows`; with `groups` (the groups of the data without rules), every one of
+    those too: a group the policy suppresses or empties is listed with no value (null)."""
+    listed = grouped_rows(rows, digits)
+    seen = {r["group"] for r in listed}
+    missing = [{"group": g, "value": None} for g in (groups or []) if g not in seen]
+    return {"rows": sorted(listed + missing, key=lambda x: x["group"])}
 
 
 def top_k(rows: list[dict[str, Any]], k: int, higher_is_better: bool) -> list[dict[str, Any]]:

@@ -37,6 +37,9 @@ def _threshold(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | No
 
 
 def _trend(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
+    if "empty_period" in task.facts:  # on the window's calendar, as generation computed it
+        periods = answers.months(str(_fact(task, "start")), str(_fact(task, "end")))
+        return answers.trend_summary(rows, task.rounding, periods, task.facts["empty_period"])
     return answers.trend_summary(rows, task.rounding)
 
 
@@ -57,7 +60,7 @@ def _counterfactual(task: TaskRecord, rows: Rows, base: Rows) -> dict[str, Any] 
 
 
 def _decomposition(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
-    return answers.decomposition(rows, task.rounding)
+    return answers.decomposition(rows, task.rounding, task.facts.get("all_groups"))
 
 
 DERIVERS: dict[str, Callable[[TaskRecord, Rows, Rows], dict[str, Any] | None]] = {

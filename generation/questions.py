@@ -248,7 +248,8 @@ def _shape(analysis: str) -> str:
                           f'; the method: total_change_pct = (last month - first month) / |first month| x 100 over the '
                           f'months asked, to {TREND_PCT_DIGITS} decimal; direction "flat" when |total_change_pct| < '
                           f'{TREND_FLAT_PCT:g}, else the sign of the change; peak_period the month of the highest value '
-                          f'(the latest of equals)',
+                          f'(the latest of equals); every month of the window counts: one without rows is 0 for a count or a sum, '
+                          f'and is left out for an average or a ratio',
         "comparison": 'JSON {"group_a": "<name>", "group_b": "<name>", "value_a": <number>, "value_b": <number>, "higher": "<name or equal>"}',
         "ranking": 'JSON {"k": <k>, "rows": [{"group": "<name>", "value": <number>}, ...]} best first',
         "significance_testing": 'JSON {"significant": true|false, "p_value": <number>, "t_statistic": <number>, '
@@ -259,5 +260,6 @@ def _shape(analysis: str) -> str:
                                 'of the figure, whichever is larger',
         "threshold_crossing": 'JSON {"value": <number>, "threshold": <number>, "result": "PASS|FAIL"}',
         "counterfactual": 'JSON {"rows": [{"group": "<name>", "current": <number>, "hypothetical": <number>}, ...]}',
-        "decomposition": 'JSON {"rows": [{"group": "<name>", "value": <number>}, ...]} every group',
+        "decomposition": 'JSON {"rows": [{"group": "<name>", "value": <number>}, ...]} every group; a group '
+                         'withheld or emptied by a policy is listed with "value": null',
     }[analysis]

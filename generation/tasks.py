@@ -63,6 +63,12 @@ def tier_of(analysis: str, policy_changes: bool) -> str:
     return "K+A+R" if policy_changes else "K+A"
 
 
+# The analyses whose answers hold the metric's values rounded (a trend's and a significance test's
+# figures are computed from the values, never the values themselves).
+ROUNDED = frozenset({"point_query", "threshold_crossing", "comparison", "ranking", "counterfactual",
+                     "decomposition"})
+
+
 def candidate_key(sk: Skeleton, analysis: str, variant: str = "standard") -> str:
     digest = hashlib.sha1(f"{sk.key}|{analysis}|{variant}".encode()).hexdigest()[:16]
     return f"task:{sk.domain}/{digest}"
@@ -101,6 +107,11 @@ def ground(analysis: Analysis, sk: Skeleton, metric: MetricSpec, ex: Executor, r
             return None
         if analysis.NAME == KNOWLEDGE:
             return Grounded(result)
+        if analysis.NAME in ROUNDED and ctx.exact_ties:
+            # A value on an exact rounding tie has two right roundings: another window, or no task.
+            if attempt == tries - 1:
+                return None
+            continue
         after = rng.getstate()
 
         def variant(excluded: frozenset[str], primary: Outcome = result, state: Any = state) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dibench.core.ambiguity import Asked, ambiguous, duplicates
+from dibench.core.ambiguity import Asked, ambiguous, duplicates, same_answers
 from dibench.core.errors import GraphError
 from dibench.core.keys import dimension_key, metric_key, rule_key, rule_version_key, table_key
 from dibench.core.pack import Pack
@@ -19,13 +19,15 @@ from dibench.stores.graph import Graph, Tx
 # What a task's gold means: 1 = the skeleton's one rule, 2 = the metric's whole policy, 3 = the
 # same, rounded on the exact value, with no-rule variants that ask for the catalog's definition
 # and knowledge facts that need the rule; 4 = the same, a significance answer with its t
-# statistic, a knowledge reference text of whole fact sentences. A domain generated with an older meaning is retired,
+# statistic, a knowledge reference text of whole fact sentences; 5 = the same, a trend on the
+# window's calendar and a decomposition listing every group. A domain generated with an older meaning is retired,
 # with a changelog entry, when it is generated again.
-GOLD_VERSION = 4
+GOLD_VERSION = 5
 GOLD_MEANING = ("the gold answer applies the metric's whole policy, rounded as PostgreSQL's ROUND(numeric) on "
                 "the exact value; no-rule variants ask for the catalog's definition alone; knowledge facts are "
                 "what the rule sets, and the reference text the document's sentences stating them; a "
-                "significance answer carries its t statistic")
+                "significance answer carries its t statistic; a trend runs on the window's calendar (an empty month 0 "
+                "for a count or a sum); a decomposition lists a suppressed group with a null value")
 
 
 def _params_json(p: dict[str, Any]) -> str:
@@ -126,9 +128,12 @@ DUPLICATE = "duplicate_task"
 
 def reject_duplicates(graph: Graph, domain: str) -> int:
     """Reject every admitted task of `domain` that repeats the question and answer of another
-    (core/ambiguity.py, `duplicates`), its variants with it. The number of tasks rejected."""
+    (core/ambiguity.py, `duplicates`), or only the answer of another of its analysis type and
+    variant (`same_answers`), its variants with it. The number of tasks rejected."""
     tasks = asked(graph, domain)
-    reasons = {k: f"{DUPLICATE}: the same question and answer as {kept}" for k, kept in duplicates(tasks).items()}
+    reasons = {k: f"{DUPLICATE}: the same answer as {kept}, to another question (copying it would pass)"
+               for k, kept in same_answers(tasks).items()}
+    reasons.update({k: f"{DUPLICATE}: the same question and answer as {kept}" for k, kept in duplicates(tasks).items()})
     for t in tasks:
         standard, _, variant = t.key.rpartition(":")
         if variant in ("oracle", "no_rule") and standard in reasons and t.key not in reasons:

@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from dibench.cli.main import main
+from dibench.core.answers import months
 from dibench.core.keys import dimension_key, metric_key, rule_key, table_key
 from dibench.core.pack import Pack, load_pack
 from dibench.generation.analyses import (
@@ -117,6 +118,8 @@ def derive(analysis: str, facts: dict[str, Any], rows: list[tuple[Any, ...]], ba
     if analysis == "threshold_crossing":
         return threshold.answer(point_query.answer(rows, digits)["value"], facts["threshold"], facts["higher_is_better"])
     if analysis == "trend_analysis":
+        if "empty_period" in facts:  # the window's calendar
+            return trend.summarise(rows, digits, months(facts["start"], facts["end"]), facts["empty_period"])
         return trend.summarise(rows, digits)
     if analysis == "comparison":
         return comparison.answer(rows, facts["group_a"], facts["group_b"], digits)
@@ -127,7 +130,7 @@ def derive(analysis: str, facts: dict[str, Any], rows: list[tuple[Any, ...]], ba
     if analysis == "counterfactual":
         return counterfactual.answer(rows, base_rows, digits)
     if analysis == "decomposition":
-        return decomposition.answer(rows, digits)
+        return decomposition.answer(rows, digits, facts.get("all_groups"))
     raise AssertionError(analysis)
 
 

@@ -3,9 +3,12 @@ that say how the gold is computed (rounding, the trend's method, the tolerance o
 test's figures, the length of a knowledge answer). Pure: no services."""
 from __future__ import annotations
 
-from dibench.core.ambiguity import Asked, duplicates
+from dibench.core.ambiguity import Asked, duplicates, same_answers
+from dibench.core.answers import months, trend_summary
 from dibench.core.contracts import MAX_WORDS, check_answer, task_contract
 from dibench.generation.analyses.ranking import tied_at, untied_k
+from dibench.generation.analyses.threshold import states_its_answer
+from dibench.generation.analyses.trend import additive
 from dibench.generation.questions import answer_format
 
 
@@ -35,6 +38,24 @@ def test_a_repeated_question_and_answer_is_kept_once() -> None:
              Asked("t:d", "What is the cost?", "point_query", gold, 2)]
     # 5.001 and 5.0 are one answer under the contract; 7.0 is another (ambiguous, not a copy)
     assert duplicates(tasks) == {"t:b": "t:a"}
+    # one rule asked about for two metrics: the same sentences and facts are one knowledge task
+    text = {"text": "Penalty interest (purpose SANKC. UROK) is left out.", "must_include": ["SANKC. UROK"],
+            "sources_state": []}
+    knowledge = [Asked("k:2", "What does our policy leave out of the interest income?", "knowledge_retrieval",
+                       {**text, "sources_state": ["3"]}, 2),
+                 Asked("k:1", "What does our policy leave out of the fee income?", "knowledge_retrieval", text, 2)]
+    assert duplicates(knowledge) == {"k:2": "k:1"}
+
+
+def test_a_fact_a_full_stop_cuts_is_stated_by_the_sentences_around_it() -> None:
+    from types import SimpleNamespace
+
+    from dibench.generation.analyses.knowledge import answer_text
+
+    doc = SimpleNamespace(body="# Bank postings\n\nThe bank posts penalty interest (purpose SANKC. UROK) on overdrawn "
+                               "accounts. It is not client activity.\n\nOther text follows here.")
+    text = answer_text(doc, ["SANKC. UROK"])
+    assert text == "The bank posts penalty interest (purpose SANKC. UROK) on overdrawn accounts."
 
 
 def test_answer_formats_state_how_the_gold_is_computed() -> None:
@@ -56,3 +77,66 @@ def test_a_constant_significance_verdict_and_a_constant_trend_direction_fail() -
     gold = {"direction": "increasing", "total_change_pct": 12.3, "peak_period": "2024-05"}
     assert not check_answer(trend, gold, {"direction": "increasing", "total_change_pct": 0.0,
                                           "peak_period": "2024-05"}).passed
+
+
+def test_a_time_series_runs_on_the_calendar_of_its_window() -> None:
+    """A month without rows is a true zero for a count or a sum: dropping it changed the trend."""
+    rows = [("2024-01", 10), ("2024-02", 12), ("2024-03", 14)]  # April has no row
+    spine = months("2024-01-01", "2024-05-01")
+    assert spine == ["2024-01", "2024-02", "2024-03", "2024-04"]
+    assert trend_summary(rows, 2, spine, 0) == {"direction": "decreasing", "total_change_pct": -100.0,
+                                                "peak_period": "2024-03"}
+    # an average has no value in an empty month: it is left out
+    assert trend_summary(rows, 2, spine, None) == {"direction": "increasing", "total_change_pct": 40.0,
+                                                   "peak_period": "2024-03"}
+    # an empty first month of a count leaves no percent change: no task
+    assert trend_summary([("2024-02", 12), ("2024-03", 14), ("2024-04", 9)], 2, spine, 0) is None
+    assert additive("SELECT COUNT(*) AS value FROM t") and additive("SELECT COALESCE(SUM(x), 0) FROM t")
+    assert not additive("SELECT AVG(x) AS value FROM t")
+    assert not additive("SELECT 100.0 * COUNT(*) FILTER (WHERE r >= 4) / NULLIF(COUNT(r), 0) AS value FROM t")
+
+
+def test_a_suppressed_group_is_listed_with_no_value() -> None:
+    """An agent that lists every group, the suppressed one with null, is right; one that drops it too."""
+    from dibench.core.answers import decomposition
+
+    gold = decomposition([("north", 51.234), ("south", 40.0)], 2, ["islands", "north", "south"])
+    assert gold == {"rows": [{"group": "islands", "value": None}, {"group": "north", "value": 51.23},
+                             {"group": "south", "value": 40.0}]}
+    contract = task_contract("decomposition", 2)
+    assert check_answer(contract, gold, gold).passed
+    dropped = {"rows": [r for r in gold["rows"] if r["value"] is not None]}
+    assert "missing row(s) 'islands'" in check_answer(contract, gold, dropped).reason
+    assert 'listed with "value": null' in answer_format("decomposition", 2)
+
+
+def test_a_threshold_is_never_the_value_it_is_compared_with() -> None:
+    """Two of demo's six K+A threshold tasks had a target equal to the value: the question answered them."""
+    assert states_its_answer(50.0, [50.0, 61.5], 2)
+    assert states_its_answer(50.0, [61.5, 50.004], 2)  # the answer without rules counts too
+    assert not states_its_answer(50.0, [50.01, None], 2)
+
+
+def test_a_value_on_an_exact_rounding_tie_is_found() -> None:
+    """Half up and half even round 2.345 apart: generation asks no question whose value is one."""
+    from decimal import Decimal
+
+    from dibench.core.answers import exact_tie
+
+    assert [exact_tie(v, 2) for v in (Decimal("2.345"), 2.345, -0.125, 2.344, Decimal("12.5000"), 7, "2.345", None)] \
+        == [True, True, True, False, False, False, False, False]
+    assert exact_tie(0.5, 0)
+
+
+def test_an_answer_another_task_already_has_is_kept_once() -> None:
+    """Two windows over the same rows, or a zero: copying one task's answer passed the other."""
+    trend = {"direction": "decreasing", "total_change_pct": -100.0, "peak_period": "2005-07"}
+    tasks = [Asked("t:1", "How did rentals develop in 2005?", "trend_analysis", trend, 2),
+             Asked("t:2", "How did revenue develop from May to August 2005?", "trend_analysis", trend, 2),
+             Asked("t:2:oracle", "How did revenue develop ... policy text", "trend_analysis", trend, 2),
+             Asked("t:1:oracle", "How did rentals develop ... policy text", "trend_analysis", trend, 2),
+             Asked("t:3", "What was the revenue in June?", "point_query", {"value": 0.0}, 2),
+             Asked("t:4", "What was the late fee share in July?", "point_query", {"value": 0.0}, 2),
+             Asked("t:5", "What was the revenue in July?", "point_query", {"value": 12.5}, 2)]
+    # a variant is compared with variants only: a task's oracle twin never repeats it
+    assert same_answers(tasks) == {"t:2": "t:1", "t:2:oracle": "t:1:oracle", "t:4": "t:3"}

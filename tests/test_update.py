@@ -78,8 +78,11 @@ def _expected_by_hand(wh: Warehouse, t: dict[str, Any], value: int) -> dict[str,
     params[STRICT_PARAM] = value
     rows = wh.execute_readonly(t["gold_sql"], params).rows
     if t["analysis_type"] == "decomposition":
-        return {"rows": sorted(({"group": str(r[0]), "value": None if r[1] is None else round(float(r[1]), 2)}
-                                for r in rows if r[0] is not None), key=lambda x: x["group"])}
+        got = {str(r[0]): None if r[1] is None else round(float(r[1]), 2) for r in rows if r[0] is not None}
+        # every group the data has without rules is listed; one the policy suppresses with no value
+        for g in json.loads(t["facts"]).get("all_groups", []):
+            got.setdefault(g, None)
+        return {"rows": [{"group": g, "value": v} for g, v in sorted(got.items())]}
     v = round(float(rows[0][0]), 2) if rows and rows[0][0] is not None else None
     if t["analysis_type"] == "point_query":
         return {"value": v}

@@ -1,7 +1,8 @@
-"""Decomposition: the metric broken down by the dimension, every group. {"rows": [{group, value}]}"""
+"""Decomposition: the metric broken down by the dimension, every group (one the policy suppresses
+or empties with a null value). {"rows": [{group, value}]}"""
 from __future__ import annotations
 
-from dibench.core.answers import decomposition as answer
+from dibench.core.answers import decomposition as answer, grouped_rows
 from dibench.generation.analyses.base import Outcome, categorical, outcome, window_facts
 from dibench.generation.grounding import Context, choose_window
 from dibench.generation.skeletons import Skeleton
@@ -18,8 +19,10 @@ def compatible(sk: Skeleton) -> bool:
 def build(ctx: Context) -> Outcome | None:
     window = choose_window(*ctx.data_window, ctx.rng)
     pair = ctx.pair(lambda t: group_by(t, ctx.dim(t)), window)
-    gold = answer(pair.gold_rows, ctx.metric.rounding)
-    base = answer(pair.base_rows, ctx.metric.rounding)
+    # Every group the data has without rules is listed: one the policy suppresses, with no value.
+    groups = sorted(r["group"] for r in grouped_rows(pair.base_rows, ctx.metric.rounding))
+    gold = answer(pair.gold_rows, ctx.metric.rounding, groups)
+    base = answer(pair.base_rows, ctx.metric.rounding, groups)
     if len(gold["rows"]) < 2 and len(base["rows"]) < 2:
         return None
-    return outcome(gold, base, pair, window_facts(window))
+    return outcome(gold, base, pair, {**window_facts(window), "all_groups": groups})

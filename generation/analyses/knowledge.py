@@ -146,9 +146,12 @@ def answer_text(doc: Any, facts: list[str]) -> str:
     body = sentences(doc.body)
     picked: set[int] = set()
     for fact in facts:
-        at = next((i for i, x in enumerate(body) if fact_found(fact, x)), None)
-        if at is not None:
-            picked.add(at)
+        # a fact a full stop cuts in two ("SANKC. UROK") is stated by the sentences around it
+        for span in (1, 2, 3):
+            at = next((i for i in range(len(body) - span + 1) if fact_found(fact, " ".join(body[i:i + span]))), None)
+            if at is not None:
+                picked.update(range(at, at + span))
+                break
     return " ".join(body[i] for i in sorted(picked))
 
 

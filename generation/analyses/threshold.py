@@ -37,6 +37,12 @@ def roundest_between(a: float, b: float) -> float:
     return float(round((a + b) / 2, 0))
 
 
+def states_its_answer(threshold: float, values: list[float | None], rounding: int) -> bool:
+    """Whether a target equals a value to find (with the policy or without it): the question would
+    state its own answer, and echoing the target would pass."""
+    return any(v is not None and abs(v - threshold) < half_unit(rounding) for v in values)
+
+
 def build(ctx: Context) -> Outcome | None:
     point = point_query.build(ctx)
     if point is None or point.gold_answer["value"] is None:
@@ -51,10 +57,9 @@ def build(ctx: Context) -> Outcome | None:
         # else close to the value, so the question is neither trivial nor arbitrary.
         g, b = point.gold_answer["value"], point.base_answer["value"]
         threshold = roundest_between(g, b) if b is not None else round_significant(g, 2)
-    if "threshold" not in ctx.fixed and any(
-            v is not None and abs(v - threshold) < half_unit(m.rounding)
-            for v in (point.gold_answer["value"], point.base_answer["value"])):
-        return None  # a target equal to the value: the question would state its own answer
+    if "threshold" not in ctx.fixed and states_its_answer(
+            threshold, [point.gold_answer["value"], point.base_answer["value"]], m.rounding):
+        return None
     facts = {**point.facts, "threshold": threshold, "higher_is_better": m.higher_is_better}
     return Outcome(answer(point.gold_answer["value"], threshold, m.higher_is_better),
                    answer(point.base_answer["value"], threshold, m.higher_is_better), point.gold_sql,

@@ -76,6 +76,24 @@ def _dump(render: Callable[[str], str], nearest: bool, task: AuditTask, corpus: 
     return {c.knowledge.text_field: render(doc or "")}
 
 
-SHORTCUTS: tuple[Shortcut, ...] = tuple(
-    Shortcut(f"{'nearest document' if nearest else 'every document'}, {name}", partial(_dump, render, nearest))
-    for nearest in (False, True) for name, render in RENDERINGS.items())
+def _extract(sentences_kept: int, task: AuditTask, corpus: Corpus) -> Any:
+    """The nearest document's sentences sharing most words with the question, within the word cap:
+    keyword matching where retrieval and reading are asked for."""
+    from dibench.core.contracts import MAX_WORDS
+    from dibench.generation.analyses.knowledge import sentences
+
+    c = task.contract
+    doc = nearest_document(task.question, corpus.documents) if c.knowledge else None
+    if c.knowledge is None or doc is None:
+        return None
+    asked = set(_WORDS.findall(task.question.lower()))
+    ranked = sorted(sentences(doc), key=lambda x: -len(asked & set(_WORDS.findall(x.lower()))))
+    return {c.knowledge.text_field: " ".join(" ".join(ranked[:sentences_kept]).split()[:MAX_WORDS])}
+
+
+SHORTCUTS: tuple[Shortcut, ...] = (
+    *(Shortcut(f"{'nearest document' if nearest else 'every document'}, {name}", partial(_dump, render, nearest))
+      for nearest in (False, True) for name, render in RENDERINGS.items()),
+    Shortcut("nearest document, the sentence sharing most words with the question", partial(_extract, 1)),
+    Shortcut("nearest document, the three sentences sharing most words with the question", partial(_extract, 3)),
+)
