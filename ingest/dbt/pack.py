@@ -236,6 +236,8 @@ def write_pack(out: Path, spec: PackSpec, catalog: MetricCatalog, report: Import
         for key in ("loader", "database_env", "description"):
             if before.get(key):
                 pack[key] = before[key]
+        order = list(PackSpec.model_fields)  # pack.yaml in the order of its fields, whatever was kept
+        pack = dict(sorted(pack.items(), key=lambda kv: order.index("db_schema" if kv[0] == "schema" else kv[0])))
     new = {m.id: _metric_dict(m) for m in catalog.metrics}
     if metrics_file.is_file():
         old_list = (yaml.safe_load(metrics_file.read_text(encoding="utf-8")) or {}).get("metrics") or []
