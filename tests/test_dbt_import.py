@@ -69,7 +69,8 @@ def shop(metrics: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _one(metric: dict[str, Any], *others: dict[str, Any]) -> Any:
-    _, catalog, report = build(parse_manifest(shop([*others, metric])), name="shop", schema="shop")
+    _, catalog, report = build(parse_manifest(shop([*others, metric])), name="shop", schema="shop",
+                                id_prefix="")
     return catalog, report
 
 
@@ -216,7 +217,7 @@ def test_jaffle_manifest_imports_as_a_valid_pack(tmp_path: Path) -> None:
                                       "--schema", "jaffle"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    imported = sorted(line.split()[1] for line in lines if line.startswith("imported "))
+    imported = sorted(line.split()[1].removeprefix("mf.") for line in lines if line.startswith("imported "))
     assert imported == sorted(["revenue", "order_cost", "food_revenue", "average_revenue", "customers_with_orders",
                                "new_customer", "order_total", "large_order", "orders", "food_orders",
                                "food_revenue_pct", "order_gross_profit"])
@@ -244,4 +245,4 @@ def test_reimport_reports_changed_metrics(tmp_path: Path) -> None:
     changed["metrics"] = [m for m in changed["metrics"] if m["name"] != "food_orders"]
     src.write_text(json.dumps(changed))
     third = import_manifest(src, out, name="jaffle", schema="jaffle")
-    assert third.changed == ["large_order (formula, sql)"] and third.removed == ["food_orders"] and third.added == []
+    assert third.changed == ["mf.large_order (formula, sql)"] and third.removed == ["mf.food_orders"] and third.added == []

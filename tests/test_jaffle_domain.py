@@ -72,10 +72,10 @@ def test_validate_passes_and_the_loader_indexes_what_metrics_filter_on(loaded: d
 
 
 @pytest.mark.parametrize(("metric", "start", "end", "expected"), [
-    ("revenue", "2018-07-01", "2018-10-01", Decimal(17096)),
-    ("revenue", "2018-10-01", "2019-01-01", Decimal(91560)),
-    ("revenue", "2019-01-01", "2019-04-01", Decimal(160340)),
-    ("orders", "2018-09-01", "2018-10-01", 1666),
+    ("mf.revenue", "2018-07-01", "2018-10-01", Decimal(17096)),
+    ("mf.revenue", "2018-10-01", "2019-01-01", Decimal(91560)),
+    ("mf.revenue", "2019-01-01", "2019-04-01", Decimal(160340)),
+    ("mf.orders", "2018-09-01", "2018-10-01", 1666),
 ])
 def test_rule_free_answers_equal_metricflow(loaded: dict[str, Any], warehouse: Warehouse, metric: str, start: str,
                                             end: str, expected: Any) -> None:
@@ -83,7 +83,7 @@ def test_rule_free_answers_equal_metricflow(loaded: dict[str, Any], warehouse: W
 
 
 def test_food_revenue_share_equals_metricflow(loaded: dict[str, Any], warehouse: Warehouse) -> None:
-    m = PACK.metric_by_id["food_revenue_pct"]
+    m = PACK.metric_by_id["mf.food_revenue_pct"]
     assert m.derived is not None
     share = value(warehouse, m.derived.inputs["numerator"], "2018-09-01", "2018-10-01") / \
         value(warehouse, m.derived.inputs["denominator"], "2018-09-01", "2018-10-01")

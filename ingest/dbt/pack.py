@@ -15,6 +15,9 @@ from dibench.ingest.dbt.translate import (Settings, Unsupported, any_dict, deriv
                                           plain_column, simple_template, unit_of)
 
 
+ID_PREFIX = "mf."
+
+
 @dataclass
 class ImportReport:
     imported: list[tuple[str, str]] = field(default_factory=list)  # (metric id, MetricFlow type)
@@ -57,11 +60,16 @@ def pack_dimensions(manifest: Manifest, s: Settings) -> dict[str, DimensionSpec]
 
 
 class _Builder:
-    def __init__(self, manifest: Manifest, s: Settings) -> None:
-        self.manifest, self.s = manifest, s
+    def __init__(self, manifest: Manifest, s: Settings, id_prefix: str) -> None:
+        self.manifest, self.s, self.prefix = manifest, s, id_prefix
         self.dims = pack_dimensions(manifest, s)
         self.metrics: dict[str, MetricSpec] = {}
         self.report = ImportReport()
+
+    def id(self, name: str) -> str:
+        """A metric's id: its dbt name behind a prefix, so that an id is never a plain word
+        ("revenue", "orders") that a natural question uses and the leak check would refuse."""
+        return f"{self.prefix}{name}"
 
     def _dims_of(self, tables: set[str]) -> list[str]:
         # The period is the time window: a metric is sliced by categorical dimensions only.
@@ -96,13 +104,13 @@ class _Builder:
             if target.type != "simple" or target.measure is None:
                 raise Unsupported(f"input {ref.name} is a {target.type} metric: inputs of a metric built "
                                   "from others must have SQL of their own")
-            if not extra and target.name in self.metrics:
-                return target.name
-            if not extra and target.name not in self.metrics:
+            if not extra and self.id(target.name) in self.metrics:
+                return self.id(target.name)
+            if not extra:
                 reason = next((r for n, r in self.report.skipped if n == target.name), "not imported")
                 raise Unsupported(f"input {ref.name} is not imported ({reason})")
             measure_ref, filters, base = target.measure, (*target.filters, *extra), target
-        mid = f"{parent.name}.{role}"
+        mid = f"{self.id(parent.name)}.{role}"
         label, _ = describe(base)
         self.metrics[mid] = self._simple(mid, base, measure_ref, filters, f"metric {parent.name} ({role})",
                                          name=f"{label} ({role} of {parent.name})",
@@ -116,7 +124,7 @@ class _Builder:
             dims = self.metrics[mid].dimensions
             common = list(dims) if common is None else [d for d in common if d in dims]
         label, desc = describe(metric)
-        return MetricSpec(id=metric.name, name=label, tier=2, description=desc, formula=formula,
+        return MetricSpec(id=self.id(metric.name), name=label, tier=2, description=desc, formula=formula,
                           derived={"expression": expression, "inputs": inputs},  # type: ignore[arg-type]
                           dimensions=common or [], unit=unit_of(metric, None))  # type: ignore[arg-type]
 
@@ -125,7 +133,7 @@ class _Builder:
         if metric.type == "simple":
             if metric.measure is None:
                 raise Unsupported("a simple metric without a measure")
-            return self._simple(metric.name, metric, metric.measure, metric.filters, what)
+            return self._simple(self.id(metric.name), metric, metric.measure, metric.filters, what)
         if metric.type == "ratio":
             if metric.numerator is None or metric.denominator is None:
                 raise Unsupported("a ratio metric without numerator or denominator")
@@ -168,14 +176,14 @@ def import_manifest(manifest_path: str | Path, out: str | Path, *, name: str, sc
 
 
 def build(manifest: Manifest, *, name: str, schema: str, description: str | None = None,
-          read_dialect: str = "duckdb") -> tuple[PackSpec, MetricCatalog, ImportReport]:
+          read_dialect: str = "duckdb", id_prefix: str = ID_PREFIX) -> tuple[PackSpec, MetricCatalog, ImportReport]:
     """The pack (without rules) and the import report for one manifest."""
-    b = _Builder(manifest, Settings(schema=schema, read_dialect=read_dialect))
+    b = _Builder(manifest, Settings(schema=schema, read_dialect=read_dialect), id_prefix)
     # Simple metrics first: ratio and derived metrics read them.
     for metric in sorted(manifest.metrics, key=lambda m: m.type != "simple"):
         try:
-            b.metrics[metric.name] = b.translate(metric)
-            b.report.imported.append((metric.name, metric.type))
+            b.metrics[b.id(metric.name)] = b.translate(metric)
+            b.report.imported.append((b.id(metric.name), metric.type))
         except Unsupported as exc:
             b.report.skipped.append((metric.name, str(exc)))
     if not b.metrics:
@@ -189,7 +197,7 @@ def build(manifest: Manifest, *, name: str, schema: str, description: str | None
                                                f"{len(manifest.models)} semantic models, "
                                                f"{len(manifest.metrics)} metrics.",
                     entity_labels={m.table: humanise(m.name) for m in manifest.models})
-    order = [m.name for m in manifest.metrics if m.name in b.metrics]
+    order = [b.id(m.name) for m in manifest.metrics if b.id(m.name) in b.metrics]
     order += [mid for mid in b.metrics if mid not in order]
     return spec, MetricCatalog(metrics=[b.metrics[mid] for mid in order]), b.report
 
