@@ -246,3 +246,16 @@ def test_reimport_reports_changed_metrics(tmp_path: Path) -> None:
     src.write_text(json.dumps(changed))
     third = import_manifest(src, out, name="jaffle", schema="jaffle")
     assert third.changed == ["mf.large_order (formula, sql)"] and third.removed == ["mf.food_orders"] and third.added == []
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("{not json", "not JSON"),
+    ('{"metrics": []}', "no list `semantic_models`"),
+    ('{"semantic_models": [{"name": "orders"}]}', "semantic model orders: missing field 'node_relation'"),
+])
+def test_a_bad_manifest_is_one_clear_line(tmp_path: Path, content: str, message: str) -> None:
+    src = tmp_path / "semantic_manifest.json"
+    src.write_text(content)
+    result = CliRunner().invoke(main, ["domain", "import-dbt", str(src), "--out", str(tmp_path / "pack")])
+    assert result.exit_code != 0 and message in result.output, result.output
+    assert "Traceback" not in result.output and not (tmp_path / "pack").exists()
