@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
+from sqlglot import exp
 
 from dibench.core.config import Settings
 from dibench.core.errors import DibenchError
 from dibench.core.pack import load_pack
 from dibench.domains.jaffle.load import load
+from dibench.evaluation.tasks import load_tasks
 from dibench.generation.pipeline import generate
 from dibench.ingest.database import load_database
 from dibench.ingest.dbt.pack import import_manifest
@@ -23,11 +25,14 @@ from dibench.ingest.indexes import missing_indexes
 from dibench.ingest.pipeline import ingest_pack
 from dibench.ingest.validate import validate_pack
 from dibench.ingest.verify import verify_effect
+from dibench.sqlops.dialect import parse, render
 from dibench.stores.graph import Graph, delete_domain
 from dibench.stores.warehouse import Warehouse
 
 PACK = load_pack("jaffle")
 MANIFEST = Settings().data_dir / "jaffle" / "target" / "semantic_manifest.json"
+TEXT_DIMENSIONS = {"stg_locations.location_name", "stg_products.product_name", "stg_products.product_type",
+                   "customers.customer_name", "customers.customer_type"}
 EFFECTS = [(doc.id, i, eff) for doc in PACK.rules for i, eff in enumerate(doc.front.effects or [])]
 
 
@@ -102,7 +107,23 @@ def test_ingest_and_generate_end_to_end(loaded: dict[str, Any], graph: Graph, wa
     try:
         report = ingest_pack(PACK, graph, warehouse)
         assert report.failures == []
-        summary = generate(PACK, graph, target=6, seed=42, workers=1, min_per_type=0)
+        summary = generate(PACK, graph, target=12, seed=42, workers=1, min_per_type=0)
         assert summary.admitted > 0 and summary.by_tier.get("K+A+R", 0) > 0, summary
+        # The no-rule answer of a task is the catalog's definition, MetricFlow's: the imported
+        # template alone, on the task's window and slice.
+        checked = 0
+        for rec in load_tasks(graph, PACK.name):
+            if rec.analysis_type != "point_query" or rec.dimension not in TEXT_DIMENSIONS or rec.base_answer is None:
+                continue
+            table, column = rec.dimension.split(".")
+            tree = parse(PACK.metric_by_id[rec.metric_ids[0]].template)
+            assert isinstance(tree, exp.Select)
+            tree = tree.where(exp.EQ(this=exp.column(column, table=table), expression=exp.Placeholder(this="slice")))
+            with warehouse.admin().connect() as conn:
+                direct = conn.execute(text(render(tree)), {"start_date": rec.facts["start"], "end_date": rec.facts["end"],
+                                                           "slice": rec.facts["group"]}).scalar()
+            assert rec.base_answer["value"] == pytest.approx(float(direct), abs=0.01), rec.task_id
+            checked += 1
+        assert checked > 0
     finally:
         delete_domain(graph, PACK.name)
