@@ -161,6 +161,27 @@ def domain_validate(path: str, offline: bool) -> None:
     click.echo(f"{pack.name}: ok ({len(pack.metrics)} metrics, {len(pack.rules)} rule documents)")
 
 
+@domain.command("import-dbt")
+@click.argument("manifest", type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Pack folder to write.")
+@click.option("--name", default=None, help="Pack name (default: the folder's name).")
+@click.option("--schema", default=None, help="PostgreSQL schema of the tables (default: the manifest's).")
+@click.option("--read-dialect", default="duckdb", show_default=True,
+              help="SQL dialect of the manifest's expressions and filters.")
+@handle_errors
+def domain_import_dbt(manifest: str, out: str, name: str | None, schema: str | None, read_dialect: str) -> None:
+    """Write a pack from a dbt semantic manifest: one line per metric imported, not imported (with
+    the reason), and added, changed or removed against the pack already in --out."""
+    from pathlib import Path
+
+    from dibench.ingest.dbt.pack import import_manifest
+
+    pack_name = name or Path(out).resolve().name.replace("-", "_")
+    report = import_manifest(manifest, out, name=pack_name, schema=schema, read_dialect=read_dialect)
+    for line in report.lines():
+        click.echo(line)
+
+
 @domain.command("check-rules")
 @click.argument("pack")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
