@@ -15,13 +15,13 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import anyio
 import uvicorn
 
-from dibench import __version__
 from dibench.core.errors import ConfigError
 from dibench.core.loopback import host_header, is_loopback, local_host_names
 
@@ -66,7 +66,7 @@ def build_server(env: TaskEnvironment, *, host: str = "127.0.0.1", port: int = 0
         TransportSecuritySettings(enable_dns_rebinding_protection=False)
     mcp = FastMCP("dibench", instructions=INSTRUCTIONS, host=host, port=port, transport_security=security,
                   log_level="WARNING")
-    mcp._mcp_server.version = __version__  # the server reports dibench's version, not the MCP library's
+    mcp._mcp_server.version = version("dibench")  # the server reports dibench's version, not the MCP library's
 
     @mcp.tool()
     async def list_tasks(ctx: Context, offset: int = 0, limit: int = PAGE,  # type: ignore[type-arg]

@@ -12,6 +12,7 @@ from dibench.core.contracts import AnswerContract, task_contract
 from dibench.core.pack import Pack
 from dibench.generation.shortcuts import AuditTask, Corpus, registry, stem_of
 from dibench.generation.shortcuts.audit import ShortcutAudit, audit, family_of
+from dibench.generation.writeback import with_variants
 from dibench.stores.graph import Graph
 
 SHORTCUT = "shortcut_family"
@@ -56,10 +57,7 @@ def gate(graph: Graph, tasks: list[AuditTask], table: ShortcutAudit) -> dict[str
             reasons[t.key] = (f"{SHORTCUT}: the shortcut '{cell.best_shortcut}' passes {cell.best_passed}/"
                               f"{cell.tasks} ({cell.best_pct:.1f}%, 95% CI {cell.low_pct:.1f}-{cell.high_pct:.1f}) "
                               f"of {cell.family}, more than {table.limit_pct:g}%")
-    for t in tasks:
-        standard, _, variant = t.key.rpartition(":")
-        if variant in ("oracle", "no_rule") and standard in reasons and t.key not in reasons:
-            reasons[t.key] = f"{SHORTCUT}: its standard task {standard} is not admitted"
+    with_variants(reasons, (t.key for t in tasks), f"{SHORTCUT}: its standard task {{}} is not admitted")
     if reasons:
         graph.write("tasks_reject_with_reason", rows=[{"key": k, "reason": r} for k, r in sorted(reasons.items())])
     fam = {t.key: "/".join(family_of(t)) for t in tasks}

@@ -7,6 +7,7 @@ rule task also gets its variants: `oracle` (the policy text in the question, the
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from dibench.core.ambiguity import Asked, ambiguous, duplicates, same_answers
@@ -99,6 +100,15 @@ def task_rows(cands: list[Candidate], pack: Pack, run_key: str) -> list[dict[str
 AMBIGUOUS = "ambiguous_question"
 
 
+def with_variants(reasons: dict[str, str], keys: Iterable[str], why: str) -> None:
+    """The variants of a rejected standard task go with it (a variant stands for its task): each
+    variant key `<standard>:<variant>` among `keys` gets `why` with the standard key filled in."""
+    for key in keys:
+        standard, _, variant = key.rpartition(":")
+        if variant in ("oracle", "no_rule") and standard in reasons and key not in reasons:
+            reasons[key] = why.format(standard)
+
+
 def asked(graph: Graph, domain: str, keys: list[str] | None = None) -> list[Asked]:
     """The admitted tasks of `domain` (of `keys` when given) as the invariant reads them."""
     return [Asked(r["key"], r["question"] or "", r["analysis_type"], json.loads(r["gold"] or "{}"), int(r["rounding"]))
@@ -113,11 +123,7 @@ def reject_ambiguous(graph: Graph, domain: str) -> int:
     found = ambiguous(tasks)
     reasons = {k: f"{AMBIGUOUS}: the same question as {len(others)} admitted task(s) with another answer "
                   f"(e.g. {others[0]})" for k, others in found.items()}
-    # The variants of a rejected standard task go with it: a variant stands for its task.
-    for t in tasks:
-        standard, _, variant = t.key.rpartition(":")
-        if variant in ("oracle", "no_rule") and standard in reasons and t.key not in reasons:
-            reasons[t.key] = f"{AMBIGUOUS}: its standard task {standard} is rejected as ambiguous"
+    with_variants(reasons, (t.key for t in tasks), f"{AMBIGUOUS}: its standard task {{}} is rejected as ambiguous")
     if reasons:
         graph.write("tasks_reject_ambiguous", rows=[{"key": k, "reason": r} for k, r in sorted(reasons.items())])
     return len(reasons)
@@ -134,10 +140,7 @@ def reject_duplicates(graph: Graph, domain: str) -> int:
     reasons = {k: f"{DUPLICATE}: the same answer as {kept}, to another question (copying it would pass)"
                for k, kept in same_answers(tasks).items()}
     reasons.update({k: f"{DUPLICATE}: the same question and answer as {kept}" for k, kept in duplicates(tasks).items()})
-    for t in tasks:
-        standard, _, variant = t.key.rpartition(":")
-        if variant in ("oracle", "no_rule") and standard in reasons and t.key not in reasons:
-            reasons[t.key] = f"{DUPLICATE}: its standard task {standard} is a copy"
+    with_variants(reasons, (t.key for t in tasks), f"{DUPLICATE}: its standard task {{}} is a copy")
     if reasons:
         graph.write("tasks_reject_with_reason", rows=[{"key": k, "reason": r} for k, r in sorted(reasons.items())])
     return len(reasons)
