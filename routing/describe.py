@@ -2,8 +2,8 @@
 
 An exploratory request used to list the public entity labels of its cover ("tv series, cartoon"):
 an exact lookup of those labels in the catalog then solved the task without reading it. Here each
-capability is described by a few of its table's own columns, paraphrased (`names of each song`
-for `song_name`; never the label, an id column or a joining word), and the description is kept
+capability is described by a few of its table's own columns, paraphrased (`song names` for
+`song_name`; never the label, an id column, a joining word or a column that reads badly), and the description is kept
 only when the smallest set of databases holding tables with those columns is still exactly the
 contract's cover and an exact lookup of the catalog's labels or column names in it does not find
 that cover.
@@ -25,19 +25,23 @@ PHRASES = ("records with {cols}", "data giving {cols}", "entries that have {cols
 
 # words a request's layout is read by (joiners, sequence cues): a description never brings one in
 LAYOUT_WORDS = frozenset("and also then plus next besides separately first after using before".split())
+# words that make a column name read badly as a description (`is_official`, `other_details`, `num_of_staff`)
+FUNCTION_WORDS = frozenset("is has of other num from to by in on at for with the a an".split())
 
 
 def plural(word: str) -> str:
+    if word.endswith("s"):
+        return word  # `details`, `status`: already read as a plural
     if word.endswith("y") and word[-2:-1] not in tuple("aeiou"):
         return word[:-1] + "ies"
-    return word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")
+    return word + ("es" if word.endswith(("x", "ch", "sh")) else "s")
 
 
 def paraphrase(column: str) -> str:
-    """A column in other words than its name: `song name` -> `names of each song`, `weight` ->
-    `weights` (an exact lookup of the column's name does not find it)."""
+    """A column as an analyst would write it, in other words than its name: `song name` -> `song
+    names`, `country` -> `countries` (an exact lookup of the column's name does not find it)."""
     ws = column.split()
-    return plural(ws[-1]) + (f" of each {' '.join(ws[:-1])}" if len(ws) > 1 else "")
+    return " ".join([*ws[:-1], plural(ws[-1])])
 
 
 def _listing(cols: list[str]) -> str:
@@ -52,7 +56,7 @@ def _describable(columns: list[str], caps: set[str], labels: set[str]) -> list[s
     out = []
     for col in columns:
         ws = tokens(col)
-        if not ws or ws[-1] in ("id", "code", "key", "no") or (cap_words | LAYOUT_WORDS) & set(ws) \
+        if not ws or ws[-1] in ("id", "code", "key", "no") or (cap_words | LAYOUT_WORDS | FUNCTION_WORDS) & set(ws) \
                 or natural(col) in labels or len(natural(col)) < 3:
             continue
         out.append(natural(col))

@@ -59,15 +59,15 @@ def test_label_lookup_takes_the_smallest_cover_of_labels_named_verbatim() -> Non
     assert looked_up("nothing named here", view) == []
     assert looked_up("each breed by song name", view, "columns") == ["db_b", "db_a"]
     # the looser lookup reads a column's words in any order or form
-    assert looked_up("names of each song", view, "columns") == []
-    assert looked_up_words("names of each song, and the breeds", view) == ["db_a", "db_b"]
+    assert looked_up("song names", view, "columns") == []
+    assert looked_up_words("song names, and the breeds", view) == ["db_a", "db_b"]
 
 
 def test_an_exploratory_cover_is_described_in_other_words_than_its_labels() -> None:
     from dibench.routing.describe import paraphrase
 
-    assert paraphrase("song name") == "names of each song" and paraphrase("country") == "countries"
-    assert paraphrase("weight") == "weights" and paraphrase("address") == "addresses"
+    assert paraphrase("song name") == "song names" and paraphrase("country") == "countries"
+    assert paraphrase("weight") == "weights" and paraphrase("details") == "details"
 
 
 def test_learned_shortcuts_leave_the_routed_task_out() -> None:
