@@ -73,7 +73,7 @@ def looked_up(request: str, view: CatalogView, source: Source = "tables") -> lis
 
 def looked_up_words(request: str, view: CatalogView) -> list[str]:
     """A looser lookup: every column whose words (singular) all occur somewhere in the request, in
-    any order or form ("names of each song" holds `song_name`), and the smallest cover of them."""
+    any order or form ("song names" holds `song_name`), and the smallest cover of them."""
     words = set(tokens(request))
     index = holders(view, "columns")
     found = [lab for lab in index if len(lab) >= 4 and set(tokens(lab)) <= words]
