@@ -87,7 +87,9 @@ def grouped_bars(groups: Sequence[str], series: Sequence[tuple[str, Sequence[flo
         mark = (f'<line x1="{x:.1f}" x2="{x + 12:.1f}" y1="{y - 4}" y2="{y - 4}" stroke="{colour}" '
                 f'stroke-dasharray="5,3"/>' if dashed else
                 f'<rect x="{x:.1f}" y="{y - 10}" width="12" height="12" fill="{colour}"/>')
-        body.append(f'{mark}<text x="{x + 16:.1f}" y="{y}">{escape(name)}</text>')
+        room = int((plot_w / per_row - 20) // CHAR_W)
+        shown = name if len(name) <= room else name[:max(room - 1, 1)] + "\u2026"
+        body.append(f'{mark}<text x="{x + 16:.1f}" y="{y}"><title>{escape(name)}</title>{escape(shown)}</text>')
     return _svg(width, height, body, title)
 
 

@@ -202,3 +202,22 @@ def test_agents_are_named_by_their_program_and_the_legend_keeps_long_names_whole
                        markers=[5.0, 5.0], marker_label="best shortcut")
     xs = [float(part.split('"')[1]) for part in svg.split("<text x=")[1:] if "oracle @ demo" in part.split("</text>")[0]]
     assert xs and all(x < 100 for x in xs)  # a long first name pushes the next one to a row of its own
+
+
+def test_a_run_of_a_domain_the_graph_no_longer_holds_still_reports(eval_domain: EvalDomain,  # noqa: F811
+                                                                   tmp_path: Path) -> None:
+    """A recorded run whose domain was removed since: the report shows its scores and the other
+    domains; only a domain named with --domain must still be there."""
+    import json
+
+    out = tmp_path / "gone"
+    res = CliRunner().invoke(main, ["eval", "--agent", "oracle", "--domain", eval_domain.name, "--limit", "2",
+                                    "--no-chance", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    summary["domain"] = "no_such_domain_any_more"
+    (out / "summary.json").write_text(json.dumps(summary))
+    res = CliRunner().invoke(main, ["report", "--results", str(out), "-o", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    named = CliRunner().invoke(main, ["report", "--domain", "no_such_domain_any_more", "-o", str(tmp_path / "s.html")])
+    assert named.exit_code == 1
