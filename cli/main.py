@@ -171,7 +171,9 @@ def domain_validate(path: str, offline: bool) -> None:
 @handle_errors
 def domain_import_dbt(manifest: str, out: str, name: str | None, schema: str | None, read_dialect: str) -> None:
     """Write a pack from a dbt semantic manifest: one line per metric imported, not imported (with
-    the reason), and added, changed or removed against the pack already in --out."""
+    the reason), and added, changed or removed against the pack already in --out.
+
+    Example: dibench domain import-dbt target/semantic_manifest.json --out packs/shop"""
     from pathlib import Path
 
     from dibench.ingest.dbt.pack import import_manifest
