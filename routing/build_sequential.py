@@ -77,7 +77,8 @@ def _downstream_intent(down: UnitInfo, lit: FilterLiteral, tree_sql_intent: str)
     text = str(lit.value)
     if down.unit.intent_source == "question":
         col = natural(lit.column)
-        pattern = re.compile(rf"(?:\b({re.escape(col)})\s+)?[\"']?{re.escape(text)}[\"']?", re.IGNORECASE)
+        quote = "[\"'\u2018\u2019\u201c\u201d`]?"  # straight, curly or back quotes around the value
+        pattern = re.compile(rf"(?:\b({re.escape(col)})\s+)?{quote}{re.escape(text)}{quote}", re.IGNORECASE)
         if len(pattern.findall(down.unit.intent)) == 1:
             return pattern.sub(lambda m: f"that {m.group(1)}" if m.group(1) else "that one", down.unit.intent)
     return tree_sql_intent

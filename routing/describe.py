@@ -30,8 +30,8 @@ FUNCTION_WORDS = frozenset("is has of other num from to by in on at for with the
 
 
 def plural(word: str) -> str:
-    if word.endswith("s"):
-        return word  # `details`, `status`: already read as a plural
+    if word.endswith(("s", "ed")):
+        return word  # `details`, `status`: already read as a plural; `awarded` has none
     if word.endswith("y") and word[-2:-1] not in tuple("aeiou"):
         return word[:-1] + "ies"
     return word + ("es" if word.endswith(("x", "ch", "sh")) else "s")

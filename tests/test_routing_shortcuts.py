@@ -68,6 +68,7 @@ def test_an_exploratory_cover_is_described_in_other_words_than_its_labels() -> N
 
     assert paraphrase("song name") == "song names" and paraphrase("country") == "countries"
     assert paraphrase("weight") == "weights" and paraphrase("details") == "details"
+    assert paraphrase("year awarded") == "year awarded"
 
 
 def test_learned_shortcuts_leave_the_routed_task_out() -> None:
@@ -167,3 +168,6 @@ def test_wording_is_natural_around_the_asks() -> None:
     down.unit.intent = 'List all airline names in "USA".'
     lit.value, lit.column = "USA", "Country"
     assert _downstream_intent(down, lit, "x") == "List all airline names in that one."  # type: ignore[arg-type]
+    down.unit.intent = "Find the id of the pet owned by student whose last name is \u2018Smith\u2019."
+    lit.value, lit.column = "Smith", "LName"
+    assert _downstream_intent(down, lit, "x") == "Find the id of the pet owned by student whose last name is that one."  # type: ignore[arg-type]
