@@ -2,14 +2,9 @@
 from __future__ import annotations
 
 import random
-from collections import Counter
-from collections.abc import Hashable, Iterable
-from typing import TypeVar
 
 from dibench.routing.environment import RoutingEnvironment
 from dibench.routing.models import Behaviour, Route, RouteBranch, RouteContribution, RouteEdge
-
-K = TypeVar("K", bound=Hashable)
 
 
 def branch(dbs: list[str], request: str, chain: bool = False) -> RouteBranch:
@@ -34,12 +29,6 @@ def padded(first: list[str], k: int, env: RoutingEnvironment, rng: random.Random
     rest = [d for d in env.view.ids() if d not in out]
     rng.shuffle(rest)
     return out + rest[:max(k, 1) - len(out)]
-
-
-def mode(values: Iterable[K], default: K) -> K:
-    """The commonest value (ties: the first seen), or default for none."""
-    counts = Counter(values)
-    return counts.most_common(1)[0][0] if counts else default
 
 
 def gold_size(behaviour: str, n_databases: int) -> int:
