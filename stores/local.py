@@ -426,7 +426,7 @@ class LocalNeo4j:
             "internal.dbms.cypher_ip_blocklist=0.0.0.0/0,::/0\n"
             f"dbms.security.procedures.allowlist={NEO4J_PROCEDURES}\n"
             "dbms.security.procedures.unrestricted=\n"
-            # No lock after failed logins: the password is a 256-bit random secret (guessing is
+            # No lock after failed logins: the password is a 192-bit random secret (guessing is
             # hopeless), and a lock would let any local process shut the evaluator out of its own
             # graph by failing three logins in a row.
             "dbms.security.auth_max_failed_attempts=0\n"
