@@ -9,7 +9,7 @@ Two golds differ when the scorer tells them apart: either fails the other's answ
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,13 +71,21 @@ def duplicates(tasks: Iterable[Asked]) -> dict[str, str]:
     """{task key: the key of the task it repeats} for every task whose normalised question and
     answer another task with a smaller key already has (a knowledge task: whose answer's text and
     facts): one of them is the benchmark's, the others are copies that weigh its score."""
-    first: dict[str, list[Asked]] = defaultdict(list)
+    return _repeats(tasks, asked_as)
+
+
+def _repeats(tasks: Iterable[Asked], bucket: Callable[[Asked], Hashable]) -> dict[str, str]:
+    """{task key: the smaller key of the first task in its bucket whose answer it cannot be told
+    apart from}, tasks taken in key order; a bucket of None is not compared."""
+    kept: dict[Hashable, list[Asked]] = defaultdict(list)
     out: dict[str, str] = {}
     for t in sorted(tasks, key=lambda t: t.key):
-        kept = first[asked_as(t)]
-        same = next((k for k in kept if not different(k, t)), None)
+        b = bucket(t)
+        if b is None:
+            continue
+        same = next((k for k in kept[b] if not different(k, t)), None)
         if same is None:
-            kept.append(t)
+            kept[b].append(t)
         else:
             out[t.key] = same.key
     return out
@@ -93,15 +101,5 @@ def same_answers(tasks: Iterable[Asked]) -> dict[str, str]:
     task of its analysis type and variant, with a smaller key and another question, already has
     (under either's contract): copying that other task's answer would pass it (two windows over
     the same rows, a zero, a suppressed null). Knowledge tasks are left to `duplicates`."""
-    buckets: dict[tuple[str, str], list[Asked]] = defaultdict(list)
-    out: dict[str, str] = {}
-    for t in sorted(tasks, key=lambda t: t.key):
-        if t.analysis_type == "knowledge_retrieval":
-            continue
-        kept = buckets[(t.analysis_type, _variant(t.key))]
-        same = next((k for k in kept if not different(k, t)), None)
-        if same is None:
-            kept.append(t)
-        else:
-            out[t.key] = same.key
-    return out
+    return _repeats(tasks, lambda t: None if t.analysis_type == "knowledge_retrieval"
+                    else (t.analysis_type, _variant(t.key)))

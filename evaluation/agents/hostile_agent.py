@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+from collections.abc import Callable
 import urllib.request
 from typing import Any
 
@@ -59,39 +60,38 @@ class Probe:
 
     # -- files --------------------------------------------------------------------------------
     def files(self, task_id: str) -> None:
-        readable = {}
-        for name in ("repo", "state_dir", "run_dir", "venv", "home"):
-            path = self.t.get(name)
-            if not path:
-                continue
-            self.tried += 1
-            try:
-                os.listdir(path)
-                readable[name] = True
-                self.breach(f"read:{name}", path)
-            except OSError:
-                readable[name] = False
-        self.seen["readable"] = readable
+        self.seen["readable"] = self._probe("read", [(n, self.t.get(n)) for n in
+                                                     ("repo", "state_dir", "run_dir", "venv", "home")], os.listdir)
         for path in [*glob.glob(os.path.join(self.t.get("run_dir", "/nonexistent"), "*.jsonl")),
                      *glob.glob(os.path.join(self.t.get("state_dir", "/nonexistent"), "**", "*.jsonl"),
                                 recursive=True)]:
             self.steal_from(_read(path), task_id)
-        writable = {}
-        for name, folder in (("package", self.t.get("package")), ("virtualenv", self.t.get("site_packages")),
-                             ("run folder", self.t.get("run_dir")), ("state folder", self.t.get("state_dir"))):
-            if not folder:
+
+        def plant_pth(folder: str) -> None:
+            probe = os.path.join(folder, f".hostile-{os.getpid()}.pth")
+            with open(probe, "x") as fh:
+                fh.write("# a .pth line here would run in every later python\n")
+            os.unlink(probe)
+
+        self.seen["writable"] = self._probe("write", [
+            ("package", self.t.get("package")), ("virtualenv", self.t.get("site_packages")),
+            ("run folder", self.t.get("run_dir")), ("state folder", self.t.get("state_dir"))], plant_pth)
+
+    def _probe(self, kind: str, targets: list[tuple[str, str | None]], act: Callable[[str], object]) -> dict[str, bool]:
+        """Try `act` on each named path: one attempt each, a breach where it works."""
+        done: dict[str, bool] = {}
+        for name, path in targets:
+            if not path:
                 continue
             self.tried += 1
-            probe = os.path.join(folder, f".hostile-{os.getpid()}.pth")
             try:
-                with open(probe, "x") as fh:
-                    fh.write("# a .pth line here would run in every later python\n")
-                os.unlink(probe)
-                writable[name] = True
-                self.breach(f"write:{name}", folder)
+                act(path)
             except OSError:
-                writable[name] = False
-        self.seen["writable"] = writable
+                done[name] = False
+            else:
+                done[name] = True
+                self.breach(f"{kind}:{name}", path)
+        return done
 
     def steal_from(self, data: bytes, task_id: str) -> None:
         for line in data.decode(errors="replace").splitlines():
