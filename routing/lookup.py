@@ -14,14 +14,16 @@ from dibench.routing.view import CatalogView, DatabaseView
 Source = Literal["tables", "columns"]
 SOURCES: tuple[Source, ...] = ("tables", "columns")  # what an exploratory request must not give away
 _WORD = re.compile(r"[a-z0-9]+")
-_CACHE: dict[tuple[int, Source], tuple[CatalogView, dict[str, frozenset[str]]]] = {}
+# the index of the last view looked up, per source: every task of an audit or a generation reads
+# the same view, and a process that moves on to another view keeps no index of the old one
+_LAST: dict[Source, tuple[CatalogView, dict[str, frozenset[str]]]] = {}
 
 
 def holders(view: CatalogView, source: Source = "tables") -> dict[str, frozenset[str]]:
-    """Label -> databases holding it (kept per view: every task of an audit reads the same one)."""
-    hit = _CACHE.get((id(view), source))
+    """Label -> databases holding it."""
+    hit = _LAST.get(source)
     if hit is None or hit[0] is not view:
-        hit = _CACHE[id(view), source] = (view, _index(view, source))
+        hit = _LAST[source] = (view, _index(view, source))
     return hit[1]
 
 
