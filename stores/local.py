@@ -171,7 +171,10 @@ class LocalPostgres:
         return pid if pid and _pid_alive(pid) else None
 
     def _outside_folder(self) -> Path:
-        tag = hashlib.sha1(str(self.dir.resolve()).encode()).hexdigest()[:10]
+        # Named for this install (its folder and its own admin secret), not the folder alone: a
+        # clone made again where a removed one was has new secrets, and must not reuse the old
+        # cluster left in /var/tmp, whose password it does not know.
+        tag = hashlib.sha1(f"{self.dir.resolve()}\0{self.password}".encode()).hexdigest()[:10]
         return Path("/var/tmp") / f"dibench-postgres-{tag}"
 
     def relocate_for_root(self) -> bool:

@@ -283,3 +283,15 @@ def test_services_up_migrates_an_older_install(legacy_install: Settings) -> None
     again: list[str] = []
     local.up(settings, say=again.append)
     assert again == []
+
+
+def test_a_clone_made_again_in_the_same_folder_gets_a_cluster_of_its_own(tmp_path: Path) -> None:
+    """As root the cluster lives outside the state folder; a removed install's cluster stays there.
+    A new install in the same folder (new secrets) must not reuse it: it could not log in."""
+    state = tmp_path / "state"
+    first = local.LocalPostgres(Settings(state_dir=state, pg_port=5999))._outside_folder()
+    shutil.rmtree(state)  # the clone is removed; /var/tmp keeps its cluster
+    again = local.LocalPostgres(Settings(state_dir=state, pg_port=5999))._outside_folder()
+    assert first != again and first.parent == again.parent == Path("/var/tmp")
+    same = local.LocalPostgres(Settings(state_dir=state, pg_port=5999))._outside_folder()
+    assert same == again  # one install always finds its own cluster
