@@ -10,7 +10,6 @@ import math
 from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
-from scipy import stats
 
 Rows = list[tuple[Any, ...]]
 
@@ -184,6 +183,8 @@ def welch(rows: Rows, a: str, b: str) -> dict[str, Any] | None:
     xb = [float(r[2]) for r in rows if label(r[1]) == b and r[2] is not None]
     if len(xa) < 3 or len(xb) < 3:
         return None
+    from scipy import stats  # a second of import time, for the significance tasks only
+
     res = stats.ttest_ind(xa, xb, equal_var=False)
     p = float(res.pvalue)
     if math.isnan(p):

@@ -46,12 +46,17 @@ TaskStatus = Literal["open", "answered"]
 
 
 class TaskEnvironment:
-    def __init__(self, tasks: Sequence[TaskRecord], wh: Warehouse, kb: KnowledgeBase, schema_text: str, *,
+    def __init__(self, tasks: Sequence[TaskRecord], wh: Warehouse, kb: KnowledgeBase,
+                 schema_text: str | Callable[[], str], *,
                  db_schema: str | None = None, max_turns: int = 20, autostart: bool = True,
                  on_submit: OnSubmit | None = None) -> None:
         self.tasks = {t.task_id: t for t in tasks}
         self.order = [t.task_id for t in tasks]
-        self.wh, self.kb, self.schema_text, self.db_schema = wh, kb, schema_text, db_schema
+        self.wh, self.kb, self.db_schema = wh, kb, db_schema
+        # The schema's text may be described on first use: reflecting the tables costs a server a
+        # third of a second before its first answer.
+        self._schema: str | Callable[[], str] = schema_text
+        self._schema_lock = threading.Lock()
         self.max_turns = max_turns
         self.autostart = autostart
         self.on_submit = on_submit
@@ -182,6 +187,13 @@ class TaskEnvironment:
                 raise ToolRefused(f"this attempt is at task {own.task.task_id}; task_id {task_id!r} refused")
             return public_view(own.task)
         return public_view(self.tasks[self._public(task_id)])
+
+    @property
+    def schema_text(self) -> str:
+        with self._schema_lock:
+            if callable(self._schema):
+                self._schema = self._schema()
+            return self._schema
 
     def describe_schema(self) -> str:
         return self.schema_text

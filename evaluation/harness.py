@@ -18,13 +18,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict
 
 from dibench.core.config import get_settings
 from dibench.core.errors import ConfigError, NotFound
-from dibench.evaluation.agents.base import Agent, AgentRun, run_one
-from dibench.evaluation.agents.llm import MAX_TURNS, Budget, LlmAgent
+from dibench.evaluation.agents.base import MAX_TURNS, Agent, AgentRun, Budget, Named, run_one
 from dibench.evaluation.agents.reference import REFERENCE_AGENTS
 from dibench.evaluation.agents.tools import Toolbox, jsonable, schema_description
 from dibench.evaluation.chance import ChanceLevels, chance_levels
@@ -34,10 +32,11 @@ from dibench.evaluation.sandbox import Isolation, Sandbox, SandboxSpec, choose
 from dibench.evaluation.scoring import Report, score_run
 from dibench.evaluation.tasks import VARIANTS, TaskRecord, load_tasks, task_dicts
 from dibench.stores.graph import Graph
-from dibench.stores.llm import configured_model, session
 from dibench.stores.warehouse import Warehouse
 
-if TYPE_CHECKING:  # imported for real only when a command agent runs
+if TYPE_CHECKING:  # imported for real only when a command agent or a chat model runs
+    from langchain_core.language_models.chat_models import BaseChatModel
+
     from dibench.evaluation.agents.command import CommandAgent
     from dibench.evaluation.environment import TaskEnvironment
 
@@ -85,6 +84,9 @@ def make_agent(name: str, *, schema: str, max_turns: int = MAX_TURNS,
         return REFERENCE_AGENTS[name]()
     if name != "llm":
         raise ConfigError(f"unknown agent {name!r}; expected one of {', '.join(AGENT_NAMES)}")
+    from dibench.evaluation.agents.llm import LlmAgent
+    from dibench.stores.llm import configured_model
+
     model = chat_model if chat_model is not None else configured_model()
     if model is None:
         raise ConfigError("agent llm needs a chat model, and none is configured",
@@ -108,9 +110,9 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
              task_ids: Sequence[str] | None = None, trials: int = 1, concurrency: int = 1,
              resume: bool = False, agent_cmd: str | None = None, chance: bool = True,
              isolation: Isolation = "auto", sandbox_spec: SandboxSpec | None = None,
-             warn: Callable[[str], None] | None = None) -> EvalResult:
+             warn: Callable[[str], None] | None = None, name: str | None = None) -> EvalResult:
     """Load the domain's tasks and run one agent on them (see the module docstring); `task_ids`
-    picks tasks by id, in that order. `agent_cmd` runs a program per attempt instead
+    picks tasks by id, in that order; `name` is the agent's name in the run's files. `agent_cmd` runs a program per attempt instead
     (`agents.command`), each in a sandbox of its own under `isolation` (evaluation/sandbox.py),
     with the task environment served over MCP for the run's duration."""
     db_schema = domain_schema(graph, domain)
@@ -123,7 +125,7 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
                                   concurrency=concurrency, resume=resume, chance=chance)
     if agent_cmd is None and agent_name != "hostile":
         agent = make_agent(agent_name, schema=schema, max_turns=max_turns, chat_model=chat_model, budget=budget)
-        return run_tasks(tasks, agent, domain_wh, kb, out_dir, **kwargs)
+        return run_tasks(tasks, Named(agent, name) if name else agent, domain_wh, kb, out_dir, **kwargs)
     from dibench.evaluation.environment import TaskEnvironment
     from dibench.evaluation.mcp_server import HttpServer, build_server
 
@@ -137,7 +139,7 @@ def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_d
                 sandbox.verify()
             command = command_agent(agent_cmd, env, server.url, sandbox, spec, budget or Budget(turns=max_turns),
                                     out_dir, tasks)
-            return run_tasks(tasks, command, domain_wh, kb, out_dir, **kwargs)
+            return run_tasks(tasks, Named(command, name) if name else command, domain_wh, kb, out_dir, **kwargs)
         finally:
             server.stop()
     finally:
@@ -190,6 +192,8 @@ def run_tasks(tasks: Sequence[TaskRecord], agent: Agent, wh: Warehouse, kb: Know
     manifest = {"agent": agent.name, "model": agent.model, "domain": domain, "run": run, "trials": trials,
                 "task_ids": [t.task_id for t in tasks], "max_turns": max_turns}
     files = RunFiles(out_dir, manifest, resume=resume)
+    from dibench.stores.llm import session  # the model calls' accounting (langchain-core)
+
     llm_before = session().snapshot()
     todo = [t for t in tasks if any((t.task_id, i) not in files.done for i in range(1, trials + 1))]
     finished = [len(tasks) - len(todo)]

@@ -99,7 +99,7 @@ def open_session(graph: Graph, wh: Warehouse, opts: SessionOptions) -> Session:
     tasks = select_tasks(load_tasks(graph, opts.domain, run=opts.run, variants=opts.variants), opts.task_ids,
                          opts.limit)
     env_args = {"wh": wh.for_schema(db_schema), "kb": load_knowledge_base(graph, opts.domain),
-                "schema_text": schema_description(wh, db_schema), "db_schema": db_schema}
+                "schema_text": lambda: schema_description(wh, db_schema), "db_schema": db_schema}
     return Session(tasks, env_args, opts)
 
 

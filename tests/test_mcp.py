@@ -416,3 +416,13 @@ def test_list_tasks_pages_and_filters_and_progress_scores_only_at_the_end(
             env.submit_answer(t["task_id"], {"value": 1})
     assert env.progress()["score"] == {"passed": 0, "tasks": len(visible), "accuracy_pct": 0.0}
     assert len(env.list_tasks(status="answered")) == env.progress()["tasks"] == env.progress()["answered"]
+
+
+def test_the_http_server_answers_its_first_request_at_once(eval_domain: EvalDomain, tmp_path: Path) -> None:  # noqa: F811
+    """`dibench mcp --transport http` answers `initialize` after little CPU: no LLM library, no
+    scipy and no schema reflection before its first answer (about 2 s of CPU on the 2-core
+    development machine, 12.8 s of wall before; bench/mcp_first_answer.py prints both)."""
+    from bench.mcp_first_answer import first_answer
+
+    wall, cpu = first_answer(eval_domain.name, tmp_path / "run")
+    assert cpu < 6.0, f"first answer after {cpu:.2f} s of server CPU ({wall:.2f} s wall)"

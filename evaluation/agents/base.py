@@ -1,6 +1,7 @@
 """What every agent returns for one task, and the protocol the harness calls."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -10,6 +11,24 @@ from dibench.evaluation.tasks import TaskRecord
 
 # error: the model call failed for good (recorded, the run goes on); budget: a per-task limit hit.
 StopReason = Literal["answered", "no_answer", "error", "budget"]
+MAX_TURNS = 20
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Per-task limits: turns, tokens (reported by the server, else estimated from the prompts),
+    wall-clock seconds. None means no limit."""
+
+    turns: int = MAX_TURNS
+    tokens: int | None = None
+    seconds: float | None = None
+
+    def exceeded(self, tokens: int, started: float) -> str | None:
+        if self.tokens is not None and tokens >= self.tokens:
+            return f"token budget ({self.tokens}) reached"
+        if self.seconds is not None and time.perf_counter() - started >= self.seconds:
+            return f"time budget ({self.seconds:g}s) reached"
+        return None
 
 
 @dataclass
@@ -58,6 +77,21 @@ class Agent(Protocol):
         ...
 
     def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun: ...
+
+
+@dataclass(frozen=True)
+class Named:
+    """An agent under the name its user gave it: the run's files and the report carry that name."""
+
+    agent: Agent
+    name: str
+
+    @property
+    def model(self) -> str:
+        return self.agent.model
+
+    def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
+        return self.agent.run(task, tools)
 
 
 def run_one(agent: Agent, task: TaskRecord, tools: Toolbox) -> AgentRun:

@@ -17,14 +17,13 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from dibench.core.errors import ConfigError
-from dibench.evaluation.agents.base import AgentRun, StopReason, Usage
+from dibench.evaluation.agents.base import MAX_TURNS, AgentRun, Budget, StopReason, Usage
 from dibench.core.config import get_settings
 from dibench.evaluation.agents.context import fit_context
 from dibench.evaluation.agents.tools import READ_TOOL, SEARCH_TOOL, SQL_TOOL, Toolbox, final_answer_tool, jsonable
 from dibench.evaluation.tasks import TaskRecord, public_view
 from dibench.stores.llm import LLM_FAILURES, messages_tokens, was_cut, call as llm_call
 
-MAX_TURNS = 20
 PROMPT_VERSION = "agent/2"
 
 SYSTEM_PROMPT = """You are a data analyst answering a business question about the company's data.
@@ -51,23 +50,6 @@ def at_temperature_zero(model: BaseChatModel) -> tuple[BaseChatModel, float | No
 def model_name(model: BaseChatModel) -> str:
     name = getattr(model, "model_name", None) or getattr(model, "model", None)
     return f"{type(model).__name__}:{name}" if isinstance(name, str) and name else type(model).__name__
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Per-task limits: turns, tokens (reported by the server, else estimated from the prompts),
-    wall-clock seconds. None means no limit."""
-
-    turns: int = MAX_TURNS
-    tokens: int | None = None
-    seconds: float | None = None
-
-    def exceeded(self, tokens: int, started: float) -> str | None:
-        if self.tokens is not None and tokens >= self.tokens:
-            return f"token budget ({self.tokens}) reached"
-        if self.seconds is not None and time.perf_counter() - started >= self.seconds:
-            return f"time budget ({self.seconds:g}s) reached"
-        return None
 
 
 @dataclass
