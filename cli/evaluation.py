@@ -7,6 +7,7 @@ Registered on `cli.main.main` by cli/main.py; imports only cli.common and the ev
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Callable
@@ -161,6 +162,9 @@ def task_selection(f: Callable[..., Any]) -> Callable[..., Any]:
               help="Run COMMAND once per task instead: the task as JSON on stdin, the MCP server in "
                    "DIBENCH_MCP_URL / DIBENCH_MCP_TOKEN, the answer as JSON on stdout (or submit_answer).")
 @click.option("--domain", required=True, help="Domain whose admitted tasks are evaluated.")
+@click.option("--name", "label", default=None, metavar="NAME", callback=lambda _c, _p, v: agent_label(v),
+              help="The agent's name in the run's files and the report, and its run folder "
+                   "(default: the --agent name; `command` for --agent-cmd).")
 @task_selection
 @click.option("--max-turns", type=int, default=20, show_default=True,
               help="Turn limit per task: model calls of the llm agent, MCP tool calls of a command.")
@@ -186,7 +190,8 @@ def task_selection(f: Callable[..., Any]) -> Callable[..., Any]:
               help="A path the command agent sees read-only in its sandbox, e.g. its virtualenv (repeatable).")
 @click.option("--agent-env", "agent_env", multiple=True, metavar="NAME",
               help="An environment variable passed on to the command agent (repeatable); it gets no other.")
-def eval_cmd(agent_name: str | None, agent_cmd: str | None, domain: str, run_key: str | None, variants: tuple[str, ...],
+def eval_cmd(agent_name: str | None, agent_cmd: str | None, domain: str, label: str | None, run_key: str | None,
+             variants: tuple[str, ...],
              limit: int | None, task_ids_file: Path | None, max_turns: int, max_tokens: int | None,
              max_seconds: float | None, trials: int, concurrency: int, resume: bool, out_dir: Path | None,
              as_json: bool, chance: bool, isolation: str, agent_binds: tuple[Path, ...],
@@ -204,7 +209,7 @@ def eval_cmd(agent_name: str | None, agent_cmd: str | None, domain: str, run_key
     handle_errors(_eval)(agent_name or "command", domain, run_key, variants, limit, max_turns, out_dir, as_json,
                          Budget(max_turns, max_tokens, max_seconds), task_ids_file,
                          RunOptions(trials, concurrency, resume, agent_cmd, chance, isolation, agent_binds,
-                                    agent_env))
+                                    agent_env, label))
 
 
 @dataclass(frozen=True)
@@ -217,6 +222,18 @@ class RunOptions:
     isolation: str = "auto"
     agent_binds: tuple[Path, ...] = ()
     agent_env: tuple[str, ...] = ()
+    label: str | None = None
+
+
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def agent_label(name: str | None) -> str | None:
+    """A name the user gives an agent: it names a run folder, so one safe path component."""
+    if name is not None and not _LABEL.fullmatch(name):
+        raise click.BadParameter("an agent name is 1-64 letters, digits, '.', '_' or '-', starting with a letter "
+                                 "or digit", param_hint="'--name'")
+    return name
 
 
 def read_task_ids(path: Path) -> list[str]:
@@ -245,8 +262,8 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
     from dibench.stores.graph import get_graph
     from dibench.stores.warehouse import get_warehouse
 
-    out = out_dir or Path("out") / "eval" / domain / agent_name
     opts = options or RunOptions()
+    out = out_dir or Path("out") / "eval" / domain / (opts.label or agent_name)
     spec = SandboxSpec(binds=opts.agent_binds, env_names=opts.agent_env)
     with working(f"{agent_name} on {domain}", quiet=as_json) as status:
         result = evaluate(get_graph(), get_warehouse(), domain=domain, agent_name=agent_name, out_dir=out,
@@ -254,7 +271,7 @@ def _eval(agent_name: str, domain: str, run_key: str | None, variants: tuple[str
                           task_ids=read_task_ids(task_ids_file) if task_ids_file else None,
                           trials=opts.trials, concurrency=opts.concurrency, resume=opts.resume,
                           agent_cmd=opts.agent_cmd, chance=opts.chance, isolation=opts.isolation,  # type: ignore[arg-type]
-                          sandbox_spec=spec, warn=lambda line: err_console.print(line, markup=False),
+                          sandbox_spec=spec, warn=lambda line: err_console.print(line, markup=False), name=opts.label,
                           progress=lambda i, n, key: status(f"{agent_name} on {domain}: task {i}/{n} {key}"))
     from dibench.service.run_index import record
 
@@ -315,7 +332,9 @@ def print_eval_tables(report: Report, chance: ChanceLevels | None = None) -> Non
 @click.option("--token", envvar="DIBENCH_MCP_TOKEN", default=None,
               help="Bearer token HTTP clients must send (env DIBENCH_MCP_TOKEN).")
 @click.option("--max-turns", type=int, default=20, show_default=True, help="Tool calls allowed per task.")
-@click.option("--agent-name", default="mcp", show_default=True, help="The agent's name in the run's summary and report.")
+@click.option("--name", "--agent-name", "agent_name", default="mcp", show_default=True,
+              callback=lambda _c, _p, v: agent_label(v),
+              help="The agent's name in the run's summary and report, and its run folder.")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run folder (default out/eval/<domain>/<agent-name>).")
 def mcp_cmd(domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None,

@@ -175,7 +175,19 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
 
 
+@dataclass(frozen=True)
+class Scored:
+    """A score with the best shortcut's share of the same tasks beside it (None: no audit)."""
+
+    bucket: Bucket
+    shortcut_pct: float | None
+
+
 def _cell(c: object) -> str:
+    if isinstance(c, Scored):
+        beside = ("" if c.shortcut_pct is None else
+                  f'<br><span class="note chance">best shortcut {c.shortcut_pct:.1f}%</span>')
+        return _cell(c.bucket).removesuffix("</td>") + beside + "</td>"
     if isinstance(c, Bucket):
         cls = ' class="hi"' if c.total and c.accuracy_pct >= 80 else (' class="lo"' if c.total and c.accuracy_pct < 20 else "")
         low, high = c.interval()
@@ -221,18 +233,23 @@ def tier_chance(runs: Sequence[RunData]) -> list[float | None] | None:
     families of the first run with an audit (an upper bound of any one strategy): the line a
     score on the chart must clear."""
     audit = next((r.shortcuts for r in runs if r.shortcuts is not None), None)
+    return None if audit is None else [shortcut_share(audit, tier=tier) for tier in TIER_ORDER]
+
+
+def shortcut_share(audit: ShortcutAudit | None, **match: str) -> float | None:
+    """The share (%) of a group's tasks that the best shortcut of each family passes, pooled over
+    the families of the group (those whose tier, analysis_type or variant equal `match`'s)."""
     if audit is None:
         return None
-    out: list[float | None] = []
-    for tier in TIER_ORDER:
-        cells = [c for c in audit.cells if c.tier == tier]
-        tasks = sum(c.tasks for c in cells)
-        out.append(100.0 * sum(c.best_passed for c in cells) / tasks if tasks else None)
-    return out
+    cells = [c for c in audit.cells if all(getattr(c, k) == v for k, v in match.items())]
+    tasks = sum(c.tasks for c in cells)
+    return 100.0 * sum(c.best_passed for c in cells) / tasks if tasks else None
 
 
-def _dash(b: Bucket | None) -> object:
-    return b if b is not None else "-"
+def _dash(b: Bucket | None, run: RunData | None = None, **match: str) -> object:
+    if b is None:
+        return "-"
+    return b if run is None else Scored(b, shortcut_share(run.shortcuts, **match))
 
 
 def render_domain(d: DomainData) -> str:
@@ -292,12 +309,14 @@ def render_accuracy(runs: Sequence[RunData]) -> str:
     def run_of(agent: str, domain: str) -> RunData | None:
         return next((r for r in runs if r.summary.domain == domain and r.label.rsplit(" @ ", 1)[0] == agent), None)
 
-    by_domain = [[a, *(_dash(run.report.overall if (run := run_of(a, d)) else None) for d in doms)] for a in agents]
+    by_domain = [[a, *(_dash(run.report.overall, run) if (run := run_of(a, d)) else "-" for d in doms)]
+                 for a in agents]
     types = [t for t in ANALYSIS_TYPES if any(t in r.report.by_analysis_type for r in runs)]
-    by_type = [[t, *(_dash(r.report.by_analysis_type.get(t)) for r in runs)] for t in types]
-    by_tier = [[t, *(_dash(r.report.by_tier.get(t)) for r in runs)] for t in TIER_ORDER]
+    by_type = [[t, *(_dash(r.report.by_analysis_type.get(t), r, analysis_type=t) for r in runs)] for t in types]
+    by_tier = [[t, *(_dash(r.report.by_tier.get(t), r, tier=t) for r in runs)] for t in TIER_ORDER]
     var = [variant_rows(r.report) for r in runs]
-    by_variant = [[v, *(_dash(vr.get(v)) for vr in var)] for v in ("standard", "oracle", "no_rule")]
+    by_variant = [[v, *(_dash(vr.get(v), r, tier="K+A+R", variant=v) for vr, r in zip(var, runs))]
+                  for v in ("standard", "oracle", "no_rule")]
     seen = {c for r in runs for c in r.report.failure_classes}
     classes = [c for c in FAILURE_CLASSES if c in seen] + sorted(seen - set(FAILURE_CLASSES))
     failures = [[c, *(r.report.failure_classes.get(c, 0) for r in runs)] for c in classes]
@@ -310,7 +329,11 @@ def render_accuracy(runs: Sequence[RunData]) -> str:
                         title="Accuracy by knowledge tier", markers=tier_chance(runs),
                         marker_label="best shortcut (each family's best, pooled per tier)")
     return "".join([
-        "<h2>Accuracy</h2>", "<h3>By agent and domain</h3>", _table(["agent", *doms], by_domain),
+        "<h2>Accuracy</h2>",
+        '<p class="note">Each score: accuracy, its 95% Wilson interval and passed/tasks; under it, the share of the '
+        "same tasks that the best shortcut of each family passes (strategies that read no data), the level a score "
+        "must clear.</p>",
+        "<h3>By agent and domain</h3>", _table(["agent", *doms], by_domain),
         "<h3>By knowledge tier</h3>", _table(["tier", *labels], by_tier), plot,
         "<h3>By analysis type</h3>", _table(["analysis type", *labels], by_type),
         "<h3>Matched variants (rule tasks, K+A+R)</h3>",

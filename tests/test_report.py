@@ -51,6 +51,11 @@ def test_report_is_one_self_contained_file(report_file: Path, eval_domain: EvalD
     assert re.search(r'100\.0% <span class="note">\[\d+\.\d, 100\.0\] \(\d+/\d+\)', html)
     # beside it, the reference agents' chance levels on the same tasks
     assert "keyword-dump %" in html and "featured-rule-only %" in html
+    # and under every score of the accuracy tables, the best shortcut's share of the same tasks
+    accuracy = html.split("<h2>Accuracy</h2>")[1].split("<h3>Chance levels</h3>")[0]
+    scores = re.findall(r'\(\d+/\d+\)</span>(<br><span class="note chance">best shortcut \d+\.\d%</span>)?</td>',
+                        accuracy)
+    assert scores and all(scores), "a score of the accuracy tables without the best shortcut beside it"
 
 
 def test_report_renders_in_headless_chromium(report_file: Path, tmp_path: Path) -> None:
@@ -177,6 +182,14 @@ def test_report_finds_the_runs_eval_wrote(eval_domain: EvalDomain, tmp_path: Pat
     assert default.exit_code == 0, default.output
     assert f"... oracle on {eval_domain.name}" in default.output
     assert (work / "out" / "eval" / eval_domain.name / "oracle" / "summary.json").is_file()
+    # --name names the agent in its files and the report, and its default run folder
+    named_run = runner.invoke(main, ["eval", "--agent", "oracle", "--name", "team-bot.v2", "--domain",
+                                     eval_domain.name, "--limit", "3", "--no-chance"])
+    assert named_run.exit_code == 0, named_run.output
+    assert '"agent": "team-bot.v2"' in (work / "out" / "eval" / eval_domain.name / "team-bot.v2"
+                                        / "summary.json").read_text()
+    bad = runner.invoke(main, ["eval", "--agent", "oracle", "--name", "../up", "--domain", eval_domain.name])
+    assert bad.exit_code == 2 and "'--name'" in bad.output
     elsewhere = tmp_path / "elsewhere" / "no-rule"
     named = runner.invoke(main, ["eval", "--agent", "no-rule", "--domain", eval_domain.name, "--limit", "3",
                                  "--no-chance", "-o", str(elsewhere)])
@@ -188,7 +201,7 @@ def test_report_finds_the_runs_eval_wrote(eval_domain: EvalDomain, tmp_path: Pat
     runs = int(re.search(r"(\d+) evaluation run\(s\)", res.output).group(1))  # type: ignore[union-attr]
     assert runs >= 2, res.output
     html = (work / "out" / "report.html").read_text()
-    assert "no-rule" in html and "oracle" in html
+    assert "no-rule" in html and "oracle" in html and f"team-bot.v2 @ {eval_domain.name}" in html
 
 
 def test_agents_are_named_by_their_program_and_the_legend_keeps_long_names_whole() -> None:
