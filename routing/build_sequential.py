@@ -70,17 +70,21 @@ def candidates(ctx: BuildContext) -> list[SeqCandidate]:
     return out
 
 
+ONE_FOUND = "the one found above"
+
+
 def _downstream_intent(down: UnitInfo, lit: FilterLiteral, tree_sql_intent: str) -> str:
     """The downstream question without the bound value: "... using language English" becomes
     "... using that language" (the question's own word, never repeated), a value with no such word
-    before it "that one" (the binding column is not named where the question did not name it)."""
+    before it "the one found above" (the binding column is not named where the question did not
+    name it)."""
     text = str(lit.value)
     if down.unit.intent_source == "question":
         col = natural(lit.column)
         quote = "[\"'\u2018\u2019\u201c\u201d`]?"  # straight, curly or back quotes around the value
         pattern = re.compile(rf"(?:\b({re.escape(col)})\s+)?{quote}{re.escape(text)}{quote}", re.IGNORECASE)
         if len(pattern.findall(down.unit.intent)) == 1:
-            return pattern.sub(lambda m: f"that {m.group(1)}" if m.group(1) else "that one", down.unit.intent)
+            return pattern.sub(lambda m: f"that {m.group(1)}" if m.group(1) else ONE_FOUND, down.unit.intent)
     return tree_sql_intent
 
 

@@ -99,26 +99,47 @@ def _entities(select: exp.Select) -> str:
 
 
 def _select(select: exp.Select) -> str:
-    parts = [", ".join(_expr(e) for e in select.expressions) or "all details"]
+    what = ", ".join(_expr(e) for e in select.expressions) or "all details"
     if select.args.get("distinct"):
-        parts[0] = "distinct " + parts[0]
-    text = f"the {parts[0]} of {_entities(select)}"
-    where = select.args.get("where")
+        what = "distinct " + what
+    entities = _entities(select)
+    where, group, having = select.args.get("where"), select.args.get("group"), select.args.get("having")
+    order, limit = select.args.get("order"), select.args.get("limit")
+    n = limit.expression.name if limit is not None and limit.expression is not None else None
+    top = None  # "with the lowest date of birth": a single ordering key cut to the first n rows
+    if n is not None and order is not None and len(order.expressions) == 1:
+        key = order.expressions[0]
+        top = f"with the {'highest' if key.args.get('desc') else 'lowest'} {_expr(key.this)}"
+    if top is not None and group is None:
+        # "the name of the employee record with the lowest date of birth", not "the name of
+        # employee records, ordered by date of birth, only the first row"
+        one = entities.removesuffix("records") + "record"
+        subject = f"the {one}" if n == "1" else f"the {n} {entities}"
+        text = f"the {what} of {subject}"
+        if where is not None:
+            text += f" where {_condition(where.this)}"
+        return f"{text} {top}"
+    if top is not None and n == "1":  # grouped: "the language with the lowest number of records"
+        text = f"the {what} {top}, among {entities}"
+        if where is not None:
+            text += f" where {_condition(where.this)}"
+        if having is not None:
+            text += f", keeping groups where {_condition(having.this)}"
+        return text
+    if what == "number of records":  # COUNT(*): "the number of company records"
+        text = f"the number of {entities}"
+    else:
+        text = f"the {what}" if entities == "records" else f"the {what} of {entities}"
     if where is not None:
         text += f" where {_condition(where.this)}"
-    group = select.args.get("group")
     if group is not None:
         text += " for each " + ", ".join(_expr(e) for e in group.expressions)
-    having = select.args.get("having")
     if having is not None:
         text += f", keeping groups where {_condition(having.this)}"
-    order = select.args.get("order")
     if order is not None:
         keys = [f"{_expr(o.this)}{' descending' if o.args.get('desc') else ''}" for o in order.expressions]
         text += ", ordered by " + ", ".join(keys)
-    limit = select.args.get("limit")
-    if limit is not None and limit.expression is not None:
-        n = limit.expression.name
+    if n is not None:
         text += ", only the first row" if n == "1" else f", only the first {n} rows"
     return text
 

@@ -167,7 +167,29 @@ def test_wording_is_natural_around_the_asks() -> None:
     assert _downstream_intent(down, lit, "x") == "How many TV Channel using that language?"  # type: ignore[arg-type]
     down.unit.intent = 'List all airline names in "USA".'
     lit.value, lit.column = "USA", "Country"
-    assert _downstream_intent(down, lit, "x") == "List all airline names in that one."  # type: ignore[arg-type]
+    assert _downstream_intent(down, lit, "x") == "List all airline names in the one found above."  # type: ignore[arg-type]
     down.unit.intent = "Find the id of the pet owned by student whose last name is \u2018Smith\u2019."
     lit.value, lit.column = "Smith", "LName"
-    assert _downstream_intent(down, lit, "x") == "Find the id of the pet owned by student whose last name is that one."  # type: ignore[arg-type]
+    assert _downstream_intent(down, lit, "x") == "Find the id of the pet owned by student whose last name is the one found above."  # type: ignore[arg-type]
+
+
+def test_rendered_intents_read_as_an_analyst_writes() -> None:
+    """A query without a released question is asked as a person would: a count names what it
+    counts once, a cut to the first rows of one ordering is a superlative."""
+    import sqlglot
+
+    from dibench.routing.intents import render_intent
+
+    def said(sql: str) -> str:
+        return render_intent(sqlglot.parse_one(sql, read="sqlite"))
+
+    assert said("SELECT count(*) FROM company") == "Find the number of company records."
+    assert said("SELECT count(*)") == "Find the number of records."
+    assert said("SELECT emp_fname FROM employee ORDER BY emp_dob LIMIT 1") == \
+        "Find the emp fname of the employee record with the lowest emp dob."
+    assert said("SELECT name FROM singer ORDER BY age DESC LIMIT 3") == \
+        "Find the name of the 3 singer records with the highest age."
+    assert said("SELECT language FROM tv_channel GROUP BY language ORDER BY count(*) LIMIT 1") == \
+        "Find the language with the lowest number of records, among tv channel records."
+    for sql in ("SELECT count(*) FROM company", "SELECT a FROM t ORDER BY b LIMIT 1"):
+        assert "records of" not in said(sql) and "only the first" not in said(sql)
