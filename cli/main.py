@@ -574,9 +574,13 @@ def worker_cmd(run: str, pack_path: str | None, worker_id: str | None, max_skele
     Start it on any machine that reaches the same Neo4j and PostgreSQL: skeletons are claimed
     under a lease in the graph, so every worker takes different ones, and a worker that dies
     leaves its claims to the others once the lease expires. Prints what it did as JSON."""
-    from dibench.generation.workers import join
+    from dibench.generation.workers import RunFinished, join
 
-    stats = join(run, pack_path, worker_id, max_skeletons=max_skeletons)
+    try:
+        stats = join(run, pack_path, worker_id, max_skeletons=max_skeletons)
+    except RunFinished as exc:
+        err_console.print(str(exc), highlight=False, soft_wrap=True)
+        return
     print_json({k: stats[k] for k in ("worker", "skeletons", "admitted_rows", "statements", "write_retries")}
                | {"sql_seconds": round(stats["sql_seconds"], 2), "wall_seconds": round(stats["wall_seconds"], 2)})
 

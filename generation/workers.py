@@ -228,6 +228,10 @@ def work(run_key: str, pack_path: str, seed: int, worker: str | None = None, *, 
             "llm": session().since(llm_before)}
 
 
+class RunFinished(DibenchError):
+    """The run a worker would join has finished: the worker has nothing to do (not a failure)."""
+
+
 def join(run_key: str, pack_path: str | None = None, worker: str | None = None, *,
          max_skeletons: int | None = None) -> dict[str, Any]:
     """Work on a run another process drives (`dibench worker`), e.g. from another machine that
@@ -243,7 +247,7 @@ def join(run_key: str, pack_path: str | None = None, worker: str | None = None, 
         raise NotFound(f"no run {run_key!r} in the graph", hint="the summary of `dibench generate` prints run keys")
     run = rows[0]
     if run["finished_at"] is not None:
-        raise DibenchError(f"run {run_key} finished at {run['finished_at']}: there is nothing to work on")
+        raise RunFinished(f"run {run_key} finished at {run['finished_at']}: nothing is left to work on")
     pack = load_pack(pack_path or str(run["domain"]))
     if pack.name != run["domain"]:
         raise DibenchError(f"run {run_key} belongs to domain {run['domain']!r}, not to pack {pack.name!r}")

@@ -299,6 +299,23 @@ def test_a_worker_refuses_a_run_that_does_not_exist() -> None:
     assert "no run 'run:nowhere/1' in the graph" in result.output
 
 
+def test_a_worker_joining_a_finished_run_has_nothing_to_do(tmp_path_factory: pytest.TempPathFactory, graph: Graph,
+                                                            warehouse: Warehouse) -> None:
+    """`dibench worker RUN` after `generate` finished RUN (the README's order) says so and exits 0."""
+    from click.testing import CliRunner
+
+    from dibench.cli.main import main
+    from dibench.generation.runs import finish, take_over
+
+    pack = ingested(tmp_path_factory.mktemp("wkfin"), TWO, graph, warehouse)
+    run_key = create_run(graph, pack, SEED, TARGET)
+    take_over(graph, run_key, None, resumed=False)
+    finish(graph, run_key)
+    result = CliRunner().invoke(main, ["worker", run_key, "--pack", str(pack.root)])
+    assert result.exit_code == 0, result.output
+    assert "nothing is left to work on" in result.output
+
+
 def test_a_pool_worker_keeps_its_executor_for_the_next_round_of_its_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """The augmentation rounds after the planned skeletons read the cubes of the earlier rounds."""
     from dibench.generation import workers
