@@ -176,7 +176,8 @@ def task_selection(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
               help="Tasks run at once (a task's trials run one after another).")
 @click.option("--resume", is_flag=True,
-              help="Continue an interrupted run in the same -o folder: attempts already written are kept.")
+              help="Continue an interrupted run in the same -o folder: attempts already written are kept "
+                   "(a folder that does not exist yet or is empty: the run starts there).")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default out/eval/<domain>/<agent>).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")

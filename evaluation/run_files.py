@@ -62,6 +62,10 @@ def key_of(item: dict[str, Any]) -> Key:
 
 class RunFiles:
     def __init__(self, out_dir: Path, manifest: dict[str, Any], *, resume: bool = False) -> None:
+        """`resume` continues the run in `out_dir`; a folder that does not exist yet or is empty
+        has nothing to continue, so the run starts there (a folder holding other files is refused)."""
+        if resume and (not out_dir.exists() or (out_dir.is_dir() and not any(out_dir.iterdir()))):
+            resume = False
         out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         out_dir.chmod(0o700)
         self.out_dir = out_dir

@@ -352,6 +352,14 @@ def test_resume_runs_only_the_unfinished_attempts(eval_domain: EvalDomain, tmp_p
                                       "-o", str(out), "--resume"])
     assert other.exit_code == 1
     assert "is a run with another agent" in other.output
+    # the README's `eval ... -o DIR --resume` on a first run: nothing to continue, so it starts
+    first = _eval(eval_domain, tmp_path / "new", "--agent", "oracle", "--limit", "2", "--resume", "--no-chance")
+    assert first["tasks"] == 2
+    (tmp_path / "stray").mkdir()
+    (tmp_path / "stray" / "notes.txt").write_text("mine")
+    stray = CliRunner().invoke(main, ["eval", "--agent", "oracle", "--domain", eval_domain.name, "--limit", "2",
+                                      "-o", str(tmp_path / "stray"), "--resume"])
+    assert stray.exit_code == 1 and "holds no run.json" in stray.output
 
 
 def test_reference_agents_are_deterministic_over_trials(eval_domain: EvalDomain, tmp_path: Path) -> None:  # noqa: F811
