@@ -112,7 +112,7 @@ def missing_gold(c: Candidate, v: Vocabulary) -> str | None:
 
 def short_knowledge(c: Candidate, v: Vocabulary) -> str | None:
     if c.analysis_type == "knowledge_retrieval" and len(str(c.gold_answer.get("text", ""))) <= 10:
-        return "knowledge answer of 10 characters or less"
+        return "knowledge reference text of 10 characters or less"
     return None
 
 
@@ -125,8 +125,8 @@ def unscorable(c: Candidate, v: Vocabulary) -> str | None:
         return "no scorable expected answer (a compared group has no value)"
     if t in ("ranking", "decomposition", "counterfactual") and not a.get("rows"):
         return "no scorable expected answer (no rows)"
-    if t == "knowledge_retrieval" and not a.get("must_include"):
-        return "no scorable expected answer (no must-include facts)"
+    if t == "knowledge_retrieval" and a.get("value") in (None, "", []) and not a.get("must_include"):
+        return "no scorable expected answer (nothing asked for)"
     return None
 
 
