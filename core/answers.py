@@ -7,7 +7,7 @@ and a re-derived one can only differ when the rows differ. Pure functions, no I/
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Context, Decimal
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 from scipy import stats
@@ -64,6 +64,18 @@ def exact_tie(v: Any, digits: int) -> bool:
         return False
     shifted = d.scaleb(digits)
     return shifted - shifted.to_integral_value(rounding="ROUND_FLOOR") == Decimal("0.5")
+
+
+def tie_rounding(v: Any, digits: int) -> tuple[float, float] | None:
+    """(half away from zero, half to even) of a value on an exact tie whose two roundings differ
+    (2.345 at 2: 2.35 and 2.34); None otherwise. Both are right: the contract accepts either."""
+    if not exact_tie(v, digits):
+        return None
+    d = exact(v)
+    assert d is not None  # exact_tie holds only for a finite number
+    even = float(d.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_EVEN, context=WIDE)) + 0.0
+    up = rnd(v, digits)
+    return (up, even) if up != even else None
 
 
 # ------------------------------------------------------------------ point query, threshold

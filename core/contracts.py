@@ -117,6 +117,14 @@ class FactRule(_Strict):
     text_field: str = "text"
 
 
+class Tie(_Strict):
+    """A gold value rounded half away from zero from an exact tie, and the half-to-even rounding
+    of the same exact value: both are right (2.345 -> 2.35 or 2.34)."""
+
+    half_up: float
+    half_even: float
+
+
 class AnswerContract(_Strict):
     version: Literal[1] = 1
     analysis_type: AnalysisType
@@ -126,6 +134,7 @@ class AnswerContract(_Strict):
     rows: RowsRule | None = None
     knowledge: KnowledgeRule | None = None
     fact: FactRule | None = None
+    ties: list[Tie] = Field(default_factory=list, description="gold values rounded from an exact tie")
     ignored: list[str] = Field(default_factory=list, description="gold fields the question fixes; not scored")
 
     def fields(self) -> set[str]:
@@ -146,7 +155,7 @@ def half_unit(rounding: int) -> float:
 
 
 def build_contract(analysis_type: str, rounding: int, *, pct_rounding: int | None = None,
-                   legacy_knowledge: bool = False) -> AnswerContract:
+                   legacy_knowledge: bool = False, ties: list[tuple[float, float]] | None = None) -> AnswerContract:
     """The contract of an analysis type, without checking any gold answer against it.
     `legacy_knowledge`: a knowledge task of the free-text format (text with must-include facts)
     that runs made before typed answers store."""
@@ -185,14 +194,18 @@ def build_contract(analysis_type: str, rounding: int, *, pct_rounding: int | Non
         "decomposition": {"rows": RowsRule(ordered=False, numbers={"value": tol})},
     }
     return AnswerContract.model_validate({"analysis_type": analysis_type, "rounding": rounding,
-                                          **specs[analysis_type]})
+                                          **specs[analysis_type],
+                                          "ties": [{"half_up": u, "half_even": e} for u, e in ties or []]})
 
 
-def task_contract(analysis_type: str, rounding: int, gold: Any = None) -> AnswerContract:
+def task_contract(analysis_type: str, rounding: int, gold: Any = None,
+                  ties: list[tuple[float, float]] | None = None) -> AnswerContract:
     """The answer contract of a task (trend percentages carry their own rounding); a knowledge
-    gold with must-include facts is of the free-text format."""
+    gold with must-include facts is of the free-text format; `ties`: (half up, half even) of the
+    values the gold rounds from an exact tie."""
     pct = TREND_PCT_DIGITS if analysis_type == "trend_analysis" else None
-    return build_contract(analysis_type, rounding, pct_rounding=pct, legacy_knowledge=is_legacy_knowledge(gold))
+    return build_contract(analysis_type, rounding, pct_rounding=pct, legacy_knowledge=is_legacy_knowledge(gold),
+                          ties=ties)
 
 
 def is_legacy_knowledge(gold: Any) -> bool:
@@ -257,12 +270,13 @@ def check_answer(contract: AnswerContract, expected: dict[str, Any], answer: Any
     for name, label in contract.labels.items():
         if not _label_equal(label, expected[name], answer[name]):
             mismatches.append(f"{name}: expected {_show(expected[name])}, got {_show(answer[name])}")
+    also = _tie_alternatives(contract)
     for name, tol in contract.numbers.items():
-        problem = _number_mismatch(name, tol, expected[name], answer[name])
+        problem = _number_mismatch(name, tol, expected[name], answer[name], also)
         if problem:
             (mismatches if tol.decisive else notes).append(problem)
     if contract.rows:
-        mismatches += _rows_mismatches(contract.rows, expected[contract.rows.field], answer[contract.rows.field])
+        mismatches += _rows_mismatches(contract.rows, expected[contract.rows.field], answer[contract.rows.field], also)
     if contract.knowledge:
         mismatches += _knowledge_mismatches(contract.knowledge, expected, answer[contract.knowledge.text_field])
     if contract.fact:
@@ -412,7 +426,13 @@ def _label_equal(label: LabelRule, expected: Any, got: Any) -> bool:
     return bool(expected == got) and type(expected) is type(got)
 
 
-def _number_mismatch(name: str, tol: Tolerance, expected: float | None, got: float | None) -> str | None:
+def _tie_alternatives(contract: AnswerContract) -> dict[float, float]:
+    """{gold value: the other right rounding} of the values the gold rounds from an exact tie."""
+    return {t.half_up: t.half_even for t in contract.ties}
+
+
+def _number_mismatch(name: str, tol: Tolerance, expected: float | None, got: float | None,
+                     also: dict[float, float] | None = None) -> str | None:
     if expected is None or got is None:
         if expected is None and got is None:
             return None
@@ -420,10 +440,14 @@ def _number_mismatch(name: str, tol: Tolerance, expected: float | None, got: flo
     allowed = tol.allowed(expected)
     if abs(got - expected) <= allowed:
         return None
+    other = (also or {}).get(expected)
+    if other is not None and abs(got - other) <= FLOAT_SLACK:  # the half-to-even rounding of the same tie
+        return None
     return f"{name}: expected {_show(expected)}, got {_show(got)} (tolerance {allowed:.3g})"
 
 
-def _rows_mismatches(rule: RowsRule, expected: list[dict[str, Any]], got: list[dict[str, Any]]) -> list[str]:
+def _rows_mismatches(rule: RowsRule, expected: list[dict[str, Any]], got: list[dict[str, Any]],
+                     also: dict[float, float] | None = None) -> list[str]:
     exp_by_key = {_norm(r[rule.key]): r for r in expected}
     got_by_key = {_norm(r[rule.key]): r for r in got}
     out: list[str] = []
@@ -439,7 +463,7 @@ def _rows_mismatches(rule: RowsRule, expected: list[dict[str, Any]], got: list[d
         if key in got_by_key:
             for column, tol in rule.numbers.items():
                 problem = _number_mismatch(f"{exp_row[rule.key]!r}.{column}", tol, exp_row[column],
-                                           got_by_key[key][column])
+                                           got_by_key[key][column], also)
                 if problem:
                     out.append(problem)
     return out

@@ -243,7 +243,7 @@ def answer_format(analysis: str, rounding: int | None = None) -> str:
     shape = _shape(analysis)
     if rounding is not None and analysis in NUMERIC:
         shape += (f"; metric values rounded to {rounding} decimal{'s' if rounding != 1 else ''}, half away from "
-                  "zero (2.345 -> 2.35)")
+                  "zero (2.345 -> 2.35; on such an exact tie half to even, 2.34, passes too)")
     return shape
 
 

@@ -55,6 +55,8 @@ class Candidate:
     # what stage 1 found wrong with it; None when the task has no such variant.
     no_rule_question: str | None = None
     no_rule_rejections: list[str] = field(default_factory=list)
+    # [half up, half even] of the values its answers round from an exact tie (the contract takes both)
+    rounding_ties: list[list[float]] = field(default_factory=list)
 
 
 def rule_changes_answer(analysis_type: str, gold: dict[str, Any], base: dict[str, Any], rounding: int) -> bool:
