@@ -182,9 +182,21 @@ def merge(current: list[dict[str, Any]], hypothetical: list[dict[str, Any]]) -> 
     return [{"group": g, "current": cur.get(g), "hypothetical": hyp.get(g)} for g in sorted(set(cur) | set(hyp))]
 
 
-def counterfactual(current_rows: Rows, hypothetical_rows: Rows, digits: int) -> dict[str, Any]:
-    """(group, value, n) rows with the rule (current) and without it (hypothetical) -> the answer."""
+def counterfactual(current_rows: Rows, hypothetical_rows: Rows, digits: int, periods: list[str] | None = None,
+                   empty: Any = None) -> dict[str, Any]:
+    """(group, value, n) rows with the rule (current) and without it (hypothetical) -> the answer.
+    With the calendar `periods` (groups are months), every month is a row: one without rows on a
+    side is `empty` there (0 for a count or a sum, null for an average or a ratio)."""
+    if periods is not None:
+        current_rows, hypothetical_rows = calendar(current_rows, periods, empty), calendar(hypothetical_rows,
+                                                                                          periods, empty)
     return {"rows": merge(grouped_rows(current_rows, digits), grouped_rows(hypothetical_rows, digits))}
+
+
+def calendar(rows: Rows, periods: list[str], empty: Any) -> Rows:
+    """`rows` with a (period, empty) row for every period of `periods` they lack, null included."""
+    present = {str(r[0]) for r in rows}
+    return list(rows) + [(p, empty) for p in periods if p not in present]
 
 
 # ------------------------------------------------------------------ significance

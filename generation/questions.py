@@ -131,7 +131,7 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
 _LEFT_OUT = {"exclude": "left out of", "where": "counted in", "having": "counted in"}
 _ASKS = {
     "threshold": "What value does our policy set for the {column} of the {name}?",
-    "min_n": "What is the smallest group for which our policy lets a {name} figure be shown?",
+    "min_n": "What is the smallest group size for which our policy lets the {name} be shown?",
     "cutoff": "What limit does our policy use to decide which records are {verb} the {name}?",
     "cutoff-formula": "What limit does our policy write into the calculation of the {name}?",
     "values": "Which {column} does our policy single out to decide which records are {verb} the {name}?",
@@ -270,7 +270,9 @@ def _shape(analysis: str) -> str:
                                 f'verdict, within {P_VALUE_ABS_TOL:g} and {T_ABS_TOL:g} or {100 * P_VALUE_REL_TOL:g}% '
                                 'of the figure, whichever is larger',
         "threshold_crossing": 'JSON {"value": <number>, "threshold": <number>, "result": "PASS|FAIL"}',
-        "counterfactual": 'JSON {"rows": [{"group": "<name>", "current": <number>, "hypothetical": <number>}, ...]}',
+        "counterfactual": 'JSON {"rows": [{"group": "<name>", "current": <number>, "hypothetical": <number>}, ...]}'
+                          '; by month: every month asked ("YYYY-MM"), one without rows 0 for a count or a sum '
+                          'and null for an average or a ratio',
         "decomposition": 'JSON {"rows": [{"group": "<name>", "value": <number>}, ...]} every group; a group '
                          'withheld or emptied by a policy is listed with "value": null',
     }[analysis]

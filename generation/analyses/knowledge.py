@@ -25,6 +25,9 @@ from dibench.sqlops.dialect import parse_expression
 NAME = "knowledge_retrieval"
 # Literals that set nothing a reader looks for: an identity weight, a zero, a percent scale.
 NEUTRAL = frozenset({Decimal(0), Decimal(1), Decimal(100)})
+# Numbers a formula divides by to change a unit of time (seconds to minutes or hours): no policy
+# figure a question could ask for.
+UNIT_FACTORS = frozenset({Decimal(60), Decimal(3600), Decimal(86400)})
 
 
 def compatible(sk: Skeleton) -> bool:
@@ -242,6 +245,7 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
         for k in ("weight", "expression"):
             if isinstance(e.get(k), str):
                 nums, _dates, names = _split(literal_values(e[k]))
+                nums = [n for n in nums if Decimal(n) not in UNIT_FACTORS]
                 if len(nums) == 1:
                     out.append(Asked("number", "weight" if k == "weight" else "cutoff", op, None, (nums[0],),
                                      _interval_unit(e[k], nums[0])))
