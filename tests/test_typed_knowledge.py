@@ -115,7 +115,7 @@ def test_no_dump_and_no_list_of_candidates_passes_a_typed_task() -> None:
     assert passes(tasks[1], by_name["nearest document's first date"].answer(tasks[1], corpus))
 
 
-@pytest.mark.parametrize("pack_name", ["demo", "berka", "pagila", "jaffle"])
+@pytest.mark.parametrize("pack_name", ["demo", "berka", "pagila", "jaffle", "library"])
 def test_real_rules_ask_one_typed_thing_in_fluent_words(pack_name: str) -> None:
     pack = load_pack(pack_name)
     asked = 0
