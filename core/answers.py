@@ -66,9 +66,36 @@ def exact_tie(v: Any, digits: int) -> bool:
     return shifted - shifted.to_integral_value(rounding="ROUND_FLOOR") == Decimal("0.5")
 
 
+# How far from a tie a binary float may lie and still stand for one: arithmetic on float columns
+# (a rule's weight on a `real` amount, summed over thousands of rows) drifts by about 1e-13.
+FLOAT_TIE_REL = 1e-9
+
+
+def float_tie(v: Any, digits: int) -> bool:
+    """Whether a binary float lies within float error of a tie at `digits` (2.3449999999997 at
+    2), without being one exactly: its exact decimal may be the tie, rounded up, or not."""
+    if not isinstance(v, float) or not math.isfinite(v) or exact_tie(v, digits):
+        return False
+    d = exact(v)
+    assert d is not None
+    shifted = d.scaleb(digits)
+    off = shifted - shifted.to_integral_value(rounding="ROUND_FLOOR") - Decimal("0.5")
+    return abs(off) <= Decimal(str(FLOAT_TIE_REL)) * max(Decimal(1), abs(shifted))
+
+
 def tie_rounding(v: Any, digits: int) -> tuple[float, float] | None:
-    """(half away from zero, half to even) of a value on an exact tie whose two roundings differ
-    (2.345 at 2: 2.35 and 2.34); None otherwise. Both are right: the contract accepts either."""
+    """(the gold rounding, the other right one) of a value on a tie: on an exact tie half away
+    from zero and half to even where they differ (2.345 at 2: 2.35 and 2.34); a float within float
+    error of a tie, its rounding and the rounding on the other side (2.3449999999997: 2.34 and
+    2.35, which exact arithmetic gives). None otherwise. The contract accepts either."""
+    if float_tie(v, digits):
+        d = exact(v)
+        assert d is not None
+        step = Decimal(1).scaleb(-digits)
+        up = float(d.quantize(step, rounding="ROUND_CEILING", context=WIDE)) + 0.0
+        down = float(d.quantize(step, rounding="ROUND_FLOOR", context=WIDE)) + 0.0
+        gold = rnd(v, digits)
+        return gold, (up if gold == down else down)
     if not exact_tie(v, digits):
         return None
     d = exact(v)

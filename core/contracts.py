@@ -118,11 +118,12 @@ class FactRule(_Strict):
 
 
 class Tie(_Strict):
-    """A gold value rounded half away from zero from an exact tie, and the half-to-even rounding
-    of the same exact value: both are right (2.345 -> 2.35 or 2.34)."""
+    """A gold value rounded from a tie, and the other rounding that is right too: half to even
+    at an exact tie (2.345 -> 2.35 or 2.34), the other side where float arithmetic left the
+    value a hair off the tie (2.3449999999997 -> 2.34 or 2.35, core.answers.tie_rounding)."""
 
-    half_up: float
-    half_even: float
+    value: float
+    also: float
 
 
 class AnswerContract(_Strict):
@@ -134,7 +135,7 @@ class AnswerContract(_Strict):
     rows: RowsRule | None = None
     knowledge: KnowledgeRule | None = None
     fact: FactRule | None = None
-    ties: list[Tie] = Field(default_factory=list, description="gold values rounded from an exact tie")
+    ties: list[Tie] = Field(default_factory=list, description="gold values rounded from a tie, and their twins")
     ignored: list[str] = Field(default_factory=list, description="gold fields the question fixes; not scored")
 
     def fields(self) -> set[str]:
@@ -195,14 +196,14 @@ def build_contract(analysis_type: str, rounding: int, *, pct_rounding: int | Non
     }
     return AnswerContract.model_validate({"analysis_type": analysis_type, "rounding": rounding,
                                           **specs[analysis_type],
-                                          "ties": [{"half_up": u, "half_even": e} for u, e in ties or []]})
+                                          "ties": [{"value": v, "also": a} for v, a in ties or []]})
 
 
 def task_contract(analysis_type: str, rounding: int, gold: Any = None,
                   ties: list[tuple[float, float]] | None = None) -> AnswerContract:
     """The answer contract of a task (trend percentages carry their own rounding); a knowledge
-    gold with must-include facts is of the free-text format; `ties`: (half up, half even) of the
-    values the gold rounds from an exact tie."""
+    gold with must-include facts is of the free-text format; `ties`: (gold rounding, the other
+    right one) of the values the gold rounds from a tie (core.answers.tie_rounding)."""
     pct = TREND_PCT_DIGITS if analysis_type == "trend_analysis" else None
     return build_contract(analysis_type, rounding, pct_rounding=pct, legacy_knowledge=is_legacy_knowledge(gold),
                           ties=ties)
@@ -427,8 +428,8 @@ def _label_equal(label: LabelRule, expected: Any, got: Any) -> bool:
 
 
 def _tie_alternatives(contract: AnswerContract) -> dict[float, float]:
-    """{gold value: the other right rounding} of the values the gold rounds from an exact tie."""
-    return {t.half_up: t.half_even for t in contract.ties}
+    """{gold value: the other right rounding} of the values the gold rounds from a tie."""
+    return {t.value: t.also for t in contract.ties}
 
 
 def _number_mismatch(name: str, tol: Tolerance, expected: float | None, got: float | None,
@@ -441,7 +442,7 @@ def _number_mismatch(name: str, tol: Tolerance, expected: float | None, got: flo
     if abs(got - expected) <= allowed:
         return None
     other = (also or {}).get(expected)
-    if other is not None and abs(got - other) <= FLOAT_SLACK:  # the half-to-even rounding of the same tie
+    if other is not None and abs(got - other) <= FLOAT_SLACK:  # the other right rounding of the same tie
         return None
     return f"{name}: expected {_show(expected)}, got {_show(got)} (tolerance {allowed:.3g})"
 

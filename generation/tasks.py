@@ -84,7 +84,7 @@ class Grounded:
     lifted_answer: dict[str, Any] | None = None  # without the featured rule
     lifted: Statement | None = None
     featured_only: Statement | None = None
-    # (half up, half even) of the values the answers round from an exact tie: the contract takes both
+    # (gold rounding, the other right one) of the values the answers round from a tie: the contract takes both
     ties: list[tuple[float, float]] = field(default_factory=list)
 
 

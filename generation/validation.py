@@ -55,7 +55,7 @@ class Candidate:
     # what stage 1 found wrong with it; None when the task has no such variant.
     no_rule_question: str | None = None
     no_rule_rejections: list[str] = field(default_factory=list)
-    # [half up, half even] of the values its answers round from an exact tie (the contract takes both)
+    # [gold rounding, the other right one] of the values its answers round from a tie (the contract takes both)
     rounding_ties: list[list[float]] = field(default_factory=list)
 
 

@@ -114,6 +114,24 @@ def test_a_task_whose_every_window_sits_on_a_tie_is_kept_with_both_roundings(pac
     assert g.ties == [(417.33, 417.32)]
 
 
+def test_float_arithmetic_a_hair_below_a_tie_does_not_mark_the_exact_answer_rule_ignored() -> None:
+    """A rule's arithmetic on a float (real, double precision) column sums binary values: the
+    exact 2.345 comes back 2.3449999999997 and rounds down. The agent who computes exactly gives
+    2.35, which the no-rule answer also is: without the tie known, it would be `rule_ignored`."""
+    from dibench.evaluation.scoring import score_task
+
+    floated = 2.345 - 3e-13  # the sum of a thousand float products, where the decimals give 2.345
+    assert rnd(floated, 2) == 2.34 and tie_rounding(floated, 2) == (2.34, 2.35)
+    assert tie_rounding(2.3449, 2) is None and tie_rounding(Decimal("2.3449999999997"), 2) is None  # exact: no tie
+    ties = [t for t in (tie_rounding(floated, 2),) if t]
+    task = {"task_id": "t", "domain": "d", "analysis_type": "point_query", "tier": "K+A+R",
+            "gold_answer": {"value": 2.34}, "base_answer": {"value": 2.35},
+            "contract": task_contract("point_query", 2, ties=ties).model_dump(mode="json")}
+    assert score_task(task, {"value": 2.35}).passed
+    assert score_task(task, {"value": 2.34}).passed
+    assert score_task(task, {"value": 2.36}).failure_class == "computation_wrong"
+
+
 def test_a_tied_task_is_written_with_its_own_contract(pack: Pack) -> None:
     from dibench.core.contracts import AnswerContract
     from dibench.generation.validation import Candidate
