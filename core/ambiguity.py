@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from dibench.core.contracts import check_answer, shape_problems, task_contract
+from dibench.core.contracts import check_answer, is_legacy_knowledge, shape_problems, task_contract
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,7 @@ def same_answers(tasks: Iterable[Asked]) -> dict[str, str]:
     """{task key: the key of the task whose answer it repeats} for every task whose answer another
     task of its analysis type and variant, with a smaller key and another question, already has
     (under either's contract): copying that other task's answer would pass it (two windows over
-    the same rows, a zero, a suppressed null). Knowledge tasks are left to `duplicates`."""
-    return _repeats(tasks, lambda t: None if t.analysis_type == "knowledge_retrieval"
+    the same rows, a zero, a suppressed null; two knowledge tasks whose typed value is one, "rental
+    rate" asked of two rules). Free-text knowledge tasks are left to `duplicates`."""
+    return _repeats(tasks, lambda t: None if t.analysis_type == "knowledge_retrieval" and is_legacy_knowledge(t.gold)
                     else (t.analysis_type, _variant(t.key)))
