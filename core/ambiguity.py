@@ -8,12 +8,13 @@ Two golds differ when the scorer tells them apart: either fails the other's answ
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from dibench.core.contracts import check_answer, shape_problems, task_contract
+from dibench.core.contracts import check_answer, is_legacy_knowledge, shape_problems, task_contract
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ def different(a: Asked, b: Asked) -> bool:
     """Whether one correct answer cannot pass both tasks."""
     if a.analysis_type != b.analysis_type:
         return True
-    ca, cb = task_contract(a.analysis_type, a.rounding), task_contract(b.analysis_type, b.rounding)
+    ca, cb = task_contract(a.analysis_type, a.rounding, a.gold), task_contract(b.analysis_type, b.rounding, b.gold)
     if shape_problems(ca, b.gold) or shape_problems(cb, a.gold):
         return a.gold != b.gold
     return not (check_answer(ca, a.gold, b.gold).passed and check_answer(cb, b.gold, a.gold).passed)
@@ -62,7 +63,9 @@ def asked_as(t: Asked) -> str:
     """What makes two tasks copies: the normalised question; for knowledge, what the answer states
     (one rule asked about for each metric it changes is one question: the same sentences)."""
     if t.analysis_type == "knowledge_retrieval" and isinstance(t.gold.get("text"), str):
-        facts = sorted(normalised(str(f)) for f in t.gold.get("must_include") or [])
+        value = t.gold.get("value")
+        typed = [] if value is None else [json.dumps(value), str(t.gold.get("unit"))]
+        facts = sorted(normalised(str(f)) for f in t.gold.get("must_include") or typed)
         return "knowledge:" + normalised(t.gold["text"]) + "|" + "|".join(facts)
     return normalised(t.question)
 
@@ -100,6 +103,7 @@ def same_answers(tasks: Iterable[Asked]) -> dict[str, str]:
     """{task key: the key of the task whose answer it repeats} for every task whose answer another
     task of its analysis type and variant, with a smaller key and another question, already has
     (under either's contract): copying that other task's answer would pass it (two windows over
-    the same rows, a zero, a suppressed null). Knowledge tasks are left to `duplicates`."""
-    return _repeats(tasks, lambda t: None if t.analysis_type == "knowledge_retrieval"
+    the same rows, a zero, a suppressed null; two knowledge tasks whose typed value is one, "rental
+    rate" asked of two rules). Free-text knowledge tasks are left to `duplicates`."""
+    return _repeats(tasks, lambda t: None if t.analysis_type == "knowledge_retrieval" and is_legacy_knowledge(t.gold)
                     else (t.analysis_type, _variant(t.key)))

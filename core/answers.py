@@ -7,7 +7,7 @@ and a re-derived one can only differ when the rows differ. Pure functions, no I/
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Context, Decimal
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 
@@ -63,6 +63,45 @@ def exact_tie(v: Any, digits: int) -> bool:
         return False
     shifted = d.scaleb(digits)
     return shifted - shifted.to_integral_value(rounding="ROUND_FLOOR") == Decimal("0.5")
+
+
+# How far from a tie a binary float may lie and still stand for one: arithmetic on float columns
+# (a rule's weight on a `real` amount, summed over thousands of rows) drifts by about 1e-13.
+FLOAT_TIE_REL = 1e-9
+
+
+def float_tie(v: Any, digits: int) -> bool:
+    """Whether a binary float lies within float error of a tie at `digits` (2.3449999999997 at
+    2), without being one exactly: its exact decimal may be the tie, rounded up, or not."""
+    if not isinstance(v, float) or not math.isfinite(v) or exact_tie(v, digits):
+        return False
+    d = exact(v)
+    assert d is not None
+    shifted = d.scaleb(digits)
+    off = shifted - shifted.to_integral_value(rounding="ROUND_FLOOR") - Decimal("0.5")
+    return abs(off) <= Decimal(str(FLOAT_TIE_REL)) * max(Decimal(1), abs(shifted))
+
+
+def tie_rounding(v: Any, digits: int) -> tuple[float, float] | None:
+    """(the gold rounding, the other right one) of a value on a tie: on an exact tie half away
+    from zero and half to even where they differ (2.345 at 2: 2.35 and 2.34); a float within float
+    error of a tie, its rounding and the rounding on the other side (2.3449999999997: 2.34 and
+    2.35, which exact arithmetic gives). None otherwise. The contract accepts either."""
+    if float_tie(v, digits):
+        d = exact(v)
+        assert d is not None
+        step = Decimal(1).scaleb(-digits)
+        up = float(d.quantize(step, rounding="ROUND_CEILING", context=WIDE)) + 0.0
+        down = float(d.quantize(step, rounding="ROUND_FLOOR", context=WIDE)) + 0.0
+        gold = rnd(v, digits)
+        return gold, (up if gold == down else down)
+    if not exact_tie(v, digits):
+        return None
+    d = exact(v)
+    assert d is not None  # exact_tie holds only for a finite number
+    even = float(d.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_EVEN, context=WIDE)) + 0.0
+    up = rnd(v, digits)
+    return (up, even) if up != even else None
 
 
 # ------------------------------------------------------------------ point query, threshold
@@ -169,9 +208,21 @@ def merge(current: list[dict[str, Any]], hypothetical: list[dict[str, Any]]) -> 
     return [{"group": g, "current": cur.get(g), "hypothetical": hyp.get(g)} for g in sorted(set(cur) | set(hyp))]
 
 
-def counterfactual(current_rows: Rows, hypothetical_rows: Rows, digits: int) -> dict[str, Any]:
-    """(group, value, n) rows with the rule (current) and without it (hypothetical) -> the answer."""
+def counterfactual(current_rows: Rows, hypothetical_rows: Rows, digits: int, periods: list[str] | None = None,
+                   empty: Any = None) -> dict[str, Any]:
+    """(group, value, n) rows with the rule (current) and without it (hypothetical) -> the answer.
+    With the calendar `periods` (groups are months), every month is a row: one without rows on a
+    side is `empty` there (0 for a count or a sum, null for an average or a ratio)."""
+    if periods is not None:
+        current_rows, hypothetical_rows = calendar(current_rows, periods, empty), calendar(hypothetical_rows,
+                                                                                          periods, empty)
     return {"rows": merge(grouped_rows(current_rows, digits), grouped_rows(hypothetical_rows, digits))}
+
+
+def calendar(rows: Rows, periods: list[str], empty: Any) -> Rows:
+    """`rows` with a (period, empty) row for every period of `periods` they lack, null included."""
+    present = {str(r[0]) for r in rows}
+    return list(rows) + [(p, empty) for p in periods if p not in present]
 
 
 # ------------------------------------------------------------------ significance

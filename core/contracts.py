@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from dibench.core.answers import TREND_PCT_DIGITS
 from dibench.core.errors import DibenchError
 from dibench.core.facts import fact_found, strays
+from dibench.core.typed_answers import date_mismatch, kind_of, list_mismatches, name_matches, number_mismatch, \
+    value_problem
 
 __all__ = ["ANALYSIS_TYPES", "AnalysisType", "AnswerContract", "ContractError", "check_answer", "fact_found",
            "make_contract", "shape_problems", "task_contract", "validate_expected"]
@@ -103,6 +105,27 @@ class KnowledgeRule(_Strict):
     max_competitors: int | None = Field(MAX_COMPETITORS, ge=0)
 
 
+class FactRule(_Strict):
+    """A typed knowledge answer: answer[value_field] is the one thing asked, of the kind the
+    expected value has (a number, with answer[unit_field] when the expected unit is one of
+    measurement; an ISO date; a name; a short list of names), compared exactly
+    (core/typed_answers.py). expected[text_field], the document's sentences stating it, is the
+    reference a reader checks the gold with; it is not scored."""
+
+    value_field: str = "value"
+    unit_field: str = "unit"
+    text_field: str = "text"
+
+
+class Tie(_Strict):
+    """A gold value rounded from a tie, and the other rounding that is right too: half to even
+    at an exact tie (2.345 -> 2.35 or 2.34), the other side where float arithmetic left the
+    value a hair off the tie (2.3449999999997 -> 2.34 or 2.35, core.answers.tie_rounding)."""
+
+    value: float
+    also: float
+
+
 class AnswerContract(_Strict):
     version: Literal[1] = 1
     analysis_type: AnalysisType
@@ -111,6 +134,8 @@ class AnswerContract(_Strict):
     numbers: dict[str, Tolerance] = Field(default_factory=dict)
     rows: RowsRule | None = None
     knowledge: KnowledgeRule | None = None
+    fact: FactRule | None = None
+    ties: list[Tie] = Field(default_factory=list, description="gold values rounded from a tie, and their twins")
     ignored: list[str] = Field(default_factory=list, description="gold fields the question fixes; not scored")
 
     def fields(self) -> set[str]:
@@ -120,6 +145,8 @@ class AnswerContract(_Strict):
             known.add(self.rows.field)
         if self.knowledge:
             known |= {self.knowledge.text_field, self.knowledge.facts_field, self.knowledge.sources_field}
+        if self.fact:
+            known |= {self.fact.value_field, self.fact.unit_field, self.fact.text_field}
         return known
 
 
@@ -128,8 +155,11 @@ def half_unit(rounding: int) -> float:
     return 0.5 * 10.0 ** -rounding + FLOAT_SLACK
 
 
-def build_contract(analysis_type: str, rounding: int, *, pct_rounding: int | None = None) -> AnswerContract:
-    """The contract of an analysis type, without checking any gold answer against it."""
+def build_contract(analysis_type: str, rounding: int, *, pct_rounding: int | None = None,
+                   legacy_knowledge: bool = False, ties: list[tuple[float, float]] | None = None) -> AnswerContract:
+    """The contract of an analysis type, without checking any gold answer against it.
+    `legacy_knowledge`: a knowledge task of the free-text format (text with must-include facts)
+    that runs made before typed answers store."""
     if analysis_type not in ANALYSIS_TYPES:
         raise ContractError(f"unknown analysis type {analysis_type!r}; expected one of {', '.join(ANALYSIS_TYPES)}")
     if not 0 <= rounding <= 10:
@@ -138,7 +168,7 @@ def build_contract(analysis_type: str, rounding: int, *, pct_rounding: int | Non
     pct = Tolerance(abs_tol=half_unit(rounding if pct_rounding is None else pct_rounding))
     text = LabelRule(kind="text")
     specs: dict[str, dict[str, Any]] = {
-        "knowledge_retrieval": {"knowledge": KnowledgeRule()},
+        "knowledge_retrieval": {"knowledge": KnowledgeRule()} if legacy_knowledge else {"fact": FactRule()},
         "point_query": {"numbers": {"value": tol}},
         "trend_analysis": {
             "labels": {"direction": LabelRule(kind="text", choices=["increasing", "decreasing", "flat"]),
@@ -165,19 +195,29 @@ def build_contract(analysis_type: str, rounding: int, *, pct_rounding: int | Non
         "decomposition": {"rows": RowsRule(ordered=False, numbers={"value": tol})},
     }
     return AnswerContract.model_validate({"analysis_type": analysis_type, "rounding": rounding,
-                                          **specs[analysis_type]})
+                                          **specs[analysis_type],
+                                          "ties": [{"value": v, "also": a} for v, a in ties or []]})
 
 
-def task_contract(analysis_type: str, rounding: int) -> AnswerContract:
-    """The answer contract of a task (trend percentages carry their own rounding)."""
+def task_contract(analysis_type: str, rounding: int, gold: Any = None,
+                  ties: list[tuple[float, float]] | None = None) -> AnswerContract:
+    """The answer contract of a task (trend percentages carry their own rounding); a knowledge
+    gold with must-include facts is of the free-text format; `ties`: (gold rounding, the other
+    right one) of the values the gold rounds from a tie (core.answers.tie_rounding)."""
     pct = TREND_PCT_DIGITS if analysis_type == "trend_analysis" else None
-    return build_contract(analysis_type, rounding, pct_rounding=pct)
+    return build_contract(analysis_type, rounding, pct_rounding=pct, legacy_knowledge=is_legacy_knowledge(gold),
+                          ties=ties)
+
+
+def is_legacy_knowledge(gold: Any) -> bool:
+    return isinstance(gold, dict) and "must_include" in gold
 
 
 def make_contract(analysis_type: str, gold_answer: dict[str, Any], rounding: int,
                   *, pct_rounding: int | None = None) -> dict[str, Any]:
     """The JSON contract stored with a task. Raises ContractError if the gold answer does not fit it."""
-    contract = build_contract(analysis_type, rounding, pct_rounding=pct_rounding)
+    contract = build_contract(analysis_type, rounding, pct_rounding=pct_rounding,
+                              legacy_knowledge=is_legacy_knowledge(gold_answer))
     validate_expected(contract, gold_answer, what="gold answer")
     return contract.model_dump(mode="json")
 
@@ -196,6 +236,8 @@ def validate_expected(contract: AnswerContract, expected: Any, *, what: str) -> 
             problems = [f"{contract.knowledge.facts_field} must be a non-empty list of non-empty strings"]
         elif not (isinstance(sources, list) and all(isinstance(v, str) for v in sources)):
             problems = [f"{contract.knowledge.sources_field} must be a list of strings"]
+    if not problems and contract.fact:
+        problems = _expected_fact_problems(contract.fact, expected)
     if problems:
         raise ContractError(f"{contract.analysis_type} {what}: {'; '.join(problems)}")
 
@@ -229,15 +271,51 @@ def check_answer(contract: AnswerContract, expected: dict[str, Any], answer: Any
     for name, label in contract.labels.items():
         if not _label_equal(label, expected[name], answer[name]):
             mismatches.append(f"{name}: expected {_show(expected[name])}, got {_show(answer[name])}")
+    also = _tie_alternatives(contract)
     for name, tol in contract.numbers.items():
-        problem = _number_mismatch(name, tol, expected[name], answer[name])
+        problem = _number_mismatch(name, tol, expected[name], answer[name], also)
         if problem:
             (mismatches if tol.decisive else notes).append(problem)
     if contract.rows:
-        mismatches += _rows_mismatches(contract.rows, expected[contract.rows.field], answer[contract.rows.field])
+        mismatches += _rows_mismatches(contract.rows, expected[contract.rows.field], answer[contract.rows.field], also)
     if contract.knowledge:
         mismatches += _knowledge_mismatches(contract.knowledge, expected, answer[contract.knowledge.text_field])
+    if contract.fact:
+        found, malformed = _fact_mismatches(contract.fact, expected, answer)
+        if malformed:
+            return Check(passed=False, malformed=True, mismatches=tuple(found))
+        mismatches += found
     return Check(passed=not mismatches, malformed=False, mismatches=tuple(mismatches), notes=tuple(notes))
+
+
+def _expected_fact_problems(rule: FactRule, expected: dict[str, Any]) -> list[str]:
+    if kind_of(expected[rule.value_field]) is None:
+        return [f"{rule.value_field} must be a number, an ISO date, a name or a non-empty list of names"]
+    unit = expected.get(rule.unit_field)
+    if unit is not None and not isinstance(unit, str):
+        return [f"{rule.unit_field} must be a string or null"]
+    if not isinstance(expected.get(rule.text_field, ""), str):
+        return [f"{rule.text_field} must be a string"]
+    return []
+
+
+def _fact_mismatches(rule: FactRule, expected: dict[str, Any], answer: dict[str, Any]) -> tuple[list[str], bool]:
+    """(mismatches, malformed) of a typed answer against the expected value."""
+    want, got = expected[rule.value_field], answer[rule.value_field]
+    kind = kind_of(want)
+    assert kind is not None, "validate_expected checks the expected value's kind"
+    problem = value_problem(kind, got)
+    if problem:
+        return [f"{rule.value_field} {problem}"], True
+    if kind == "number":
+        found = number_mismatch(want, expected.get(rule.unit_field), got, answer.get(rule.unit_field))
+        return ([found] if found else []), False
+    if kind == "date":
+        found = date_mismatch(want, got)
+        return ([found] if found else []), False
+    if kind == "name":
+        return ([] if name_matches(want, got) else [f"{rule.value_field}: expected {want!r}, got {got!r}"]), False
+    return list_mismatches(want, got), False
 
 
 def _knowledge_mismatches(rule: KnowledgeRule, expected: dict[str, Any], text: str) -> list[str]:
@@ -282,6 +360,12 @@ def shape_problems(contract: AnswerContract, answer: Any) -> list[str]:
         problems += _field_problems(
             answer, contract.knowledge.text_field,
             lambda v: None if isinstance(v, str) else f"is {_json_type(v)}, expected a string")
+    if contract.fact:
+        # the value's kind is the expected one's: checked against it (check_answer)
+        problems += _field_problems(answer, contract.fact.value_field, lambda v: None)
+        unit = answer.get(contract.fact.unit_field)
+        if unit is not None and not isinstance(unit, str):
+            problems.append(f"{contract.fact.unit_field} is {_json_type(unit)}, expected a string or null")
     return problems
 
 
@@ -343,7 +427,13 @@ def _label_equal(label: LabelRule, expected: Any, got: Any) -> bool:
     return bool(expected == got) and type(expected) is type(got)
 
 
-def _number_mismatch(name: str, tol: Tolerance, expected: float | None, got: float | None) -> str | None:
+def _tie_alternatives(contract: AnswerContract) -> dict[float, float]:
+    """{gold value: the other right rounding} of the values the gold rounds from a tie."""
+    return {t.value: t.also for t in contract.ties}
+
+
+def _number_mismatch(name: str, tol: Tolerance, expected: float | None, got: float | None,
+                     also: dict[float, float] | None = None) -> str | None:
     if expected is None or got is None:
         if expected is None and got is None:
             return None
@@ -351,10 +441,14 @@ def _number_mismatch(name: str, tol: Tolerance, expected: float | None, got: flo
     allowed = tol.allowed(expected)
     if abs(got - expected) <= allowed:
         return None
+    other = (also or {}).get(expected)
+    if other is not None and abs(got - other) <= FLOAT_SLACK:  # the other right rounding of the same tie
+        return None
     return f"{name}: expected {_show(expected)}, got {_show(got)} (tolerance {allowed:.3g})"
 
 
-def _rows_mismatches(rule: RowsRule, expected: list[dict[str, Any]], got: list[dict[str, Any]]) -> list[str]:
+def _rows_mismatches(rule: RowsRule, expected: list[dict[str, Any]], got: list[dict[str, Any]],
+                     also: dict[float, float] | None = None) -> list[str]:
     exp_by_key = {_norm(r[rule.key]): r for r in expected}
     got_by_key = {_norm(r[rule.key]): r for r in got}
     out: list[str] = []
@@ -370,7 +464,7 @@ def _rows_mismatches(rule: RowsRule, expected: list[dict[str, Any]], got: list[d
         if key in got_by_key:
             for column, tol in rule.numbers.items():
                 problem = _number_mismatch(f"{exp_row[rule.key]!r}.{column}", tol, exp_row[column],
-                                           got_by_key[key][column])
+                                           got_by_key[key][column], also)
                 if problem:
                     out.append(problem)
     return out

@@ -56,6 +56,9 @@ def _significance(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] |
 
 
 def _counterfactual(task: TaskRecord, rows: Rows, base: Rows) -> dict[str, Any] | None:
+    if "empty_period" in task.facts:  # by month on the window's calendar, as generation computed it
+        periods = answers.months(str(_fact(task, "start")), str(_fact(task, "end")))
+        return answers.counterfactual(rows, base, task.rounding, periods, task.facts["empty_period"])
     return answers.counterfactual(rows, base, task.rounding)
 
 

@@ -114,7 +114,7 @@ def task_record(props: dict[str, Any], rounding: int | None) -> TaskRecord:
         if rounding is None:
             raise TaskLoadError(f"task {key}: its metric has no rounding (no ON_METRIC edge?)")
         try:
-            made = task_contract(str(analysis), int(rounding))
+            made = task_contract(str(analysis), int(rounding), gold)
             validate_expected(made, gold, what="gold answer")
             contract = made.model_dump(mode="json")
         except DibenchError as exc:

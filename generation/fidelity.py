@@ -219,15 +219,44 @@ def condition_problem(q: str, facts: dict[str, Any], conditions: set[float]) -> 
     return None
 
 
+# Wording no fluent analyst writes: a column name made the subject of a set phrase ("as far as the
+# active is concerned"), a word doubled ("the the"), an article before a bare yes/no flag ("the is test").
+GARBLED = (
+    re.compile(r"\bas far as the [\w ]{1,40}? (?:is|are) concerned\b", re.IGNORECASE),
+    re.compile(r"\b(the|a|an|of|to|in|for|and) \1\b", re.IGNORECASE),
+    re.compile(r"\b(?:the|a|an) (?:is|has) \w+", re.IGNORECASE),
+)
+# A reference text ending on a short lower-case run with no vowel ("It is pr") ends on a word cut
+# short: English words of one to three letters have one ("mix", "fee", "by").
+_CUT = re.compile(r"(?<![A-Za-z])([b-df-hj-np-tv-xz]{1,3})$")
+
+
+def wording_problem(q: str) -> str | None:
+    """A phrase no fluent analyst would write."""
+    for pattern in GARBLED:
+        m = pattern.search(q)
+        if m:
+            return f"wording: {m.group(0)!r} is not how an analyst writes"
+    return None
+
+
+def cut_reference_problem(gold: dict[str, Any]) -> str | None:
+    """A knowledge reference text must be whole sentences: one ending on a word cut short ("It is
+    pr") was cut, not quoted."""
+    last = _CUT.search(str(gold.get("text") or "").rstrip())
+    return f"reference: the text ends on {last.group(1)!r}, a word cut short (whole sentences only)" if last else None
+
+
 def fidelity_problems(question: str, analysis: str, facts: dict[str, Any], gold: dict[str, Any],
                       conditions: set[float] | None = None) -> list[str]:
     """Every way the question departs from the task's facts (empty: faithful). `conditions` are the
     numbers of the policy's effects (rule thresholds, day counts, minimum sizes)."""
     if analysis == "knowledge_retrieval":
-        return [p for p in (shape_problem(question, analysis, facts, gold),) if p]
+        return [p for p in (shape_problem(question, analysis, facts, gold), wording_problem(question),
+                            cut_reference_problem(gold)) if p]
     found = [window_problem(question, facts["start"], facts["end"]) if "start" in facts else None,
              group_problem(question, facts), k_problem(question, facts), threshold_problem(question, facts),
              rank_direction_problem(question, analysis, facts), leak_problem(question, analysis, gold, facts),
              variant_problem(question, facts), shape_problem(question, analysis, facts, gold),
-             condition_problem(question, facts, conditions) if conditions else None]
+             condition_problem(question, facts, conditions) if conditions else None, wording_problem(question)]
     return [p for p in found if p]

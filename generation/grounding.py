@@ -18,7 +18,7 @@ from typing import Any, TypeVar, cast
 
 from sqlglot import exp
 
-from dibench.core.answers import exact_tie, label
+from dibench.core.answers import exact_tie, float_tie, label, tie_rounding
 from dibench.core.errors import RewriteError
 from dibench.core.models import LLMEffects, MetricSpec
 from dibench.generation import grouped as grouped_plan
@@ -64,8 +64,10 @@ class Context:
     fixed: dict[str, Any] = field(default_factory=dict)  # facts the primary attempt fixed (a threshold)
     metrics: dict[str, MetricSpec] = field(default_factory=dict)  # the pack's: inputs of a derived metric
     last: tuple[Shape, dict[str, Any]] | None = field(default=None, init=False)
-    # Values of the rows read under the policy or without rules that lie on an exact rounding tie.
+    # Values of the rows read under the policy or without rules that lie on a rounding tie (exact,
+    # or a float within float error of one): their count, and (gold rounding, the other right one).
     exact_ties: int = field(default=0, init=False)
+    ties: list[tuple[float, float]] = field(default_factory=list, init=False)
     _parts: dict[frozenset[str], tuple[Part, ...]] = field(default_factory=dict, init=False)
     _shaped: dict[tuple[int, str], tuple[Shape, Any]] = field(default_factory=dict, init=False)
 
@@ -186,7 +188,11 @@ class Context:
         self.last = (shape, base_params)
         gold = self.rows(self.in_force, window, extra)
         base = self.rows(frozenset(), window, extra) if self.has_rules else gold
-        self.exact_ties += sum(exact_tie(v, self.metric.rounding) for r in [*gold.rows, *base.rows] for v in r)
+        digits = self.metric.rounding
+        on_tie = [v for r in [*gold.rows, *base.rows] for v in r if exact_tie(v, digits) or float_tie(v, digits)]
+        self.exact_ties += len(on_tie)
+        pairs = [tie_rounding(v, digits) for v in on_tie]
+        self.ties = list(dict.fromkeys([*self.ties, *(t for t in pairs if t is not None)]))
         lifted_rows = None
         if lifted:
             lifted_rows = self.rows(self.in_force - {self.featured}, window, extra).rows

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dibench.core.answers import TREND_FLAT_PCT, TREND_PCT_DIGITS
 from dibench.core.config import get_settings
-from dibench.core.contracts import MAX_WORDS, P_VALUE_ABS_TOL, P_VALUE_REL_TOL, T_ABS_TOL
+from dibench.core.contracts import P_VALUE_ABS_TOL, P_VALUE_REL_TOL, T_ABS_TOL
 from dibench.core.models import KNOWN_UNITS
 from dibench.stores.llm import ask_structured, estimate_tokens, shape_text
 
@@ -125,37 +125,45 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
     raise ValueError(f"unknown analysis type {analysis}")
 
 
-def _about(columns: list[str]) -> str:
-    return f", as far as the {' and the '.join(columns)} {'are' if len(columns) > 1 else 'is'} concerned" \
-        if columns else ""
+# What a knowledge question asks for: the part of the rule, in words a person would use, by the
+# kind of change the rule makes (knowledge.Asked.what, .op). `{name}` is the metric, `{column}`
+# the column the rule singles out.
+_LEFT_OUT = {"exclude": "left out of", "where": "counted in", "having": "counted in"}
+_ASKS = {
+    "threshold": "What value does our policy set for the {column} of the {name}?",
+    "min_n": "What is the smallest group size for which our policy lets the {name} be shown?",
+    "cutoff": "What limit does our policy use to decide which records are {verb} the {name}?",
+    "cutoff-formula": "What limit does our policy write into the calculation of the {name}?",
+    "values": "Which {column} does our policy single out to decide which records are {verb} the {name}?",
+    "cutoff-date": "Which date does our policy use to decide which records are {verb} the {name}?",
+    "values-formula": "Which values does our policy's calculation of the {name} single out?",
+    "flags": "Which kinds of records does our policy say are {verb} the {name}?",
+    "weight": "By what factor does our policy weight the records it singles out in the {name}?",
+    "columns": "Which figure does our policy bring into the calculation of the {name}?",
+    "slice": "Which {column} does our policy's special treatment of the {name} concern?",
+    "date": "From which date does our policy's change to the {name} apply?",
+}
+_GIVE = {"number": " Give the number and its unit, if it has one.", "date": " Give the date.",
+         "name": " Give its name.", "list": " List every one of them."}
 
 
 def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random) -> str:
-    """A knowledge question about one rule of the metric, told apart from its other rules by the
-    kind of change the rule makes and the columns it reads (knowledge.topic), never by its document."""
-    op, about = topic.get("op"), _about(list(topic.get("columns") or []))
-    asks = {
-        "where": f"Which records count towards the {name} under our policy{about}?",
-        "exclude": f"Which cases does our policy leave out of the {name}{about}?",
-        "having": f"When does our policy leave a group out of the {name}{about}?",
-        "suppress": f"When must a {name} figure be withheld for privacy reasons?",
-        "threshold": f"What does our policy set as the {' and '.join(topic.get('columns') or ['threshold'])} "
-                     f"of the {name}?",
-        "adjust": f"How does our policy adjust the {' and '.join(topic.get('columns') or ['values'])} that goes "
-                  f"into the {name}?",
-        "weight": f"How does our policy weight individual records in the {name}{about}?",
-        "override": f"How does our policy redefine the calculation of the {name}?",
-    }.get(str(op), f"What does our policy say about how the {name} must be calculated?")
-    if topic.get("slice"):
-        asks += f" Which {topic['slice']} does it concern?"
-    if topic.get("dated"):
-        asks += " From which date does it apply?"
+    """A knowledge question for the one thing a rule of the metric sets (knowledge.Asked), told
+    apart from the metric's other rules by what it asks for, never by its document; it ends by
+    saying what kind of answer it wants."""
+    asks = topic.get("asks") or {}
+    what, op, column = str(asks.get("what")), str(asks.get("op")), asks.get("column")
+    formula = op in ("override", "adjust", "weight") and what in ("cutoff", "values")
+    key = f"{what}-formula" if formula else what
+    verb = _LEFT_OUT.get(op, "counted in")
+    if what == "values" and not formula and column:
+        column = f"values of the {column}" if asks.get("kind") == "list" else f"value of the {column}"
+    text = _ASKS.get(key, "What does our policy set for the {name}?").format(
+        name=name, verb=verb, column=column or "value")
     # The wording is chosen by what is asked, not by the skeleton: every skeleton of one metric
     # and rule asks the same knowledge question, so its copies are found and kept once.
     del rng
-    same = random.Random(f"{name}|{json.dumps(topic, sort_keys=True, default=str)}")
-    return asks + _pick(same, [" Name the exact figures and conditions it sets.",
-                               " State the concrete conditions and numbers."])
+    return text + _GIVE.get(str(asks.get("kind")), "")
 
 
 # The no-rule variant's opt-out: its answer is the catalog's plain metric, and the question says so.
@@ -235,14 +243,17 @@ def answer_format(analysis: str, rounding: int | None = None) -> str:
     shape = _shape(analysis)
     if rounding is not None and analysis in NUMERIC:
         shape += (f"; metric values rounded to {rounding} decimal{'s' if rounding != 1 else ''}, half away from "
-                  "zero (2.345 -> 2.35)")
+                  "zero (2.345 -> 2.35; on such an exact tie half to even, 2.34, passes too)")
     return shape
 
 
 def _shape(analysis: str) -> str:
     return {
-        "knowledge_retrieval": f'JSON {{"text": "<answer>"}}: at most {MAX_WORDS} words stating what is asked; '
-                               'more than one other number or date beside it is a list of guesses and fails',
+        "knowledge_retrieval": 'JSON {"value": <the one thing asked>, "unit": "<unit or null>"}: a number (with '
+                               'its unit of time, percent or currency, e.g. {"value": 30, "unit": "days"}; a '
+                               'percentage also as its fraction), a date "YYYY-MM-DD", a name ("<name>"), or a list '
+                               'of names (["<name>", ...]), as the question asks; scored exactly: a second '
+                               'candidate (a list where one value is asked, an extra name) fails',
         "point_query": 'JSON {"value": <number or null if suppressed>}',
         "trend_analysis": 'JSON {"direction": "increasing|decreasing|flat", "total_change_pct": <number>, "peak_period": "YYYY-MM"}'
                           f'; the method: total_change_pct = (last month - first month) / |first month| x 100 over the '
@@ -259,7 +270,9 @@ def _shape(analysis: str) -> str:
                                 f'verdict, within {P_VALUE_ABS_TOL:g} and {T_ABS_TOL:g} or {100 * P_VALUE_REL_TOL:g}% '
                                 'of the figure, whichever is larger',
         "threshold_crossing": 'JSON {"value": <number>, "threshold": <number>, "result": "PASS|FAIL"}',
-        "counterfactual": 'JSON {"rows": [{"group": "<name>", "current": <number>, "hypothetical": <number>}, ...]}',
+        "counterfactual": 'JSON {"rows": [{"group": "<name>", "current": <number>, "hypothetical": <number>}, ...]}'
+                          '; by month: every month asked ("YYYY-MM"), one without rows 0 for a count or a sum '
+                          'and null for an average or a ratio',
         "decomposition": 'JSON {"rows": [{"group": "<name>", "value": <number>}, ...]} every group; a group '
                          'withheld or emptied by a policy is listed with "value": null',
     }[analysis]

@@ -28,7 +28,7 @@ def audit_task(props: dict[str, Any], rounding: int | None) -> AuditTask:
     analysis = str(props["analysis_type"])
     contract = _js(props, "contract")
     parsed = (AnswerContract.model_validate(contract) if contract is not None
-              else task_contract(analysis, int(rounding if rounding is not None else 2)))
+              else task_contract(analysis, int(rounding if rounding is not None else 2), _js(props, "gold_answer")))
     return AuditTask(key=str(props["key"]), stem=stem_of(str(props["key"])), analysis_type=analysis,
                      tier=str(props["tier"]), variant=str(props.get("variant") or "standard"),
                      question=str(props.get("question") or ""), metric_id=props.get("metric_id"),

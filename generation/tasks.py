@@ -84,6 +84,8 @@ class Grounded:
     lifted_answer: dict[str, Any] | None = None  # without the featured rule
     lifted: Statement | None = None
     featured_only: Statement | None = None
+    # (gold rounding, the other right one) of the values the answers round from a tie: the contract takes both
+    ties: list[tuple[float, float]] = field(default_factory=list)
 
 
 Accept = Callable[[Outcome], bool]
@@ -107,10 +109,9 @@ def ground(analysis: Analysis, sk: Skeleton, metric: MetricSpec, ex: Executor, r
             return None
         if analysis.NAME == KNOWLEDGE:
             return Grounded(result)
-        if analysis.NAME in ROUNDED and ctx.exact_ties:
-            # A value on an exact rounding tie has two right roundings: another window, or no task.
-            if attempt == tries - 1:
-                return None
+        if analysis.NAME in ROUNDED and ctx.exact_ties and attempt < tries - 1:
+            # A value on an exact rounding tie has two right roundings: another window where one
+            # is cheap; on the last try the task is kept and its contract accepts both.
             continue
         after = rng.getstate()
 
@@ -139,7 +140,8 @@ def ground(analysis: Analysis, sk: Skeleton, metric: MetricSpec, ex: Executor, r
             answers[r] = variant(frozenset({r}))
         rng.setstate(after)
         g = Grounded(result, policy_changes=bool(ctx.in_force) and changes(result.base_answer),
-                     decisive=sorted(r for r, a in answers.items() if changes(a)))
+                     decisive=sorted(r for r, a in answers.items() if changes(a)),
+                     ties=list(ctx.ties) if analysis.NAME in ROUNDED else [])
         if featured is not None:
             g.lifted_answer = answers[featured]
             g.lifted = ctx.statement(ctx.in_force - {featured})
@@ -230,7 +232,7 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
         policy=list(dict.fromkeys(r.tag for r in sk.policy)), lifted_answer=g.lifted_answer,
         lifted_sql=g.lifted.sql if g.lifted else None, lifted_params=g.lifted.params if g.lifted else {},
         featured_sql=g.featured_only.sql if g.featured_only else None,
-        featured_params=g.featured_only.params if g.featured_only else {},
+        featured_params=g.featured_only.params if g.featured_only else {}, rounding_ties=[list(t) for t in g.ties],
     )
     if featured is not None and analysis != KNOWLEDGE and not failed and featured.rule_id not in g.decisive:
         c.rejections.append(f"{NOT_DISCRIMINATIVE}: the featured rule {featured.rule_id} does not change the answer "

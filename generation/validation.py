@@ -55,6 +55,8 @@ class Candidate:
     # what stage 1 found wrong with it; None when the task has no such variant.
     no_rule_question: str | None = None
     no_rule_rejections: list[str] = field(default_factory=list)
+    # [gold rounding, the other right one] of the values its answers round from a tie (the contract takes both)
+    rounding_ties: list[list[float]] = field(default_factory=list)
 
 
 def rule_changes_answer(analysis_type: str, gold: dict[str, Any], base: dict[str, Any], rounding: int) -> bool:
@@ -112,7 +114,7 @@ def missing_gold(c: Candidate, v: Vocabulary) -> str | None:
 
 def short_knowledge(c: Candidate, v: Vocabulary) -> str | None:
     if c.analysis_type == "knowledge_retrieval" and len(str(c.gold_answer.get("text", ""))) <= 10:
-        return "knowledge answer of 10 characters or less"
+        return "knowledge reference text of 10 characters or less"
     return None
 
 
@@ -125,8 +127,8 @@ def unscorable(c: Candidate, v: Vocabulary) -> str | None:
         return "no scorable expected answer (a compared group has no value)"
     if t in ("ranking", "decomposition", "counterfactual") and not a.get("rows"):
         return "no scorable expected answer (no rows)"
-    if t == "knowledge_retrieval" and not a.get("must_include"):
-        return "no scorable expected answer (no must-include facts)"
+    if t == "knowledge_retrieval" and a.get("value") in (None, "", []) and not a.get("must_include"):
+        return "no scorable expected answer (nothing asked for)"
     return None
 
 

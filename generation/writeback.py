@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from dibench.core.ambiguity import Asked, ambiguous, duplicates, same_answers
+from dibench.core.contracts import task_contract
 from dibench.core.errors import GraphError
 from dibench.core.keys import dimension_key, metric_key, rule_key, rule_version_key, table_key
 from dibench.core.pack import Pack
@@ -77,6 +78,10 @@ def task_rows(cands: list[Candidate], pack: Pack, run_key: str) -> list[dict[str
                 "judge": json.dumps(cand.judge, sort_keys=True), "facts": json.dumps(facts, sort_keys=True, default=str),
                 "run_key": run_key, "skeleton_key": cand.skeleton_key, "version": 1, "sql_plan": cand.sql_plan,
             }
+            if cand.rounding_ties:  # a contract of its own: it accepts either rounding of a tie
+                props["contract"] = json.dumps(task_contract(
+                    cand.analysis_type, cand.rounding, gold,
+                    ties=[(u, e) for u, e in cand.rounding_ties]).model_dump(mode="json"), sort_keys=True)
             if variant != "no_rule":  # the no-rule variant has no rule to lift or feature
                 props.update({
                     "lifted_answer": _json_or_none(cand.lifted_answer), "lifted_sql": cand.lifted_sql,

@@ -286,7 +286,8 @@ def private_record(t: dict[str, Any]) -> dict[str, Any]:
         rec["contract"] = _loads(t["contract"])
     elif t.get("metric_rounding") is not None:
         # as evaluation makes it (evaluation.tasks): scorers of the export need the contract
-        rec["contract"] = task_contract(str(t["analysis_type"]), int(t["metric_rounding"])).model_dump(mode="json")
+        rec["contract"] = task_contract(str(t["analysis_type"]), int(t["metric_rounding"]),
+                                       _loads(t.get("gold_answer"))).model_dump(mode="json")
     if t.get("gold_sql_dialects"):
         rec["gold_sql_dialects"] = t["gold_sql_dialects"]
     return rec

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dibench.sqlops.shape import hoist_row_subqueries, month_bucket
+from dibench.sqlops.shape import WINDOW, bounds_time, hoist_row_subqueries, month_bucket
 from dibench.sqlops.sides import filtered
 from dibench.sqlops.tree import outer_select, value_projection
 
@@ -180,9 +180,6 @@ def decompose(tree: exp.Expression) -> Decomposed | str:
     return Decomposed(value, tuple(partials), having)
 
 
-WINDOW = ("start_date", "end_date")
-
-
 def window_only_bounds_time(tree: exp.Expression, time_col: exp.Expression) -> str | None:
     """Why the window's placeholders do more than bound the time column in the outer WHERE (a
     backlog metric counts tickets still open at :end_date: its partials would depend on the
@@ -190,16 +187,7 @@ def window_only_bounds_time(tree: exp.Expression, time_col: exp.Expression) -> s
     `time >= :start_date AND time < :end_date` is all the window does."""
     where = outer_select(tree).args.get("where")
     for p in tree.find_all(exp.Placeholder):
-        if p.name not in WINDOW:
-            continue
-        compare = p.parent
-        bound = isinstance(compare, exp.GTE if p.name == WINDOW[0] else exp.LT) and compare.expression is p \
-            and compare.this == time_col
-        node = compare
-        while bound and node is not None and node is not where:
-            node = node.parent
-            bound = isinstance(node, (exp.And, exp.Paren, exp.Where))
-        if not bound or node is not where:
+        if p.name in WINDOW and not bounds_time(p, time_col, where):
             return f":{p.name} is used beyond bounding the time column"
     return None
 

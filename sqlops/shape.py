@@ -46,6 +46,39 @@ def month_bucket(time_col: exp.Expression) -> exp.Expression:
     return exp.func("TO_CHAR", trunc, exp.Literal.string("YYYY-MM"))
 
 
+WINDOW = ("start_date", "end_date")
+
+
+def bounds_time(p: exp.Placeholder, time_col: exp.Expression, where: exp.Expression | None) -> bool:
+    """Whether the window placeholder `p` only bounds the time column in the outer WHERE
+    (`time >= :start_date`, `time < :end_date`, under ANDs): what a window is for. Elsewhere (a
+    backlog's `resolved_at >= :end_date`) it is the moment a snapshot metric is measured at."""
+    compare = p.parent
+    bound = isinstance(compare, exp.GTE if p.name == WINDOW[0] else exp.LT) and compare.expression is p \
+        and compare.this == time_col
+    node = compare
+    while bound and node is not None and node is not where:
+        node = node.parent
+        bound = isinstance(node, (exp.And, exp.Paren, exp.Where))
+    return bound and node is where
+
+
+def by_month(tree: exp.Expression, time_col: exp.Expression, alias: str = PERIOD_ALIAS, **kw: Any) -> exp.Expression:
+    """The metric per month of its time column (group_by on month_bucket), each month measured as
+    the metric defines a period: a window placeholder that does more than bound the time column
+    (a snapshot metric: a backlog counts what is still open at :end_date) becomes the month's own
+    end (or start), not the whole window's."""
+    tree = tree.copy()
+    where = outer_select(tree).args.get("where")
+    start = exp.func("DATE_TRUNC", exp.Literal.string("month"), time_col.copy())
+    for p in list(tree.find_all(exp.Placeholder)):
+        if p.name in WINDOW and not bounds_time(p, time_col, where):
+            edge = start.copy() if p.name == WINDOW[0] else exp.Add(
+                this=start.copy(), expression=exp.Interval(this=exp.Literal.string("1"), unit=exp.Var(this="MONTH")))
+            p.replace(exp.Paren(this=edge))
+    return group_by(tree, month_bucket(time_col), alias=alias, copy=False, **kw)
+
+
 def week_bucket(time_col: exp.Expression) -> exp.Expression:
     trunc = exp.func("DATE_TRUNC", exp.Literal.string("week"), time_col.copy())
     return exp.func("TO_CHAR", trunc, exp.Literal.string("YYYY-MM-DD"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -90,6 +90,18 @@ def replacing_schema(engine: Engine, schema: str, ddl: Path) -> Iterator[psycopg
         yield cur
         ensure_readonly_role(cur, schema, timeout_ms=int(1000 * settings.statement_timeout_s),
                              password=settings.readonly_password_for(readonly_role(schema)))
+
+
+def copy_rows(cur: psycopg.Cursor[Any], table: str, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> int:
+    """COPY `rows` into `table` (`columns` in order) on a loader's cursor; the rows written."""
+    statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(c) for c in columns))
+    n = 0
+    with cur.copy(statement) as copy:
+        for row in rows:
+            copy.write_row(row)
+            n += 1
+    return n
 
 
 def schema_columns(wh: Warehouse, schema: str) -> dict[str, dict[str, str]]:

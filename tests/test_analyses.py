@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from scipy import stats
 
-from dibench.core.contracts import MAX_WORDS, fact_found
+from dibench.core.contracts import AnswerContract, check_answer, fact_found, make_contract
 from dibench.core.pack import Pack, load_pack
 from dibench.generation.analyses import (
     Outcome, comparison, counterfactual, decomposition, knowledge, point_query, ranking, registry, significance,
@@ -327,37 +327,36 @@ def test_a_small_group_is_suppressed_in_the_decomposition(pack: Pack, warehouse:
                for o in outs)
 
 
-# Each mini rule document and the facts an agent's answer must state: what the rule sets, as far
-# as the document states it in any rendering ("2000" is written "2,000", 5 "five-star", the date of
-# effect of the temporal rule "1 June 2024"): the excluded channel and the slice of the conditional.
+# Each mini rule document and the one thing its knowledge task asks for, typed: the outlier cap
+# (written "2,000"), the slice of the conditional rule, the minimum group size, and the date of
+# effect of the temporal rule ("1 June 2024").
 KNOWLEDGE = [
-    ("MINI-REV-001", "MINI-R-OUTLIER", ["2000"]),
-    ("MINI-SAT-001", "MINI-R-PHONE", ["phone", "basic"]),
-    ("MINI-SAT-001", "MINI-R-PRIVACY", ["100"]),
-    ("MINI-SAT-001", "MINI-R-STRICT", ["5", "2024-06-01"]),
+    ("MINI-REV-001", "MINI-R-OUTLIER", 2000),
+    ("MINI-SAT-001", "MINI-R-PHONE", "phone"),
+    ("MINI-SAT-001", "MINI-R-PRIVACY", 100),
+    ("MINI-SAT-001", "MINI-R-STRICT", "2024-06-01"),
 ]
 
 
-@pytest.mark.parametrize(("metric", "rule_id", "facts"), KNOWLEDGE, ids=[k[1] for k in KNOWLEDGE])
-def test_knowledge_retrieval_must_include_facts(metric: str, rule_id: str, facts: list[str], pack: Pack,
-                                                warehouse: Warehouse) -> None:
+@pytest.mark.parametrize(("metric", "rule_id", "value"), KNOWLEDGE, ids=[k[1] for k in KNOWLEDGE])
+def test_knowledge_retrieval_asks_one_typed_thing(metric: str, rule_id: str, value: Any, pack: Pack,
+                                                  warehouse: Warehouse) -> None:
     sk = skeleton(pack, metric, "customers.region", [rule_id])
     out, ctx = run(knowledge, pack, warehouse, sk, 0)
     doc = pack.rule(rule_id)
-    assert out.gold_answer["must_include"] == facts
+    assert out.gold_answer["value"] == value
     assert out.gold_sql is None and ctx.ex.statements == 0  # answered from the document, no SQL
     text = out.gold_answer["text"]
-    assert len(text) > 10
-    # the gold text passes its own check, and it is the document's own sentences, whole, stating
-    # the facts and no more than they need
-    assert all(fact_found(f, text) for f in facts)
+    # the reference is the document's own sentences, whole, stating what is asked
     own = knowledge.sentences(doc.body)
     picked = [x for x in own if x in text]
-    assert " ".join(picked) == text and 0 < len(picked) <= len(facts)
-    assert len(text.split()) <= MAX_WORDS
-    # a value stated in the body is one the agent can find there
-    for f in facts:
-        assert fact_found(f, doc.body)
+    assert " ".join(picked) == text and 0 < len(picked) <= 2
+    assert fact_found(str(value), text)
+    # the oracle's answer (the typed value) passes; the reference text alone does not
+    contract = AnswerContract.model_validate(make_contract("knowledge_retrieval", out.gold_answer, 2))
+    typed = {k: v for k, v in out.gold_answer.items() if k in ("value", "unit")}
+    assert check_answer(contract, out.gold_answer, typed).passed
+    assert not check_answer(contract, out.gold_answer, {"value": text}).passed
 
 
 @pytest.mark.parametrize(("dimension", "types"), [

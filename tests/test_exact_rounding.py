@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from dibench.core.answers import rnd
+from dibench.core.answers import rnd, tie_rounding
 from dibench.core.contracts import check_answer, task_contract
 from dibench.core.pack import Pack, load_pack
 from dibench.generation.analyses import decomposition, point_query
 from dibench.generation.executor import Executor
 from dibench.generation.grounding import Context, data_window
 from dibench.generation.skeletons import Skeleton
+from dibench.generation.tasks import ground
 from dibench.ingest.database import load_database
 from dibench.stores.pack_data import schema_columns
 from dibench.stores.warehouse import Warehouse
@@ -85,6 +86,66 @@ def test_the_contract_accepts_the_rounded_and_the_exact_value() -> None:
         assert check_answer(contract, gold, {"value": answer}).passed, answer
     for answer in (417.32, 417.34, 417.3):
         assert not check_answer(contract, gold, {"value": answer}).passed, answer
+
+
+def test_at_an_exact_tie_the_contract_accepts_half_up_and_half_even() -> None:
+    assert tie_rounding(Decimal("417.325"), 2) == (417.33, 417.32)
+    assert tie_rounding(Decimal("2.335"), 2) is None  # half even is half up here: 2.34 both
+    assert tie_rounding(Decimal("417.3251"), 2) is None
+    gold = {"value": 417.33}
+    plain, tied = task_contract("point_query", 2), task_contract("point_query", 2, ties=[(417.33, 417.32)])
+    assert not check_answer(plain, gold, {"value": 417.32}).passed  # no tie known: one rounding
+    for answer in (417.33, 417.325, 417.32):
+        assert check_answer(tied, gold, {"value": answer}).passed, answer
+    assert not check_answer(tied, gold, {"value": 417.31}).passed
+    rows = {"rows": [{"group": "DHL", "value": 417.33}, {"group": "UPS", "value": 10.0}]}
+    decomposition_contract = task_contract("decomposition", 2, ties=[(417.33, 417.32)])
+    assert check_answer(decomposition_contract, rows, {"rows": [{"group": "DHL", "value": 417.32},
+                                                                 {"group": "UPS", "value": 10.0}]}).passed
+
+
+def test_a_task_whose_every_window_sits_on_a_tie_is_kept_with_both_roundings(pack: Pack,
+                                                                               warehouse: Warehouse) -> None:
+    metric = pack.metric_by_id["FR-QUOTE-001"]
+    ex = Executor(warehouse, schema=pack.schema)
+    g = ground(point_query, tie_skeleton(pack), metric, ex, random.Random(0),
+               data_window(warehouse, metric, schema=pack.schema), {})
+    assert g is not None and g.result.gold_answer == {"value": 417.33}
+    assert g.ties == [(417.33, 417.32)]
+
+
+def test_float_arithmetic_a_hair_below_a_tie_does_not_mark_the_exact_answer_rule_ignored() -> None:
+    """A rule's arithmetic on a float (real, double precision) column sums binary values: the
+    exact 2.345 comes back 2.3449999999997 and rounds down. The agent who computes exactly gives
+    2.35, which the no-rule answer also is: without the tie known, it would be `rule_ignored`."""
+    from dibench.evaluation.scoring import score_task
+
+    floated = 2.345 - 3e-13  # the sum of a thousand float products, where the decimals give 2.345
+    assert rnd(floated, 2) == 2.34 and tie_rounding(floated, 2) == (2.34, 2.35)
+    assert tie_rounding(2.3449, 2) is None and tie_rounding(Decimal("2.3449999999997"), 2) is None  # exact: no tie
+    ties = [t for t in (tie_rounding(floated, 2),) if t]
+    task = {"task_id": "t", "domain": "d", "analysis_type": "point_query", "tier": "K+A+R",
+            "gold_answer": {"value": 2.34}, "base_answer": {"value": 2.35},
+            "contract": task_contract("point_query", 2, ties=ties).model_dump(mode="json")}
+    assert score_task(task, {"value": 2.35}).passed
+    assert score_task(task, {"value": 2.34}).passed
+    assert score_task(task, {"value": 2.36}).failure_class == "computation_wrong"
+
+
+def test_a_tied_task_is_written_with_its_own_contract(pack: Pack) -> None:
+    from dibench.core.contracts import AnswerContract
+    from dibench.generation.validation import Candidate
+    from dibench.generation.writeback import task_rows
+
+    c = Candidate(key="task:freight/t", skeleton_key="s", domain=pack.name, analysis_type="point_query", tier="K+A",
+                  metric_id="FR-QUOTE-001", rule_ids=[], rule_versions=[], dimension="orders.shipped_at",
+                  dimension_type="temporal", question="What was the average quote in 2024?", answer_format="JSON",
+                  gold_answer={"value": 417.33}, base_answer=None, gold_sql=None, base_sql=None, gold_params={},
+                  base_params={}, tables=[], rounding_ties=[[417.33, 417.32]])
+    stored = AnswerContract.model_validate_json(task_rows([c], pack, "run:t")[0]["props"]["contract"])
+    assert check_answer(stored, {"value": 417.33}, {"value": 417.32}).passed
+    c.rounding_ties = []
+    assert "contract" not in task_rows([c], pack, "run:t")[0]["props"]  # no tie: made from the gold, as before
 
 
 def test_decomposition_rows_are_recomputed_with_decimal(pack: Pack, warehouse: Warehouse) -> None:

@@ -177,3 +177,16 @@ def test_raw_category_values_of_the_task_are_not_column_names() -> None:
     assert not_naturalised(c, Vocabulary(frozenset())) is None
     c.question = "What was the refund_amount in 2024?"
     assert not_naturalised(c, Vocabulary(frozenset())) is not None
+
+
+def test_garbled_wording_and_cut_reference_text_are_rejected() -> None:
+    garbled = "Which cases does our policy leave out of the active customers, as far as the active is concerned?"
+    assert fidelity_problems(garbled, "knowledge_retrieval", {}, {"value": 1, "text": "A whole sentence."}) == [
+        "wording: 'as far as the active is concerned' is not how an analyst writes"]
+    cut = {"value": 30, "unit": "day", "text": "Tickets of an agent's first 30 days are excluded. It is pr"}
+    assert fidelity_problems("What limit does our policy set for the ticket volume? Give the number.",
+                             "knowledge_retrieval", {}, cut) == [
+        "reference: the text ends on 'pr', a word cut short (whole sentences only)"]
+    whole = {"value": "goodwill", "text": "Goodwill gestures are not refunds"}  # a heading, whole
+    assert fidelity_problems("Which value of the kind does our policy single out? Give its name.",
+                             "knowledge_retrieval", {}, whole) == []

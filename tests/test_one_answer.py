@@ -65,7 +65,7 @@ def test_answer_formats_state_how_the_gold_is_computed() -> None:
     assert "(last month - first month) / |first month|" in trend and '"flat" when |total_change_pct| < 1' in trend
     sig = answer_format("significance_testing", 2)
     assert "p_value and t_statistic are scored with the verdict" in sig and "0.0005" in sig
-    assert f"at most {MAX_WORDS} words" in answer_format("knowledge_retrieval", 2)
+    assert "scored exactly" in answer_format("knowledge_retrieval", 2)
 
 
 def test_a_constant_significance_verdict_and_a_constant_trend_direction_fail() -> None:
@@ -140,3 +140,17 @@ def test_an_answer_another_task_already_has_is_kept_once() -> None:
              Asked("t:5", "What was the revenue in July?", "point_query", {"value": 12.5}, 2)]
     # a variant is compared with variants only: a task's oracle twin never repeats it
     assert same_answers(tasks) == {"t:2": "t:1", "t:2:oracle": "t:1:oracle", "t:4": "t:3"}
+
+
+def test_two_knowledge_tasks_with_one_typed_value_are_kept_once() -> None:
+    """Two rules asked about whose answer is the same name: copying one passes the other; a
+    number in another unit of measurement is another answer."""
+    tasks = [Asked("k:1", "Which figure does our policy bring into the revenue per customer? Give its name.",
+                   "knowledge_retrieval", {"value": "rental rate", "text": "The smaller of payment and rental rate."}, 2),
+             Asked("k:2", "Which figure does our policy bring into the rentals per staff member? Give its name.",
+                   "knowledge_retrieval", {"value": "rental rate", "text": "| tier | rental rate | points |"}, 2),
+             Asked("k:3", "What limit makes a ticket dormant? Give the number and its unit.", "knowledge_retrieval",
+                   {"value": 60, "unit": "day", "text": "More than 60 days."}, 2),
+             Asked("k:4", "What limit makes a handle time a timer error? Give the number and its unit.",
+                   "knowledge_retrieval", {"value": 60, "unit": "minute", "text": "More than 60 minutes."}, 2)]
+    assert same_answers(tasks) == {"k:2": "k:1"}

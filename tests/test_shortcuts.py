@@ -21,15 +21,15 @@ REFUND_DOC = ("Refund review\nRefunds above 500 euros are reviewed within 7 days
 DOCS = (SPAM_DOC, REFUND_DOC)
 
 
-def contract(analysis: str) -> AnswerContract:
-    return task_contract(analysis, 2)
+def contract(analysis: str, gold: dict[str, Any] | None = None) -> AnswerContract:
+    return task_contract(analysis, 2, gold)
 
 
 def task(key: str, analysis: str, gold: dict[str, Any], *, question: str = "What is it?", tier: str = "K+A",
          variant: str = "standard", metric: str = "M1", dimension: str | None = "plan", stem: str | None = None,
          **kw: Any) -> AuditTask:
     return AuditTask(key=key, stem=stem or key, analysis_type=analysis, tier=tier, variant=variant, question=question,
-                     metric_id=metric, dimension=dimension, gold=gold, contract=contract(analysis), **kw)
+                     metric_id=metric, dimension=dimension, gold=gold, contract=contract(analysis, gold), **kw)
 
 
 def sig(p: float, t: float) -> dict[str, Any]:

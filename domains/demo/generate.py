@@ -24,7 +24,7 @@ from sqlalchemy import Engine
 from dibench.core.errors import DibenchError
 from dibench.domains.demo.lifecycle import Batch, Simulator
 from dibench.domains.demo.world import COUNTRIES, PLANS, TEAMS, day_counts, make_agents, make_customers
-from dibench.stores.pack_data import replacing_schema
+from dibench.stores.pack_data import copy_rows, replacing_schema
 from dibench.stores.warehouse import admin_cursor
 
 HERE = Path(__file__).resolve().parent
@@ -52,14 +52,7 @@ class DemoSizeError(DibenchError):
 
 
 def _copy(cur: psycopg.Cursor[Any], table: str, rows: Iterable[Sequence[object]]) -> int:
-    statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
-        sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS[table]))
-    n = 0
-    with cur.copy(statement) as copy:
-        for row in rows:
-            copy.write_row(row)
-            n += 1
-    return n
+    return copy_rows(cur, table, COLUMNS[table], rows)
 
 
 def _batch_rows(batch: Batch) -> dict[str, list[tuple[object, ...]]]:

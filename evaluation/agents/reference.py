@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from dibench.core.facts import renderings, stated
 from dibench.evaluation.agents.base import Agent, AgentRun
@@ -29,6 +30,15 @@ def _no_answer(tools: Toolbox, detail: str) -> AgentRun:
     return AgentRun(answer=None, stop_reason="no_answer", stop_detail=detail, turns=1, tool_calls=len(tools.events))
 
 
+def knowledge_answer(gold: dict[str, Any]) -> dict[str, Any]:
+    """The answer a gold knowledge answer asks for: the typed value (with its unit), or, for a task
+    of the free-text format, its reference text with the facts it must include."""
+    if "must_include" not in gold:
+        return {k: v for k, v in gold.items() if k in ("value", "unit")}
+    facts = gold.get("must_include") or []
+    return {"text": f"{gold.get('text', '')}\nKey facts: {'; '.join(map(str, facts))}"}
+
+
 @dataclass(frozen=True)
 class OracleAgent:
     name: str = "oracle"
@@ -36,9 +46,7 @@ class OracleAgent:
 
     def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
         if task.analysis_type == KNOWLEDGE:
-            facts = task.gold_answer.get("must_include") or []
-            text = f"{task.gold_answer.get('text', '')}\nKey facts: {'; '.join(map(str, facts))}"
-            return _answered({"text": text}, tools, "gold knowledge text and facts")
+            return _answered(knowledge_answer(task.gold_answer), tools, "gold knowledge answer")
         if task.gold_sql is None:
             return _no_answer(tools, "task has no gold SQL")
         rows = tools.sql(task.gold_sql, task.params, exact=True).rows
@@ -90,7 +98,7 @@ class RetrievalOnlyAgent:
         hits = tools.search(task.question, k=1, kind="rule")
         if not hits:
             return _no_answer(tools, "no policy document matches the question")
-        return _answered({"text": hits[0].text}, tools, f"top policy document {hits[0].doc_id}")
+        return _answered({"text": hits[0].text, "value": hits[0].text}, tools, f"top policy document {hits[0].doc_id}")
 
 
 def every_value(kb: KnowledgeBase) -> str:
@@ -110,7 +118,8 @@ class KeywordDumpAgent:
     def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
         if task.analysis_type != KNOWLEDGE:
             return _no_answer(tools, "keyword dump: answers knowledge tasks only")
-        return _answered({"text": every_value(tools.kb)}, tools, "every number and date of every document")
+        values = every_value(tools.kb)
+        return _answered({"text": values, "value": values.split()}, tools, "every number and date of every document")
 
 
 REFERENCE_AGENTS: dict[str, Callable[[], Agent]] = {

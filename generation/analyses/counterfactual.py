@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from dibench.core.answers import grouped_rows, counterfactual as answer
+from dibench.core.answers import grouped_rows, months, counterfactual as answer
 from dibench.generation.analyses.base import Outcome, outcome, window_facts
 from dibench.generation.analyses.decomposition import MAX_GROUPS
+from dibench.generation.analyses.trend import additive
 from dibench.generation.grounding import Context, choose_window
 from dibench.generation.skeletons import Skeleton
-from dibench.sqlops.shape import PERIOD_ALIAS, group_by, month_bucket
+from dibench.sqlops.shape import by_month, group_by
 
 NAME = "counterfactual"
 
@@ -24,18 +25,21 @@ def build(ctx: Context) -> Outcome | None:
     window = choose_window(*ctx.data_window, ctx.rng, months=6 if temporal else None)
 
     def shape(t: Any) -> Any:
-        key = month_bucket(ctx.time(t)) if temporal else ctx.dim(t)
-        return group_by(t, key, alias=PERIOD_ALIAS if temporal else "grp")
+        return by_month(t, ctx.time(t)) if temporal else group_by(t, ctx.dim(t), alias="grp")
 
     pair = ctx.pair(shape, window, lifted=True)
     digits = ctx.metric.rounding
     if len(grouped_rows(pair.base_rows, digits)) < 2:
         return None
     assert pair.lifted_rows is not None
-    gold = answer(pair.gold_rows, pair.lifted_rows, digits)
-    base = answer(pair.base_rows, pair.base_rows, digits)
+    # By month, on the window's calendar: a month without rows is 0 for a count or a sum, null otherwise.
+    periods = months(window[0].isoformat(), window[1].isoformat()) if temporal else None
+    empty = 0 if additive(ctx.metric.sql) else None
+    gold = answer(pair.gold_rows, pair.lifted_rows, digits, periods, empty)
+    base = answer(pair.base_rows, pair.base_rows, digits, periods, empty)
     featured = ctx.skeleton.rules[0]
     doc = ctx.rule_docs.get(featured.rule_id)
     facts = {**window_facts(window), "rules": [featured.rule_id], "by_month": temporal,
-             "lifted": doc.front.title if doc is not None else featured.rule_id}
+             "lifted": doc.front.title if doc is not None else featured.rule_id,
+             **({"empty_period": empty} if temporal else {})}
     return outcome(gold, base, pair, facts)

@@ -1,29 +1,33 @@
-"""Knowledge retrieval: an answer from the rule document itself (its sentences stating the facts,
-whole), with the facts it must include: what the rule sets (threshold, weight or cap values, the minimum group size, the
-slice of a conditional rule, the date of effect of a temporal rule), as far as the document
-states them; and the numbers and dates its sources state (`sources_state`: an answer stating
-many others is a list of guesses, core/contracts.py). No SQL. {"text", "must_include", "sources_state"}"""
+"""Knowledge retrieval: one specific thing the rule document states, asked for and answered with
+its type (core/typed_answers.py): what the rule sets (a threshold, cap or weight with its unit,
+the minimum group size), the category, flags or columns it singles out (a name, or a short list
+of them), the slice of a conditional rule, or the date from which a temporal rule applies; as
+far as the document states it. The reference text is the document's whole sentences stating it.
+No SQL. {"value", "unit" (numbers), "text"}"""
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from sqlglot import exp
 
 from dibench.core.errors import RewriteError
-from dibench.core.facts import fact_found, renderings, stated
-from dibench.core.models import MetricSpec
+from dibench.core.facts import Value, fact_found, parse_fact, stated
+from dibench.core.typed_answers import FactKind, unit_in, unit_named
 from dibench.generation.analyses.base import Outcome
 from dibench.generation.grounding import Context
 from dibench.generation.skeletons import Skeleton
 from dibench.sqlops.dialect import parse_expression
 
 NAME = "knowledge_retrieval"
-MAX_FACTS = 4
 # Literals that set nothing a reader looks for: an identity weight, a zero, a percent scale.
 NEUTRAL = frozenset({Decimal(0), Decimal(1), Decimal(100)})
+# Numbers a formula divides by to change a unit of time (seconds to minutes or hours): no policy
+# figure a question could ask for.
+UNIT_FACTORS = frozenset({Decimal(60), Decimal(3600), Decimal(86400)})
 
 
 def compatible(sk: Skeleton) -> bool:
@@ -92,37 +96,6 @@ def new_columns(expression: str, metric_sql: str | None) -> list[str]:
     return [c.name.replace("_", " ") for c in tree.find_all(exp.Column) if c.name not in known]
 
 
-def effect_facts(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | None = None) -> list[str]:
-    """What the effects set, each once, in order: the threshold value, the minimum group size, the
-    values written in predicates, weights and expressions (the flags a predicate tests, the
-    columns a formula brings in), the slice value of `applies_when`, and (only for a temporal
-    rule) the `from_date`."""
-    out: list[str] = []
-    for e in effects:
-        if e.get("op") == "threshold" and e.get("value") is not None:
-            v = e["value"]
-            out.append(_number_text(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v))
-        if e.get("op") == "suppress" and e.get("min_n") is not None:
-            out.append(str(e["min_n"]))
-        if isinstance(e.get("predicate"), str):
-            out += literal_values(e["predicate"], predicate=True) + flag_names(e["predicate"])
-        for k in ("weight", "expression"):
-            if isinstance(e.get(k), str):
-                out += literal_values(e[k]) + new_columns(e[k], metric_sql)
-        if e.get("applies_when"):
-            out.append(str(e["applies_when"]["value"]))
-        if temporal and e.get("from_date"):
-            out.append(str(e["from_date"]))
-    return list(dict.fromkeys(out))
-
-
-def document_facts(effects: list[dict[str, Any]], doc: Any, temporal: bool, metric_sql: str | None = None) -> list[str]:
-    """The effects' facts that the document states (in any rendering: "three" states 3), at most
-    MAX_FACTS; none when it states none of them (no scorable task: an effective date or a lone
-    digit would not need the rule)."""
-    return [f for f in effect_facts(effects, temporal, metric_sql) if fact_found(f, doc.body)][:MAX_FACTS]
-
-
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"(])")
 
 
@@ -153,27 +126,6 @@ def answer_text(doc: Any, facts: list[str]) -> str:
                 picked.update(range(at, at + span))
                 break
     return " ".join(body[i] for i in sorted(picked))
-
-
-def metric_text(m: MetricSpec) -> str:
-    """What the metric's catalog entry says (as the knowledge base shows it to an agent)."""
-    return "\n".join(str(x) for x in (m.id, m.name, f"tier {m.tier}", m.description, m.formula, m.unit,
-                                      f"{m.rounding} decimals", m.target if m.target is not None else "",
-                                      json.dumps(m.params), m.sql or "", " ".join(m.dimensions)))
-
-
-def document_text(doc: Any) -> str:
-    f = doc.front
-    return f"{f.id}\n{f.title}\n{f.owner}\nversion {f.version}\n{f.effective_date.isoformat()}\n{doc.body}"
-
-
-def sources_state(ctx: Context) -> list[str]:
-    """Every number and date the task's sources state: the metric's catalog entry and the
-    documents of its policy (the featured one among them)."""
-    texts = [metric_text(ctx.metric)]
-    ids = list(dict.fromkeys([r.rule_id for r in ctx.skeleton.rules] + [r.rule_id for r in ctx.skeleton.policy]))
-    texts += [document_text(ctx.rule_docs[r]) for r in ids if r in ctx.rule_docs]
-    return sorted(renderings([v for t in texts for v in stated(t)]))
 
 
 def natural(column: str) -> str:
@@ -212,6 +164,129 @@ def topic(effects: list[dict[str, Any]], temporal: bool) -> dict[str, Any]:
             "dated": bool(temporal and any(x.get("from_date") for x in effects))}
 
 
+@dataclass(frozen=True)
+class Asked:
+    """The one thing a knowledge task asks for: of which kind, what it is (`what`: the part of
+    the effect it comes from), the column it concerns, and the facts as the effect writes them."""
+
+    kind: FactKind
+    what: str  # threshold, min_n, cutoff, values, flags, weight, columns, slice, date
+    op: str
+    column: str | None
+    facts: tuple[str, ...]
+    unit: str | None = None  # the unit the effect itself gives (an interval's, a parameter's)
+
+
+def _interval_unit(expression: str, value: str) -> str | None:
+    """The unit of time of the expression's interval of `value` (INTERVAL '60 days' -> "day"); none
+    for a number that multiplies an interval (3 * INTERVAL '1 day' is three times, not 3 days)."""
+    tree = _parsed(expression)
+    for found in tree.find_all(exp.Interval) if tree is not None else ():
+        literal = found.this
+        if isinstance(literal, exp.Literal) and _number_text(str(literal.this).split()[0]) == value:
+            unit = found.args.get("unit")
+            text = str(literal.this)
+            return unit_named(unit.name if unit is not None else "") or unit_named(text) if " " in text or unit else None
+    return None
+
+
+def _compared_column(predicate: str, value: str) -> str | None:
+    """The column a predicate compares with the string `value` ("t.category = 'general'")."""
+    tree = _parsed(predicate)
+    if tree is None:
+        return None
+    for lit in tree.find_all(exp.Literal):
+        if lit.is_string and str(lit.this) == value:
+            node = lit.parent
+            while node is not None and not isinstance(node, exp.Predicate):
+                node = node.parent
+            col = next(node.find_all(exp.Column), None) if node is not None else None
+            return natural(col.name) if col is not None else None
+    return None
+
+
+def _split(values: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(numbers, dates, names) among literal values."""
+    parsed = {v: parse_fact(v) for v in values}
+    nums = [v for v, p in parsed.items() if p is not None and p.date is None]
+    dates = [v for v, p in parsed.items() if p is not None and p.date is not None]
+    return nums, dates, [v for v in values if v not in nums and v not in dates]
+
+
+def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | None = None,
+               metric_unit: str | None = None) -> list[Asked]:
+    """What a knowledge task may ask for, in order of preference: for a temporal rule its date
+    first; then per effect what it sets. A part holding several numbers (a formula's weights)
+    has no one number to ask for; several names are asked for as a list."""
+    out: list[Asked] = []
+    if temporal:
+        dates = [str(e["from_date"]) for e in effects if e.get("from_date")]
+        if dates and len(set(dates)) == 1:
+            out.append(Asked("date", "date", str(effects[0].get("op")), None, (dates[0],)))
+    for e in effects:
+        op = str(e.get("op"))
+        if op == "threshold" and isinstance(e.get("value"), (int, float)) and not isinstance(e.get("value"), bool):
+            out.append(Asked("number", "threshold", op, str(e["param"]).replace("_", " "), (_number_text(e["value"]),),
+                             unit_named(str(e["param"])) or unit_named(metric_unit or "")))
+        if op == "suppress" and e.get("min_n") is not None:
+            out.append(Asked("number", "min_n", op, None, (str(e["min_n"]),)))
+        if isinstance(e.get("predicate"), str):
+            nums, dates, names = _split(literal_values(e["predicate"], predicate=True))
+            if len(nums) == 1:
+                out.append(Asked("number", "cutoff", op, None, (nums[0],), _interval_unit(e["predicate"], nums[0])))
+            if len(dates) == 1:
+                out.append(Asked("date", "cutoff-date", op, None, (str(parse_fact(dates[0]).date),)))  # type: ignore[union-attr]
+            if names:
+                out.append(Asked("list" if len(names) > 1 else "name", "values", op,
+                                 _compared_column(e["predicate"], names[0]), tuple(names)))
+            flags = flag_names(e["predicate"])
+            if flags:
+                out.append(Asked("list" if len(flags) > 1 else "name", "flags", op, None, tuple(flags)))
+        for k in ("weight", "expression"):
+            if isinstance(e.get(k), str):
+                nums, _dates, names = _split(literal_values(e[k]))
+                nums = [n for n in nums if Decimal(n) not in UNIT_FACTORS]
+                if len(nums) == 1:
+                    out.append(Asked("number", "weight" if k == "weight" else "cutoff", op, None, (nums[0],),
+                                     _interval_unit(e[k], nums[0])))
+                if names:
+                    out.append(Asked("list" if len(names) > 1 else "name", "values", op, None, tuple(names)))
+                cols = list(dict.fromkeys(new_columns(e[k], metric_sql)))
+                if cols:
+                    out.append(Asked("list" if len(cols) > 1 else "name", "columns", op, None, tuple(cols)))
+        if e.get("applies_when"):
+            out.append(Asked("name", "slice", op, natural(str(e["applies_when"]["dimension"])),
+                             (str(e["applies_when"]["value"]),)))
+    return out
+
+
+def stated_in(doc: Any, asked: Asked, named: list[str]) -> bool:
+    """Whether the document states every fact asked for and the question names none of them."""
+    return all(fact_found(f, doc.body) and not any(fact_found(f, w) for w in named) for f in asked.facts)
+
+
+def _doc_value(fact: str, sentence: str) -> Value | None:
+    want = parse_fact(fact)
+    return next((v for v in stated(sentence) if want is not None and v.date is None and v.same(want)), None)
+
+
+def typed_gold(doc: Any, asked: Asked) -> dict[str, Any]:
+    """The typed gold answer: the value as the document writes it (35% stays 35 percent), with the
+    unit its sentence gives a number, and the whole sentences stating it as the reference text."""
+    text = answer_text(doc, list(asked.facts))
+    if asked.kind == "number":
+        v = _doc_value(asked.facts[0], text)
+        number = v.number if v is not None and v.number is not None else Decimal(asked.facts[0])
+        unit = "percent" if v is not None and v.pct else unit_in(text, number) or asked.unit
+        value: Any = int(number) if number == number.to_integral_value() else float(number)
+        return {"value": value, "unit": unit, "text": text}
+    if asked.kind == "date":
+        return {"value": asked.facts[0], "text": text}
+    if asked.kind == "name":
+        return {"value": asked.facts[0], "text": text}
+    return {"value": list(asked.facts), "text": text}
+
+
 def build(ctx: Context) -> Outcome | None:
     rule = ctx.skeleton.rules[0]
     doc = ctx.rule_docs.get(rule.rule_id)
@@ -220,13 +295,14 @@ def build(ctx: Context) -> Outcome | None:
     effects = [e for e in rule.effects_json() if e.get("metric") == ctx.metric.id] or rule.effects_json()
     temporal = rule.rule_type == "temporal"
     about = topic(effects, temporal)
-    # A fact the question names (the flags or slice it asks about) is no evidence of retrieval.
-    named = [w for w in [*about["columns"], about["slice"]] if w]
-    facts = [f for f in document_facts(effects, doc, temporal, ctx.metric.sql)
-             if not any(fact_found(f, w) for w in named)]
-    if not facts:
+    asked = next((a for a in candidates(effects, temporal, ctx.metric.sql, ctx.metric.unit)
+                  # a fact the question names (the column it asks about) is no evidence of retrieval
+                  if stated_in(doc, a, [a.column] if a.column else [])), None)
+    if asked is None:
         return None
-    answer = {"text": answer_text(doc, facts), "must_include": facts, "sources_state": sources_state(ctx)}
-    return Outcome(answer, {"text": "", "must_include": facts}, None, None, {}, {},
+    about = {**about, "asks": {"kind": asked.kind, "what": asked.what, "op": asked.op, "column": asked.column}}
+    answer = typed_gold(doc, asked)
+    return Outcome(answer, {**answer, "value": None} if asked.kind != "list" else {**answer, "value": []},
+                   None, None, {}, {},
                    {"rule": rule.rule_id, "title": doc.front.title, "effective_date": doc.front.effective_date.isoformat(),
                     "effects": json.dumps(effects), "topic": about})

@@ -10,7 +10,7 @@ from dibench.generation.analyses.base import Outcome, categorical, outcome, wind
 from dibench.generation.analyses.comparison import pick_two
 from dibench.generation.grounding import Context, choose_window
 from dibench.generation.skeletons import Skeleton
-from dibench.sqlops.shape import PERIOD_ALIAS, filter_in, group_by, month_bucket
+from dibench.sqlops.shape import by_month, filter_in, group_by
 
 NAME = "significance_testing"
 # A rule rarely flips a significance verdict, so a rule task tries more group pairs and windows
@@ -31,7 +31,7 @@ def build(ctx: Context) -> Outcome | None:
 
     def shape(t: Any) -> Any:
         t = group_by(filter_in(t, ctx.dim(t), ["group_a", "group_b"]), ctx.dim(t), copy=False)
-        return group_by(t, month_bucket(ctx.time(t)), alias=PERIOD_ALIAS, with_count=False, copy=False)
+        return by_month(t, ctx.time(t), with_count=False)
 
     pair = ctx.pair(shape, window, {"group_a": a, "group_b": b})
     gold, base = welch(pair.gold_rows, a, b), welch(pair.base_rows, a, b)

@@ -11,7 +11,7 @@ from dibench.generation.analyses.base import Outcome, outcome, window_facts
 from dibench.generation.grounding import Context, choose_window
 from dibench.generation.skeletons import Skeleton
 from dibench.sqlops.dialect import parse
-from dibench.sqlops.shape import PERIOD_ALIAS, group_by, month_bucket
+from dibench.sqlops.shape import by_month
 
 NAME = "trend_analysis"
 
@@ -39,7 +39,7 @@ def additive(sql: str | None) -> bool:
 
 def build(ctx: Context) -> Outcome | None:
     window = choose_window(*ctx.data_window, ctx.rng, months=ctx.rng.choice([6, 8, 12]))
-    pair = ctx.pair(lambda t: group_by(t, month_bucket(ctx.time(t)), alias=PERIOD_ALIAS), window)
+    pair = ctx.pair(lambda t: by_month(t, ctx.time(t)), window)
     facts = window_facts(window)
     # The calendar: every month of the window, a month without rows 0 for a count or a sum.
     periods, empty = months(facts["start"], facts["end"]), 0 if additive(ctx.metric.sql) else None

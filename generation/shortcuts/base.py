@@ -113,7 +113,16 @@ def scored_fields(contract: AnswerContract) -> list[str]:
         fields.append(contract.rows.field)
     if contract.knowledge:
         fields.append(contract.knowledge.text_field)
+    if contract.fact:
+        fields += [contract.fact.value_field, contract.fact.unit_field]
     return fields
+
+
+def text_field(contract: AnswerContract) -> str | None:
+    """The field a knowledge answer's text goes in: the free text, or the typed value."""
+    if contract.knowledge:
+        return contract.knowledge.text_field
+    return contract.fact.value_field if contract.fact else None
 
 
 def filled(task: AuditTask, others: list[AuditTask], overrides: dict[str, Any] | None = None,

@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 from dibench.core.facts import renderings, stated
-from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut
+from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, text_field
 
 _UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
           "seventeen eighteen nineteen").split()
@@ -69,26 +69,31 @@ def nearest_document(question: str, documents: tuple[str, ...]) -> str | None:
 
 
 def _dump(render: Callable[[str], str], nearest: bool, task: AuditTask, corpus: Corpus) -> Any:
-    c = task.contract
-    if not c.knowledge or not corpus.documents:
+    field = text_field(task.contract)
+    if field is None or not corpus.documents:
         return None
     doc = nearest_document(task.question, corpus.documents) if nearest else "\n\n".join(corpus.documents)
-    return {c.knowledge.text_field: render(doc or "")}
+    return {field: render(doc or "")}
 
 
 def _extract(sentences_kept: int, task: AuditTask, corpus: Corpus) -> Any:
     """The nearest document's sentences sharing most words with the question, within the word cap:
     keyword matching where retrieval and reading are asked for."""
     from dibench.core.contracts import MAX_WORDS
+
+    field = text_field(task.contract)
+    doc = nearest_document(task.question, corpus.documents) if field else None
+    if field is None or doc is None:
+        return None
+    return {field: " ".join(" ".join(nearest_sentences(task.question, doc)[:sentences_kept]).split()[:MAX_WORDS])}
+
+
+def nearest_sentences(question: str, doc: str) -> list[str]:
+    """The document's sentences, those sharing most words with the question first."""
     from dibench.generation.analyses.knowledge import sentences
 
-    c = task.contract
-    doc = nearest_document(task.question, corpus.documents) if c.knowledge else None
-    if c.knowledge is None or doc is None:
-        return None
-    asked = set(_WORDS.findall(task.question.lower()))
-    ranked = sorted(sentences(doc), key=lambda x: -len(asked & set(_WORDS.findall(x.lower()))))
-    return {c.knowledge.text_field: " ".join(" ".join(ranked[:sentences_kept]).split()[:MAX_WORDS])}
+    asked = set(_WORDS.findall(question.lower()))
+    return sorted(sentences(doc), key=lambda x: -len(asked & set(_WORDS.findall(x.lower()))))
 
 
 SHORTCUTS: tuple[Shortcut, ...] = (

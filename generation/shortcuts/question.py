@@ -7,14 +7,12 @@ from functools import lru_cache, partial
 from typing import Any
 
 from dibench.core.facts import stated
-from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, filled_from
+from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, filled_from, text_field
 
 
 def _echo(task: AuditTask, corpus: Corpus) -> Any:
-    c = task.contract
-    if c.knowledge:
-        return {c.knowledge.text_field: task.question}
-    return None
+    field = text_field(task.contract)
+    return {field: task.question} if field else None
 
 
 @lru_cache(maxsize=4096)
