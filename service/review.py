@@ -31,7 +31,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from dibench.core.config import Reviewer, Settings
 from dibench.core.errors import ConfigError, DibenchError, NotFound
-from dibench.evaluation.agents.tools import Toolbox, excerpt
+from dibench.evaluation.agents.tools import Toolbox, excerpt, schema_description
 from dibench.evaluation.kb import KnowledgeBase, load_knowledge_base
 from dibench.evaluation.tasks import TaskRecord, load_tasks, public_view
 from dibench.generation.validation import JUDGE_DIMENSIONS
@@ -143,12 +143,19 @@ class DomainCache:
         self.graph_of = graph_of
         self.schemas: dict[str, str] = {}
         self.kbs: dict[str, KnowledgeBase] = {}
+        self.schema_texts: dict[str, str] = {}
         self.lock = threading.Lock()
 
     def schema(self, domain: str) -> str:
         if domain not in self.schemas:
             self.schemas[domain] = domain_schema_name(self.graph_of(), domain)
         return self.schemas[domain]
+
+    def schema_text(self, domain: str, wh: Warehouse) -> str:
+        """The schema as an agent's system prompt describes it."""
+        if domain not in self.schema_texts:
+            self.schema_texts[domain] = schema_description(wh, self.schema(domain))
+        return self.schema_texts[domain]
 
     def kb(self, domain: str) -> KnowledgeBase:
         with self.lock:
@@ -419,7 +426,9 @@ def install_review(app: FastAPI, cfg: Settings, graph_of: Callable[[], Graph], w
         keys = [t.task_id for t in run.tasks]
         position = f"{keys.index(task.task_id) + 1} of {len(keys)}; {len(run.answered())} answered"
         who.shown.setdefault(f"blind|{task.task_id}", time.monotonic())
-        return html(lambda n: blind_page(n, who.viewer(), domain, public_view(task), position=position, **kw))
+        schema = cache.schema_text(domain, warehouse_of())
+        return html(lambda n: blind_page(n, who.viewer(), domain, public_view(task), position=position,
+                                         schema=schema, **kw))
 
     @app.get("/review/{domain}/blind", include_in_schema=False)
     @guarded

@@ -13,15 +13,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from dibench.core.errors import DibenchError, NotFound
+from dibench.core.errors import DibenchError, NotFound, RewriteError
 from dibench.evaluation.tasks import TaskRecord, task_record
 from dibench.generation.validation import JUDGE_DIMENSIONS
 from dibench.service.queries import rules_for
+from dibench.sqlops.dialect import DIALECT, parse
 from dibench.stores.graph import Graph
 from dibench.stores.warehouse import ResultCap, Warehouse
 
 ROWS_SHOWN = 50
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(*\"'])")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _WORD = re.compile(r"[A-Za-z][A-Za-z_]{3,}|\d+(?:\.\d+)?")
 _STOP = frozenset({"from", "with", "where", "that", "this", "then", "case", "when", "else", "interval", "null",
                    "metric", "predicate", "value", "exclude", "true", "false"})
@@ -77,35 +79,54 @@ class Evidence:
 
 
 def pretty_sql(sql: str | None) -> str | None:
-    """The SQL as sqlglot prints it, one clause a line; the stored text when it does not parse."""
+    """The SQL as sqlglot prints it, one clause a line, `:name` placeholders kept; the stored text
+    when it does not parse."""
     if not sql:
         return None
-    import sqlglot
     from sqlglot.errors import SqlglotError
 
     try:
-        return str(sqlglot.transpile(sql, read="postgres", write="postgres", pretty=True)[0])
-    except SqlglotError:
+        return str(parse(sql, where="gold SQL").sql(dialect=DIALECT, pretty=True))
+    except (RewriteError, SqlglotError):
         return sql
 
 
+def _sentences(body: str) -> list[str]:
+    """A document's headings (each a sentence of its own) and the sentences of its paragraphs."""
+    out: list[str] = []
+    paragraph: list[str] = []
+    for line in [*body.splitlines(), ""]:
+        text = line.strip()
+        if text.startswith("#") or not text:
+            out += [x.strip() for x in _SENTENCE.split(" ".join(paragraph)) if x.strip()]
+            paragraph = []
+            if text:
+                out.append(text.lstrip("#").strip())
+        else:
+            paragraph.append(text.lstrip("-* ").strip())
+    return out
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(_THOUSANDS.sub("", text))}
+
+
 def source_sentence(body: str | None, effect: dict[str, Any] | None, metric_id: str) -> str | None:
-    """The sentence of a rule document that best states `effect` on `metric_id`: most words and
-    numbers shared with the effect, the metric's id counting double, the earlier sentence on a
-    tie (documents state the core rule first). None for an empty body."""
+    """The sentence (or heading) of a rule document that best states `effect` on `metric_id`:
+    most words and numbers shared with the effect (2,000 and 2000 alike), the metric's id
+    counting double, the earlier one on a tie (documents state the rule first). A best match,
+    not a stored citation; None for an empty body."""
     if not body:
         return None
-    wanted = {w.lower() for w in _WORD.findall(json.dumps(effect or {}))} - _STOP
-    best: tuple[int, int, str] | None = None
-    lines = [ln for ln in body.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    for i, sentence in enumerate(s.strip() for s in _SENTENCE.split(" ".join(ln.strip() for ln in lines))):
+    wanted = _words(json.dumps(effect or {})) - _STOP
+    best: tuple[int, str] | None = None
+    for sentence in _sentences(body):
         if len(sentence) < 12:
             continue
-        words = {w.lower() for w in _WORD.findall(sentence)}
-        score = len(words & wanted) + (2 if metric_id.lower() in sentence.lower() else 0)
+        score = len(_words(sentence) & wanted) + (2 if metric_id.lower() in sentence.lower() else 0)
         if best is None or score > best[0]:
-            best = (score, i, sentence)
-    return best[2].replace("**", "") if best else None
+            best = (score, sentence)
+    return best[1].replace("**", "") if best else None
 
 
 def domain_schema_name(graph: Graph, domain: str) -> str:
@@ -135,7 +156,7 @@ def policy_rules(graph: Graph, task: TaskRecord, bodies: dict[str, str]) -> list
     metric = task.metric_ids[0]
     out = []
     for r in rules_for(graph, metric, task.domain):
-        effect = r.get("op") if isinstance(r.get("op"), dict) else None
+        effect = r.get("operation") if isinstance(r.get("operation"), dict) else None
         out.append(PolicyRule(
             rule_id=r["rule_id"], title=str(r.get("title") or ""), rule_type=r.get("rule_type"),
             version=r.get("version"), status=str(r.get("policy")), effect=effect,

@@ -26,11 +26,11 @@ header a{color:#cfe0ff}main{padding:12px 16px;max-width:1200px}
 section{background:#fff;border:1px solid #dde2ea;border-radius:6px;padding:8px 12px;margin:0 0 10px}
 h1{font-size:18px;margin:4px 0 8px}h2{font-size:15px;margin:2px 0 6px}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #dde2ea;padding:2px 6px;text-align:left;
-vertical-align:top}th{background:#eef1f6}pre{background:#f3f5f8;padding:6px;overflow:auto;margin:4px 0;font-size:12px}
-.q{font-size:16px}.note{color:#5b6675;font-size:12px}.pass{color:#17692e}.fail{color:#a11b1b}
+vertical-align:top}th{background:#eef1f6}pre{background:#f3f5f8;padding:6px;overflow:auto;margin:4px 0;font-size:12px;
+white-space:pre-wrap;word-break:break-word;max-height:24em}.q{font-size:16px;white-space:pre-wrap;max-height:16em;overflow:auto}.note{color:#5b6675;font-size:12px}.pass{color:#17692e}.fail{color:#a11b1b}
 .dims{display:grid;grid-template-columns:repeat(4,1fr);gap:4px}
 .dim{border:1px solid #cdd5e0;border-radius:4px;padding:4px}.dim.off{background:#fde8e8;border-color:#e5a3a3}
-.cols{display:grid;grid-template-columns:1fr 1fr;gap:10px}button{font-size:14px;padding:4px 12px}
+.cols{display:grid;grid-template-columns:1fr 1fr;gap:10px}.cols>section{min-width:0}button{font-size:14px;padding:4px 12px}
 input[type=text],textarea{width:100%;box-sizing:border-box;font:13px monospace}
 """
 
@@ -186,11 +186,11 @@ def task_page(nonce: str, who: Viewer, e: Evidence, *, private: bool, position: 
 </form></section>"""
     lifted = json.dumps(t.lifted_answer, sort_keys=True, default=str) if t.lifted_answer is not None else None
     body = head + form + f"""<div class="cols"><section><h2>Gold answer</h2><pre id="gold">{h(json.dumps(
-        t.gold_answer, indent=1, sort_keys=True, default=str))}</pre>
+        t.gold_answer, sort_keys=True, default=str))}</pre>
 <h2>Without the featured rule ({h(t.featured_rule or "none")})</h2><pre>{h(lifted or "-")}</pre>
 <h2>With no rule at all</h2><pre>{h(json.dumps(t.base_answer, sort_keys=True, default=str)
                                      if t.base_answer is not None else "-")}</pre>
-<h2>What the question fixes</h2><pre>{h(json.dumps(t.facts, indent=1, sort_keys=True, default=str))}</pre></section>
+<h2>What the question fixes</h2><pre>{h(json.dumps(t.facts, sort_keys=True, default=str))}</pre></section>
 <section><h2>Gold SQL</h2><pre id="gold-sql">{h(e.gold_sql_pretty or "-")}</pre><h2>Parameters</h2>
 <pre>{h(json.dumps(t.params, indent=1, sort_keys=True, default=str))}</pre></section></div>
 <section><h2>Rows the gold SQL returns</h2>{_rows_html(e.gold_rows)}</section>
@@ -207,9 +207,12 @@ def task_page(nonce: str, who: Viewer, e: Evidence, *, private: bool, position: 
 
 def stats_page(nonce: str, who: Viewer, stats: ReviewStats) -> str:
     median = "-" if stats.median_seconds is None else f"{stats.median_seconds:.1f} s"
+    judged = stats.rows[-1].judged if stats.rows else 0
     return page(f"{stats.domain} stats", f"""<section><h1>Validator against people: {h(stats.domain)}</h1>
 <p>{stats.tasks} task(s) reviewed, {stats.reviews} review(s) by {stats.reviewers} reviewer(s) of the tasks' current
-versions ({stats.stale_reviews} of older versions not counted); median time per task: {h(median)}.</p>
+versions ({stats.stale_reviews} of older versions not counted); median time per task: {h(median)}.
+The validator's judge scored {judged} of these tasks{" (generation ran without a model: its judge was skipped)"
+                                                    if not judged and stats.tasks else ""}.</p>
 {table(STATS_COLUMNS, stats_table(stats))}
 <p class="note">A task passes a dimension for people when no current review fails it; "all": the eight together.
 Validator rates count the tasks its judge scored. Precision: of the tasks the validator passes, the share people
@@ -217,7 +220,7 @@ pass; recall: of the tasks people pass, the share the validator passes. Kappa: t
 </p></section>""", nonce=nonce, who=who)
 
 
-def blind_page(nonce: str, who: Viewer, domain: str, task: dict[str, str], *, position: str,
+def blind_page(nonce: str, who: Viewer, domain: str, task: dict[str, str], *, position: str, schema: str = "",
                sql: str = "", sql_reply: str | None = None, search: str = "",
                hits: Sequence[dict[str, Any]] = (), document: dict[str, Any] | None = None,
                answer: str = "", problem: str | None = None) -> str:
@@ -234,7 +237,8 @@ def blind_page(nonce: str, who: Viewer, domain: str, task: dict[str, str], *, po
     return page(f"blind {key}", f"""<section><h1>{h(domain)} · answer as an agent would
 <span class="note">{h(position)}</span></h1><p class="q" id="question">{h(task["question"])}</p>
 <p><b>Answer format:</b> <span id="answer-format">{h(task["answer_format"])}</span></p></section>
-<div class="cols"><section><h2>SQL (read-only, the domain's own role)</h2>
+<section><details><summary>The database schema (what an agent is told)</summary><pre>{h(schema)}</pre></details>
+</section><div class="cols"><section><h2>SQL (read-only, the domain's own role)</h2>
 <form method="post" action="{base}/sql">{csrf_field(who.csrf)}<input type="hidden" name="key" value="{h(key)}">
 <textarea name="sql" id="sql" rows="6">{h(sql)}</textarea><button id="run-sql">run</button></form>{reply}</section>
 <section><h2>Policies and metric definitions</h2><form method="get" action="{base}/task">
