@@ -12,6 +12,7 @@ from html import escape
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from click.testing import CliRunner
@@ -308,10 +309,7 @@ def test_people_are_a_row_of_the_report(client: TestClient, graph: Graph, state_
     from dibench.service.report import write_report
 
     nxt = client.get(f"/review/{DOMAIN}/blind", headers=bearer(BO), follow_redirects=False)
-    key = re.search(r"key=([^&]+)", nxt.headers["location"]).group(1)  # type: ignore[union-attr]
-    from urllib.parse import unquote
-
-    key = unquote(key)
+    key = unquote(nxt.headers["location"].split("key=", 1)[1])
     page = client.get(f"/review/{DOMAIN}/blind/task", params={"key": key}, headers=bearer(BO)).text
     gold = graph.read("review_task", key=key)[0]["task"]["gold_answer"]
     r = client.post(f"/review/{DOMAIN}/blind/answer", data={"csrf": csrf_of(page), "key": key, "answer": "{not json"},
@@ -338,3 +336,22 @@ def test_the_source_sentence_is_the_one_that_states_the_effect() -> None:
     assert source_sentence(body, effect, "MINI-REV-001") == "Orders of more than 2,000 are left out of revenue (MINI-REV-001)."
     assert source_sentence(body, effect, "OTHER-001") == "Outlier orders above 2,000 are excluded"
     assert source_sentence("", effect, "MINI-REV-001") is None
+
+
+def test_the_blind_console_has_the_agents_guards(client: TestClient, graph: Graph) -> None:
+    nxt = client.get(f"/review/{DOMAIN}/blind", headers=bearer(BO), follow_redirects=False)
+    key = unquote(nxt.headers["location"].split("key=", 1)[1])
+    page = client.get(f"/review/{DOMAIN}/blind/task", params={"key": key}, headers=bearer(BO)).text
+    for sql in ("DELETE FROM orders", "SELECT * FROM pg_stat_activity", "SELECT * FROM public.secrets"):
+        r = client.post(f"/review/{DOMAIN}/blind/sql", data={"csrf": csrf_of(page), "key": key, "sql": sql},
+                        headers=bearer(BO))
+        reply = r.text.split('id="sql-reply">', 1)[1].split("</pre>", 1)[0]
+        assert r.status_code == 200 and reply.startswith("error:"), (sql, reply)
+    ok = client.post(f"/review/{DOMAIN}/blind/sql", data={"csrf": csrf_of(page), "key": key,
+                                                         "sql": "SELECT count(*) AS n FROM orders"}, headers=bearer(BO))
+    assert "row_count" in ok.text
+
+
+def test_review_serve_needs_reviewers() -> None:
+    res = CliRunner().invoke(main, ["review", "serve"], env={"DIBENCH_REVIEWERS": "[]"})
+    assert res.exit_code == 1 and "no reviewers are configured" in res.output
