@@ -114,11 +114,14 @@ def queue_page(nonce: str, who: Viewer, domain: str, items: Sequence[dict[str, A
     done = sum(1 for i in items if i["state"] == "reviewed")
     start = (f'<a id="next" href="/review/{q(domain)}/task?key={q(next_key)}">review the next task</a>'
              if next_key else "<b>every task of this queue is reviewed</b>")
-    rows = [[i["n"], i["tier"], i["analysis_type"], i["version"], i["state"], i["key"]] for i in items]
+    rows = "".join(f"<tr><td>{i['n']}</td><td>{h(i['tier'])}</td><td>{h(i['analysis_type'])}</td><td>{i['version']}</td>"
+                   f"<td>{h(i['state'])}</td><td><a href=\"/review/{q(domain)}/task?key={q(i['key'])}\">{h(i['key'])}</a>"
+                   "</td></tr>" for i in items)
     what = f"a stratified sample of {sample} (tier x analysis type)" if sample else "every admitted task"
+    head = "".join(f"<th>{c}</th>" for c in ("#", "tier", "analysis type", "version", "your review", "task"))
     return page(f"{domain} queue", f"""<section><h1>Review queue: {h(domain)}</h1>
 <p>{h(what)}; {done} of {len(items)} reviewed by you (current versions). {start}</p>
-{table(["#", "tier", "analysis type", "version", "your review", "task"], rows)}</section>""", nonce=nonce, who=who)
+<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></section>""", nonce=nonce, who=who)
 
 
 def _rows_html(g: GoldRows) -> str:

@@ -135,7 +135,7 @@ def csrf_of(page: str) -> str:
 
 def queue_keys(client: TestClient, person: Reviewer = ANA) -> list[str]:
     page = client.get(f"/review/{DOMAIN}", headers=bearer(person)).text
-    return re.findall(r"<td>(task:[^<]+)</td>", page)
+    return [unquote(k) for k in re.findall(r'/task\?key=([^"]+)">task:', page)]
 
 
 def open_task(client: TestClient, key: str, person: Reviewer = ANA) -> str:
