@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 from html import escape
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -31,9 +30,8 @@ from dibench.service.update import load_document, plan_update
 from dibench.service.update_write import run_update
 from dibench.stores.graph import Graph
 from dibench.stores.warehouse import Warehouse
-from tests.fixtures.packs import delete_domain, edit_front
-from tests.fixtures.review_app import ANA, BO, EVA, RUI, Reviewer, review_app, review_settings
-from tests.test_update import generated_domain
+from tests.fixtures.packs import edit_front
+from tests.fixtures.review_app import ANA, BO, EVA, RUI, Reviewer, review_app, review_fixtures, review_settings
 
 DOMAIN = "mini_rev2"
 
@@ -105,16 +103,7 @@ def test_table_11_rows_by_hand() -> None:
 
 
 # ------------------------------------------------------------------------------ with the real stores
-@pytest.fixture(scope="module")
-def pack(tmp_path_factory: pytest.TempPathFactory, graph: Graph, warehouse: Warehouse) -> Iterator[Pack]:
-    pk = generated_domain(tmp_path_factory.mktemp("review") / "pack", DOMAIN, graph, warehouse, target=8)
-    yield pk
-    delete_domain(graph, DOMAIN)
-
-
-@pytest.fixture(scope="module")
-def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("review-state")
+pack, state_dir = review_fixtures(DOMAIN, target=8)
 
 
 @pytest.fixture(scope="module")

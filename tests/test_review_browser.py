@@ -21,10 +21,7 @@ from dibench.core.keys import rule_key
 from dibench.core.pack import Pack
 from dibench.service.review import ReviewOptions
 from dibench.stores.graph import Graph
-from dibench.stores.warehouse import Warehouse
-from tests.fixtures.packs import delete_domain
-from tests.fixtures.review_app import ANA, BO, RUI, Reviewer, review_app, review_settings, served
-from tests.test_update import generated_domain
+from tests.fixtures.review_app import ANA, BO, RUI, Reviewer, review_app, review_fixtures, review_settings, served
 
 DOMAIN = "mini_rev1"
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -43,16 +40,7 @@ from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def pack(tmp_path_factory: pytest.TempPathFactory, graph: Graph, warehouse: Warehouse) -> Iterator[Pack]:
-    pk = generated_domain(tmp_path_factory.mktemp("review") / "pack", DOMAIN, graph, warehouse, target=4)
-    yield pk
-    delete_domain(graph, DOMAIN)
-
-
-@pytest.fixture(scope="module")
-def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("review-state")
+pack, state_dir = review_fixtures(DOMAIN, target=4)
 
 
 @pytest.fixture(scope="module")
