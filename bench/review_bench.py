@@ -66,7 +66,7 @@ def run(args: argparse.Namespace, graph: object, tmp: Path) -> None:
     from dibench.stores.graph import Graph
 
     assert isinstance(graph, Graph)
-    rows = graph.read("review_queue_tasks", domain=DOMAIN, variants=["standard"])
+    rows = graph.read("review_queue_tasks", domain=DOMAIN, variants=["standard"], judge_rejected=False)
     key = next(r["key"] for r in rows if r["tier"] == "K+A+R")
     graph.write("bench_set_task_sql", key=key, sql=ROWS_SQL, params=json.dumps({"min_amount": 0}))
     reviewer = Reviewer(name="bench", token="bench-review-token-0001")

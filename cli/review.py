@@ -24,9 +24,13 @@ def review() -> None:
 @click.option("--blind-sample", type=click.IntRange(min=1), default=None,
               help="The blind mode's queue: N standard tasks per domain, as many per tier as the tiers allow; "
                    "default: every admitted standard task.")
+@click.option("--judge-rejected", is_flag=True,
+              help="Also queue the tasks only the validator's judge rejected, so people judge both sides of it "
+                   "(Table 11's recall needs them).")
 @click.option("--seed", type=int, default=None, help="Seed of both samples (default: DIBENCH_SEED, 42).")
 @handle_errors
-def review_serve(host: str, port: int, sample: int | None, blind_sample: int | None, seed: int | None) -> None:
+def review_serve(host: str, port: int, sample: int | None, blind_sample: int | None, judge_rejected: bool,
+                 seed: int | None) -> None:
     """Serve the review app at http://HOST:PORT/review (the HTTP API's routes beside it).
 
     People sign in with their token from DIBENCH_REVIEWERS (a JSON list of {name, token, role};
@@ -48,7 +52,8 @@ def review_serve(host: str, port: int, sample: int | None, blind_sample: int | N
                                                               "{\"name\": ..., \"token\": ..., \"role\": ...}")
     app = create_app(cfg, host=host)
     install_review(app, cfg, get_graph, get_warehouse,
-                   ReviewOptions(sample=sample, blind_sample=blind_sample, seed=cfg.seed if seed is None else seed))
+                   ReviewOptions(sample=sample, blind_sample=blind_sample, judge_rejected=judge_rejected,
+                                 seed=cfg.seed if seed is None else seed))
     click.echo(f"review app: http://{host}:{port}/review ({len(cfg.reviewers)} people)", err=True)
     uvicorn.run(app, host=host, port=port)
 

@@ -65,12 +65,14 @@ class ReviewConflict(DibenchError):
 @dataclass(frozen=True)
 class ReviewOptions:
     """`sample`: the review queue is a stratified sample of that many tasks (tier x analysis
-    type), else every admitted task; `blind_sample`: the blind queue's size (strata: tier; of the
-    standard variants), else every admitted standard task; `seed` draws both."""
+    type), else every admitted task (and, with `judge_rejected`, every task only the validator's
+    judge rejected); `blind_sample`: the blind queue's size (strata: tier; admitted standard
+    tasks), else every admitted standard task; `seed` draws both."""
 
     sample: int | None = None
     blind_sample: int | None = None
     seed: int = 42
+    judge_rejected: bool = False  # the review queue also holds the tasks only the judge rejected
 
 
 @dataclass
@@ -239,7 +241,8 @@ def install_review(app: FastAPI, cfg: Settings, graph_of: Callable[[], Graph], w
         return form
 
     def queue(domain: str, blind: bool = False) -> list[QueueTask]:
-        rows = graph_of().read("review_queue_tasks", domain=domain, variants=["standard"] if blind else None)
+        rows = graph_of().read("review_queue_tasks", domain=domain, variants=["standard"] if blind else None,
+                               judge_rejected=opts.judge_rejected and not blind)
         if not rows:
             raise NotFound(f"domain {domain[:80]!r} has no admitted task")
         tasks = [QueueTask(r["key"], str(r["tier"]), str(r["analysis_type"]), int(r["version"])) for r in rows]
@@ -336,7 +339,7 @@ def install_review(app: FastAPI, cfg: Settings, graph_of: Callable[[], Graph], w
             return rows, next_key(items, done)
 
         rows, nxt = await run_sync(work)
-        return html(lambda n: queue_page(n, who.viewer(), domain, rows, nxt, opts.sample))
+        return html(lambda n: queue_page(n, who.viewer(), domain, rows, nxt, opts.sample, opts.judge_rejected))
 
     @app.get("/review/{domain}/next", include_in_schema=False)
     @guarded

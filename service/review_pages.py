@@ -110,14 +110,15 @@ def home_page(nonce: str, who: Viewer, domains: Sequence[dict[str, Any]]) -> str
 
 
 def queue_page(nonce: str, who: Viewer, domain: str, items: Sequence[dict[str, Any]], next_key: str | None,
-               sample: int | None) -> str:
+               sample: int | None, judge_rejected: bool = False) -> str:
     done = sum(1 for i in items if i["state"] == "reviewed")
     start = (f'<a id="next" href="/review/{q(domain)}/task?key={q(next_key)}">review the next task</a>'
              if next_key else "<b>every task of this queue is reviewed</b>")
     rows = "".join(f"<tr><td>{i['n']}</td><td>{h(i['tier'])}</td><td>{h(i['analysis_type'])}</td><td>{i['version']}</td>"
                    f"<td>{h(i['state'])}</td><td><a href=\"/review/{q(domain)}/task?key={q(i['key'])}\">{h(i['key'])}</a>"
                    "</td></tr>" for i in items)
-    what = f"a stratified sample of {sample} (tier x analysis type)" if sample else "every admitted task"
+    pool = "admitted tasks and tasks only the validator's judge rejected" if judge_rejected else "admitted tasks"
+    what = f"a stratified sample of {sample} {pool} (tier x analysis type)" if sample else f"every one of the {pool}"
     head = "".join(f"<th>{c}</th>" for c in ("#", "tier", "analysis type", "version", "your review", "task"))
     return page(f"{domain} queue", f"""<section><h1>Review queue: {h(domain)}</h1>
 <p>{h(what)}; {done} of {len(items)} reviewed by you (current versions). {start}</p>
@@ -170,7 +171,8 @@ def task_page(nonce: str, who: Viewer, e: Evidence, *, private: bool, position: 
     head = f"""<section><h1>{h(t.domain)} · {h(t.tier)} · {h(t.analysis_type)} · {h(t.variant)}
 <span class="note">{h(position)} · version {e.version}</span></h1>
 <p class="q" id="question">{h(t.question)}</p><p><b>Answer format:</b> <span id="answer-format">{h(t.answer_format)}</span>
-</p><p class="note">task {h(t.task_id)} · metric {h(", ".join(t.metric_ids))} {h(e.metric_name or "")}</p></section>"""
+</p><p class="note">task {h(t.task_id)} · {h(t.status)} · metric {h(", ".join(t.metric_ids))} {h(e.metric_name or "")}
+</p></section>"""
     if not private:
         return page(f"task {t.task_id}", head + '<section><p class="note">Your token is read-only: the gold answer, '
                     "its SQL and the reviews are not shown.</p></section>", nonce=nonce, who=who)

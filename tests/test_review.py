@@ -344,3 +344,22 @@ def test_the_blind_console_has_the_agents_guards(client: TestClient, graph: Grap
 def test_review_serve_needs_reviewers() -> None:
     res = CliRunner().invoke(main, ["review", "serve"], env={"DIBENCH_REVIEWERS": "[]"})
     assert res.exit_code == 1 and "no reviewers are configured" in res.output
+
+
+def test_tasks_only_the_judge_rejected_can_be_queued_for_table_11(pack: Pack, state_dir: Path, graph: Graph) -> None:
+    """With --judge-rejected, people also see what the validator turned away: its recall against
+    people needs tasks it failed and people passed."""
+    plain = TestClient(review_app(review_settings(state_dir)), base_url="http://127.0.0.1")
+    both = TestClient(review_app(review_settings(state_dir), ReviewOptions(judge_rejected=True)),
+                      base_url="http://127.0.0.1")
+    key = sorted(queue_keys(plain))[-1]
+    verdict = {d: {"passed": d != "objectivity", "reason": "by the test"} for d in JUDGE_DIMENSIONS}
+    graph.write("test_reject_by_judge", key=key, reason="judge: failed ['objectivity'] (by the test)",
+                judge=json.dumps({"stage2": "judged", "failed": ["objectivity"], **verdict}))
+    assert key not in queue_keys(plain) and key in queue_keys(both)
+    assert "every one of the admitted tasks and tasks only the validator&#x27;s judge rejected" in \
+        both.get(f"/review/{DOMAIN}", headers=bearer(EVA)).text
+    assert save(both, key, [], person=EVA).status_code == 303  # people pass what the validator failed
+    stats = json.loads(CliRunner().invoke(main, ["review", "stats", DOMAIN, "--json"]).output)
+    objectivity = next(r for r in stats["rows"] if r["dimension"] == "objectivity")
+    assert objectivity["human_passed_judged"] == 2 and objectivity["recall_pct"] == 50.0
