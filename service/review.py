@@ -51,6 +51,7 @@ LOGIN_COOKIE = "dibench_review_login"
 MAX_NOTE = 2000
 MAX_SQL = 20_000
 MAX_ANSWER = 100_000
+MAX_SESSIONS = 10_000
 MAX_SECONDS = 6 * 3600.0  # a page left open overnight is not six hours of review
 
 
@@ -89,13 +90,14 @@ class Session:
 class People:
     """Who may sign in, and the sessions of this process."""
 
-    def __init__(self, reviewers: list[Reviewer]) -> None:
+    def __init__(self, reviewers: list[Reviewer], max_sessions: int = MAX_SESSIONS) -> None:
         names = [r.name for r in reviewers]
         if len(set(names)) != len(names) or len({r.token for r in reviewers}) != len(reviewers):
             raise ConfigError("reviewers: every reviewer needs a name and a token of their own")
         self.reviewers = reviewers
         self.key = secrets.token_bytes(32)
         self.sessions: dict[str, Session] = {}
+        self.max_sessions = max_sessions
         self.lock = threading.Lock()
 
     def by_token(self, token: str | None) -> Reviewer | None:
@@ -114,6 +116,8 @@ class People:
         sid = secrets.token_urlsafe(32)
         session = Session(sid, person, self.sign(f"csrf|{sid}"))
         with self.lock:
+            if len(self.sessions) >= self.max_sessions:  # the oldest sign-in goes first
+                self.sessions.pop(next(k for k in self.sessions if not k.startswith("bearer:")), None)
             self.sessions[sid] = session
         return session
 

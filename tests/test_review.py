@@ -363,3 +363,15 @@ def test_tasks_only_the_judge_rejected_can_be_queued_for_table_11(pack: Pack, st
     stats = json.loads(CliRunner().invoke(main, ["review", "stats", DOMAIN, "--json"]).output)
     objectivity = next(r for r in stats["rows"] if r["dimension"] == "objectivity")
     assert objectivity["human_passed_judged"] == 2 and objectivity["recall_pct"] == 50.0
+
+
+def test_sessions_are_bounded_and_tokens_unique() -> None:
+    from dibench.core.errors import ConfigError
+    from dibench.service.review import People
+
+    people = People([ANA, EVA], max_sessions=2)
+    first, second, third = people.open(ANA), people.open(EVA), people.open(ANA)
+    assert first.sid not in people.sessions and {second.sid, third.sid} <= set(people.sessions)
+    assert first.csrf != second.csrf != third.csrf
+    with pytest.raises(ConfigError):
+        People([ANA, Reviewer(name="ana2", token=ANA.token)])
