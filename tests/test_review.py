@@ -2,7 +2,7 @@
 statistics: who may see and write what, the HTTP hygiene it shares with `dibench serve`, the
 evidence of a task page, reviews made old by a rule update, the export filter on review state,
 Table 11 computed by hand, and the human baseline in `dibench report`.
-Cost: ~30 s to generate the domain, ~15 s for the update, a few seconds for the rest.
+Cost: about 30 s in all (2 busy cores, load 6-8), most of it generating the domain and the rule update.
 """
 from __future__ import annotations
 

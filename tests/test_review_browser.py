@@ -5,7 +5,7 @@ A reviewer reviews three tasks with the keyboard only and the graph holds the th
 baseline person answers two tasks in the blind mode (using the SQL console) and the run's score
 counts one right and one wrong; a question and a rule title holding `<script>` run nothing; a
 form post whose CSRF token was removed is refused; a reader's token writes nothing.
-Cost: ~20 s to generate the domain, ~15 s in the browser.
+Cost: about 30 s in all (2 busy cores, load 6-8): the domain is generated once, one browser serves every test.
 """
 from __future__ import annotations
 
