@@ -827,7 +827,8 @@ def _domain_warehouse(domain_name: str, pack_path: str | None) -> Any:
               help="A named selection (pass its one parameter with --param, e.g. --param tier=K+A+R).")
 @click.option("--filter", "filters", multiple=True,
               help="Select by public fields: field=value[,value...] (repeatable; fields: domain, analysis_type, "
-                   "tier, variant, status, answer_format, version, key, metric, rule; status defaults to admitted).")
+                   "tier, variant, status, answer_format, version, key, metric, rule, review; status defaults to "
+                   "admitted).")
 @click.option("--param", "params", multiple=True, help="Query parameter k=v (repeatable; JSON values are decoded).")
 @click.option("--domain", default=None,
               help="The one domain to export (required when the graph holds more than one).")

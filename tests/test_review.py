@@ -233,7 +233,7 @@ def test_the_task_page_holds_the_evidence(client: TestClient, graph: Graph) -> N
 
 
 def test_an_update_makes_reviews_old_and_the_queue_shows_the_task_again(
-        client: TestClient, pack: Pack, graph: Graph, warehouse: Warehouse) -> None:
+        client: TestClient, pack: Pack, graph: Graph, warehouse: Warehouse, tmp_path: Path) -> None:
     tasks = {r["task"]["key"]: r["task"] for r in graph.read("eval_tasks", domain=DOMAIN, run=None,
                                                                 statuses=["admitted"])}
     strict = sorted(k for k, t in tasks.items() if "MINI-R-STRICT" in (t["decisive_rules"] or [])
@@ -249,6 +249,12 @@ def test_an_update_makes_reviews_old_and_the_queue_shows_the_task_again(
     assert len(selected["unreviewed"]) == len(tasks) - len(strict) - 2
     assert client.get("/tasks", params={"domain": DOMAIN, "review": "failed"},
                       headers={"Authorization": "Bearer api-read-token-0001"}).json()["total"] == 1
+    out = tmp_path / "failed"
+    res = CliRunner().invoke(main, ["export", "--filter", f"domain={DOMAIN}", "--filter", "review=failed", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert [json.loads(line)["task_id"] for line in (out / "public.jsonl").read_text().splitlines()] == [others[1]]
+    res = CliRunner().invoke(main, ["export", "--filter", "review=fine", "-o", str(tmp_path / "x")])
+    assert res.exit_code == 1 and "review" in res.output
 
     path = pack.root / "rules" / "strict.md"
     edit_front(path, lambda f: f["effects"][0].__setitem__("value", 3))
