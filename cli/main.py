@@ -831,7 +831,8 @@ def _domain_warehouse(domain_name: str, pack_path: str | None) -> Any:
               help="A named selection (pass its one parameter with --param, e.g. --param tier=K+A+R).")
 @click.option("--filter", "filters", multiple=True,
               help="Select by public fields: field=value[,value...] (repeatable; fields: domain, analysis_type, "
-                   "tier, variant, status, answer_format, version, key, metric, rule; status defaults to admitted).")
+                   "tier, variant, status, answer_format, version, key, metric, rule, review; status defaults to "
+                   "admitted).")
 @click.option("--param", "params", multiple=True, help="Query parameter k=v (repeatable; JSON values are decoded).")
 @click.option("--domain", default=None,
               help="The one domain to export (required when the graph holds more than one).")
@@ -906,14 +907,21 @@ def serve_cmd(host: str, port: int, insecure_local: bool) -> None:
 
     if insecure_local and not is_loopback(host):
         raise click.ClickException("--insecure-local binds a loopback address only (127.0.0.1 or another of 127.0.0.0/8, ::1); drop --host")
-    uvicorn.run(create_app(insecure_local=insecure_local, host=host), host=host, port=port)
+    app = create_app(insecure_local=insecure_local, host=host)
+    if get_settings().reviewers:  # the review app's routes, with their own people (`dibench review serve`)
+        from dibench.service.review import install_review
+        from dibench.stores.graph import get_graph
+        from dibench.stores.warehouse import get_warehouse
+
+        install_review(app, get_settings(), get_graph, get_warehouse)
+    uvicorn.run(app, host=host, port=port)
 
 
 # The command modules register here, last: they import cli.common, never this module.
-from dibench.cli import evaluation as _evaluation, routing as _routing  # noqa: E402
+from dibench.cli import evaluation as _evaluation, review as _review, routing as _routing  # noqa: E402
 
 for _command in (_evaluation.score, _evaluation.eval_cmd, _evaluation.mcp_cmd, _evaluation.report_cmd, _evaluation.ablation_cmd,
-                 _routing.catalog, _routing.routing):
+                 _routing.catalog, _routing.routing, _review.review):
     main.add_command(_command)
 
 # One example per command whose docstring has none, shown at the end of its --help

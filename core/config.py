@@ -10,10 +10,10 @@ import os
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from dibench.core import secrets
@@ -37,6 +37,18 @@ class _TomlSource(PydanticBaseSettingsSource):
             data = tomllib.load(fh)
         section = data.get("dibench", data)
         return {k: v for k, v in section.items() if k in Settings.model_fields}
+
+
+class Reviewer(BaseModel):
+    """A person of the review app (`dibench review serve`), known by the token they log in with.
+    `reviewer`: judges tasks (sees gold and SQL, saves reviews); `reader`: sees the queues, the
+    statistics and the public part of task pages, and saves nothing; `baseline`: answers tasks in
+    the blind mode only (sees what an agent sees)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9_.@\-]+$")
+    token: str = Field(min_length=16, max_length=200, repr=False)
+    role: Literal["reviewer", "reader", "baseline"] = "reviewer"
 
 
 class Settings(BaseSettings):
@@ -111,6 +123,10 @@ class Settings(BaseSettings):
     api_allowed_hosts: list[str] = Field(
         default_factory=list,
         description="Host header names the HTTP API answers besides its bound address and localhost names")
+    reviewers: list[Reviewer] = Field(
+        default_factory=list,
+        description="people of the review app, as JSON: [{\"name\": ..., \"token\": ..., \"role\": ...}], "
+                    "role reviewer (default), reader (reads, saves nothing) or baseline (blind mode only)")
     seed: int = 42
 
     @model_validator(mode="after")

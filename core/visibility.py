@@ -47,6 +47,9 @@ NODES: dict[str, Kind] = {
     "Table": _kind("key domain name schema label columns column_types primary_key", "a warehouse table's shape"),
     "DriftCheck": _kind("key domain schema at at_ms counts applied not_computed seconds",
                         "a drift check's summary (the per-task old and new answers sit on CHECKED, private)"),
+    "Review": _kind("task_version passed",
+                    "a person's review of one task version: whether it passed (the public filter `review` reads "
+                    "it); the reviewer, the dimensions failed, the note and the seconds are private"),
     "TaskVersion": _kind(None, "an earlier version of a task: its old gold answer, SQL and parameters"),
     "RuleUpdate": _kind(None, "an update's changelog: every affected task's gold answer before and after"),
     "GoldMigration": _kind(None, "a gold-meaning migration record: which run retired how many tasks"),
@@ -76,6 +79,7 @@ EDGES: dict[str, Kind] = {
     "HAS_DRIFT_CHECK": _kind("", "domain -> drift check"),
     "CHECKED": _kind("outcome reason tables changed_tables action analysis_type metric_id variant version_before "
                      "version_after", "drift check -> task (`old` and `new` answers are private)"),
+    "REVIEWS": _kind("", "review -> the task it judges (the public filter `review` follows it)"),
     "VARIANT_OF": _kind("", "variant task -> its standard task"),
     "HAS_VERSION": _kind(None, "rule -> each of its versions"),
     "HAS_UPDATE": _kind(None, "rule -> update record"),

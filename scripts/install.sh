@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything dibench needs on a fresh Debian machine, idempotently:
 #   PostgreSQL (Debian packages), JDK 17 + Maven (Debian packages), Neo4j 5.26 jars (Maven Central),
-#   bubblewrap (Debian package), a Python virtual environment with dibench and its dependencies (PyPI).
+#   bubblewrap, chromium + chromium-driver (Debian packages), a Python virtual environment with dibench and its dependencies (PyPI).
 # Nothing is downloaded at run time after this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +18,8 @@ python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
 command -v bwrap >/dev/null 2>&1 || need_pkgs+=(bubblewrap)
 # Headless Chromium renders the HTML report in its test.
 [ -x /usr/bin/chromium ] || need_pkgs+=(chromium)
+# Its WebDriver drives the review app in the browser tests (tests/test_review_browser.py).
+[ -x /usr/bin/chromedriver ] || need_pkgs+=(chromium-driver)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "apt-get install ${need_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive

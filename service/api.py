@@ -75,9 +75,12 @@ RULES_CHECK_S = 0.1
 RULES_CACHE_SIZE = 10_000
 WRITE_ROUTES = frozenset({("POST", "/rules/update")})
 OPEN_ROUTES = frozenset({"/health"}) | OPEN_PATHS
+# The review app's routes (service/review.py) authenticate their people themselves (reviewer
+# tokens and sessions, not the API's tokens): the Gate still bounds their bodies.
+SELF_AUTHENTICATED = "/review"
 LOCAL_HOSTS = ("localhost", "127.0.0.1")
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
-TASK_QUERY = frozenset({"domain", "analysis_type", "tier", "status", "rule", "metric", "offset", "limit"})
+TASK_QUERY = frozenset({"domain", "analysis_type", "tier", "status", "rule", "metric", "review", "offset", "limit"})
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -131,7 +134,8 @@ class ExportRequest(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     filter: dict[str, Any] | None = Field(None, description="select by public fields: {field: value or [values]}; "
                                                              "fields domain, analysis_type, tier, variant, status, "
-                                                             "answer_format, version, key, metric, rule")
+                                                             "answer_format, version, key, metric, rule, review (unreviewed, "
+                                                             "passed, failed)")
     domain: str | None = Field(None, max_length=200,
                                description="the one domain exported (required when the graph holds several)")
     # The CLI's word (--audience); `view`, the older name, is still read.
@@ -229,7 +233,8 @@ class Gate:
             return
         level = access_level(self.cfg, _bearer(scope.get("headers") or []))
         path, method = scope.get("path", ""), scope.get("method", "GET")
-        need = "open" if path in OPEN_ROUTES else "write" if (method, path) in WRITE_ROUTES else "read"
+        own = path == SELF_AUTHENTICATED or path.startswith(SELF_AUTHENTICATED + "/")
+        need = "open" if path in OPEN_ROUTES or own else "write" if (method, path) in WRITE_ROUTES else "read"
         refused = refusal(self.cfg, self.insecure_local, level, need)
         if refused is not None:
             await _send_json(send, status_of(refused), _error_body(refused))
@@ -493,14 +498,16 @@ def create_app(settings: Settings | None = None, graph_factory: Callable[[], Gra
     @app.get("/tasks", summary="Admitted tasks (or of the status asked) with filters over public fields, paginated")
     def tasks(request: Request, domain: str | None = None, analysis_type: str | None = None, tier: str | None = None,
               status: str | None = None, rule: str | None = None, metric: str | None = None,
-              offset: int = Query(0, ge=0, le=MAX_OFFSET), limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
+              review: str | None = None, offset: int = Query(0, ge=0, le=MAX_OFFSET),
+              limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
 
         unknown = sorted(set(request.query_params) - TASK_QUERY)
         if unknown:  # never ignored: a filter on a private field must not look like it worked
             raise ExportError(f"unknown query parameter {unknown[0][:60]!r}; /tasks filters on "
                               f"{', '.join(sorted(TASK_QUERY - {'offset', 'limit'}))}")
         g = graph_of()
-        given = dict(domain=domain, analysis_type=analysis_type, tier=tier, status=status, rule=rule, metric=metric)
+        given = dict(domain=domain, analysis_type=analysis_type, tier=tier, status=status, rule=rule, metric=metric,
+                     review=review)
         # Admitted tasks unless a status is asked for (status=rejected lists the rejected candidates).
         selection = public_filter({k: v for k, v in given.items() if v is not None})
         keys = [r["key"] for r in g.read("export_filter", **selection.params())]

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from sqlglot import exp
@@ -91,6 +91,8 @@ class PublicFilter(BaseModel):
     key: list[str] | None = None
     metric: list[str] | None = None
     rule: list[str] | None = None
+    # unreviewed / passed / failed: the reviews of the task's current version (cypher/export_filter.cypher)
+    review: list[Literal["unreviewed", "passed", "failed"]] | None = None
 
     @field_validator("*", mode="before")
     @classmethod
@@ -108,7 +110,7 @@ class PublicFilter(BaseModel):
 
 
 FILTER_FIELDS = tuple(PublicFilter.model_fields)
-assert set(FILTER_FIELDS) <= public_properties("Task") | {"metric", "rule"}, "a filter field must be public"
+assert set(FILTER_FIELDS) <= public_properties("Task") | {"metric", "rule", "review"}, "a filter field must be public"
 
 
 def public_filter(raw: dict[str, Any], *, admitted: bool = True) -> PublicFilter:

@@ -314,6 +314,9 @@ def render_accuracy(runs: Sequence[RunData]) -> str:
     types = [t for t in ANALYSIS_TYPES if any(t in r.report.by_analysis_type for r in runs)]
     by_type = [[t, *(_dash(r.report.by_analysis_type.get(t), r, analysis_type=t) for r in runs)] for t in types]
     by_tier = [[t, *(_dash(r.report.by_tier.get(t), r, tier=t) for r in runs)] for t in TIER_ORDER]
+    # One row per run: people (the review app's blind mode) beside the agents, tier by tier.
+    tier_rows = [[r.label, *(_dash(r.report.by_tier.get(t), r, tier=t) for t in TIER_ORDER), r.summary.answered,
+                  r.summary.tasks] for r in runs]
     var = [variant_rows(r.report) for r in runs]
     by_variant = [[v, *(_dash(vr.get(v), r, tier="K+A+R", variant=v) for vr, r in zip(var, runs))]
                   for v in ("standard", "oracle", "no_rule")]
@@ -335,6 +338,10 @@ def render_accuracy(runs: Sequence[RunData]) -> str:
         "must clear.</p>",
         "<h3>By agent and domain</h3>", _table(["agent", *doms], by_domain),
         "<h3>By knowledge tier</h3>", _table(["tier", *labels], by_tier), plot,
+        "<h3>People beside agents, by knowledge tier</h3>",
+        '<p class="note">One row per run; the rows named people are answers given in the review app\'s blind mode '
+        "(`dibench review serve`), scored by the same contracts.</p>",
+        _table(["run", *TIER_ORDER, "answered", "tasks"], tier_rows),
         "<h3>By analysis type</h3>", _table(["analysis type", *labels], by_type),
         "<h3>Matched variants (rule tasks, K+A+R)</h3>",
         '<p class="note">standard: the agent must retrieve and apply the rule; oracle: the rule text is in the '

@@ -295,7 +295,9 @@ def test_an_undeclared_type_is_private() -> None:
 
 
 def test_filter_fields_are_public() -> None:
-    assert set(FILTER_FIELDS) - {"metric", "rule"} <= public_properties("Task")
+    assert set(FILTER_FIELDS) - {"metric", "rule", "review"} <= public_properties("Task")
+    # `review` follows the public REVIEWS edge and reads only the public properties of a Review.
+    assert {"task_version", "passed"} <= public_properties("Review") and "REVIEWS" in EDGES
 
 
 def test_public_statements_read_public_properties_only() -> None:
