@@ -9,7 +9,9 @@ in schema `dbt_sl_test` (what the project's profile and manifest name): no `dbt 
 answer is the imported metric's template on the configured warehouse, grouped by each dimension
 of the metric, over each month. Prints the agreement table: metric x grouping, compared, equal,
 differing with examples. Tolerance: 0.005 absolute (answers rounded to 2 decimals either side)
-or 1e-6 relative.
+or 1e-6 relative; for a task's gold, half a unit of the metric's last rounded digit. Then every
+no-rule task's values (point query, comparison, threshold, ranking, decomposition) against
+MetricFlow's for its metric, window and group (`--tasks`: the domain's tasks in the graph).
 """
 from __future__ import annotations
 
@@ -142,12 +144,81 @@ def agreement(project: Path, pack: Pack, wh: Warehouse, months: tuple[str, ...] 
                     if mine is None and other in (None, 0.0) and key not in ours:
                         continue  # a group with no rows in our window: MetricFlow may list it empty
                     row.compared += 1
-                    if _close(mine, other):
+                    if _close(mine, other) or (mine == 0.0 and raw in (None, "")):
+                        # MetricFlow leaves an aggregate over no rows NULL (or has no row for it),
+                        # without fill_nulls_with; the imported template COALESCEs it to 0
                         row.equal += 1
                     elif len(row.examples) < 2:
                         row.examples.append(f"{month} {key or 'all'}: dibench {mine} vs MetricFlow {other}")
             rows.append(row)
     return rows
+
+
+# Analysis types whose no-rule answer holds metric values MetricFlow computes (trend and
+# significance answers are a method over a series or over rows: not one of MetricFlow's values).
+VALUE_TYPES = ("point_query", "comparison", "threshold_crossing", "ranking", "decomposition")
+
+
+def task_values(rec: Any) -> list[tuple[str | None, float | None]]:
+    """(group or None, value) pairs of a no-rule task's gold answer."""
+    gold, facts = rec.gold_answer, rec.facts
+    kind = rec.analysis_type
+    if kind in ("point_query", "threshold_crossing"):
+        return [(facts.get("group"), gold.get("value"))]
+    if kind == "comparison":
+        return [(gold["group_a"], gold["value_a"]), (gold["group_b"], gold["value_b"])]
+    return [(r["group"], r["value"]) for r in gold.get("rows", [])]
+
+
+def _key(value: Any) -> str:
+    """A group label both sides write alike (11.0 and 11.00 are one price)."""
+    text = _label(value)
+    try:
+        return repr(float(text)) if text not in ("True", "False", "") else text
+    except ValueError:
+        return text
+
+
+def task_agreement(project: Path, pack: Pack, records: list[Any]) -> tuple[int, int, list[str], dict[str, int]]:
+    """(values compared, equal, examples of differences, skipped by reason) of every no-rule task:
+    its gold against MetricFlow's answer for its metric, window and group."""
+    names = group_names(project)
+    chosen, skipped = [], {}
+    for rec in records:
+        reason = None
+        if rec.variant != "no_rule":
+            continue
+        if rec.analysis_type not in VALUE_TYPES:
+            reason = f"{rec.analysis_type}: not a value MetricFlow computes"
+        elif len(rec.metric_ids) != 1:
+            reason = "more than one metric"
+        elif any(g is not None for g, _ in task_values(rec)) and rec.dimension not in names:
+            reason = "grouped by a dimension MetricFlow does not name"
+        if reason:
+            skipped[reason] = skipped.get(reason, 0) + 1
+        else:
+            chosen.append(rec)
+    where = "{{{{ TimeDimension('metric_time', 'day') }}}} >= '{start}' AND {{{{ TimeDimension('metric_time', 'day') }}}} < '{end}'"
+    requests = [{"metrics": [r.metric_ids[0].removeprefix("mf.")],
+                 "group_by": [names[r.dimension]] if any(g is not None for g, _ in task_values(r)) else [],
+                 "where": [where.format(start=r.facts["start"], end=r.facts["end"])]} for r in chosen]
+    answers = mf_queries(project, requests) if requests else []
+    compared = equal = 0
+    examples: list[str] = []
+    for rec, req, mf_rows in zip(chosen, requests, answers):
+        metric = req["metrics"][0]
+        theirs = {(_key(r[req["group_by"][0]]) if req["group_by"] else None): r[metric] for r in mf_rows}
+        for group, value in task_values(rec):
+            raw = theirs.get(_key(group) if group is not None else None)
+            other = float(raw) if raw not in (None, "") else (0.0 if value == 0 else None)
+            compared += 1
+            # The gold is rounded to the metric's digits; MetricFlow's value is not.
+            tol = 0.5 * 10 ** -pack.metric_by_id[rec.metric_ids[0]].rounding + 1e-9
+            if value is not None and other is not None and abs(float(value) - other) <= tol:
+                equal += 1
+            elif len(examples) < 5:
+                examples.append(f"{rec.task_id} {metric} {group}: task {value} vs MetricFlow {other}")
+    return compared, equal, examples, skipped
 
 
 def table(rows: list[Row]) -> str:
@@ -162,12 +233,26 @@ def main() -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--months", default=",".join(MONTHS), help="comma-separated YYYY-MM months")
+    ap.add_argument("--tasks", action="store_true", help="also compare the no-rule tasks of jaffle in the graph")
     args = ap.parse_args()
+    pack = load_pack("jaffle")
     with tempfile.TemporaryDirectory() as tmp:
         project = prepare_project(Path(tmp))
-        rows = agreement(project, load_pack("jaffle"), get_warehouse(), tuple(args.months.split(",")))
-    print(table(rows))
-    return 0 if all(r.compared == r.equal for r in rows) else 1
+        rows = agreement(project, pack, get_warehouse(), tuple(args.months.split(",")))
+        print(table(rows))
+        ok = all(r.compared == r.equal for r in rows)
+        if args.tasks:
+            from dibench.evaluation.tasks import load_tasks
+            from dibench.stores.graph import get_graph
+
+            compared, equal, examples, skipped = task_agreement(project, pack, load_tasks(get_graph(), pack.name))
+            print(f"\nno-rule tasks: {equal} of {compared} values equal MetricFlow's")
+            for line in examples:
+                print(f"  differs: {line}")
+            for reason, n in sorted(skipped.items()):
+                print(f"  not compared: {n} tasks ({reason})")
+            ok = ok and compared == equal
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
     <state>/metricflow-venv/bin/python scripts/mf_answers.py PROJECT_DIR < requests.json
 
-Reads [{"metrics": [...], "group_by": [...]}, ...] on stdin, prints [{"columns": [...], "rows":
+Reads [{"metrics": [...], "group_by": [...], "where": [...]}, ...] on stdin, prints [{"columns": [...], "rows":
 [[...], ...]}, ...] as JSON: `mf query` for each request, with the engine set up once (each
 `mf query` process costs about 9 s of set-up). Imports MetricFlow only, never dibench.
 """
@@ -22,7 +22,8 @@ def main() -> int:
     cfg.setup(dbt_profiles_path=project / "profiles", dbt_project_path=project, configure_file_logging=False)
     out = []
     for req in json.load(sys.stdin):
-        result = cfg.mf.query(MetricFlowQueryRequest.create(metric_names=req["metrics"], group_by_names=req["group_by"]))
+        result = cfg.mf.query(MetricFlowQueryRequest.create(metric_names=req["metrics"], group_by_names=req["group_by"],
+                                                            where_constraints=req.get("where") or None))
         table = result.result_df
         assert table is not None
         out.append({"columns": list(table.column_names), "rows": [[None if v is None else str(v) for v in row]
