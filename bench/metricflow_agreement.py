@@ -6,7 +6,7 @@ MetricFlow runs from its own virtual environment (<state>/metricflow-venv, made 
 scripts/metricflow-requirements.txt: dbt-core 1.10 cannot share the dev environment) on a tmp copy
 of the shared dbt project, reading a DuckDB file `jaffle.duckdb` that the pack's own loader builds
 in schema `dbt_sl_test` (what the project's profile and manifest name): no `dbt build`. dibench's
-answer is the imported metric's template on the configured warehouse, grouped by each dimension
+answer is the imported metric's template (a derived one's expression over its inputs) on the warehouse, grouped by each dimension
 of the metric, over each month. Prints the agreement table: metric x grouping, compared, equal,
 differing with examples. Tolerance: 0.005 absolute (answers rounded to 2 decimals either side)
 or 1e-6 relative; for a task's gold, half a unit of the metric's last rounded digit. Then every
@@ -30,7 +30,7 @@ from sqlglot import exp
 from dibench.core.config import get_settings
 from dibench.core.pack import Pack, load_pack
 from dibench.domains.jaffle.load import load
-from dibench.sqlops.dialect import parse, render
+from dibench.sqlops.dialect import parse, parse_expression, render
 from dibench.sqlops.shape import group_by
 from dibench.stores.duckdb_warehouse import DuckDBFile
 from dibench.stores.warehouse import Warehouse, get_warehouse
@@ -94,7 +94,21 @@ def mf_queries(project: Path, requests: list[dict[str, list[str]]]) -> list[list
 
 def dibench_answers(wh: Warehouse, pack: Pack, metric_id: str, dimension: str | None,
                     month: str) -> dict[str, float | None]:
-    """{group value ('' without a group): value} of the metric's template alone over `month`."""
+    """{group value ('' without a group): value} of the metric's template alone over `month`; a
+    derived metric's expression over its inputs' answers, evaluated by the warehouse."""
+    derived = pack.metric_by_id[metric_id].derived
+    if derived is not None:
+        inputs = {name: dibench_answers(wh, pack, mid, dimension, month) for name, mid in derived.inputs.items()}
+        keys = set.intersection(*(set(v) for v in inputs.values()))
+        expression = parse_expression(derived.expression).transform(
+            lambda n: exp.Placeholder(this=n.name) if isinstance(n, exp.Column) and n.name in inputs else n)
+        statement = render(exp.select(exp.alias_(expression, "value")))
+        out: dict[str, float | None] = {}
+        for key in sorted(keys):
+            values = {name: inputs[name][key] for name in inputs}
+            result = None if None in values.values() else wh.execute_readonly(statement, values).rows[0][0]
+            out[key] = None if result is None else float(result)
+        return out
     start = dt.date.fromisoformat(month + "-01")
     end = (start + dt.timedelta(days=32)).replace(day=1)
     tree = parse(pack.metric_by_id[metric_id].template)
@@ -122,9 +136,9 @@ def _close(a: float | None, b: float | None) -> bool:
 
 
 def agreement(project: Path, pack: Pack, wh: Warehouse, months: tuple[str, ...] = MONTHS) -> list[Row]:
-    """One Row per (metric, grouping) of every simple and ratio metric MetricFlow answers."""
+    """One Row per (metric, grouping) of every imported metric (all MetricFlow answers)."""
     names = group_names(project)
-    metrics = [m for m in pack.metrics if m.derived is None]
+    metrics = list(pack.metrics)
     groupings: list[str | None] = [None, *sorted({d for m in metrics for d in m.dimensions if d in names})]
     chosen = {d: [m for m in metrics if d is None or d in m.dimensions] for d in groupings}
     answers = mf_queries(project, [{"metrics": [m.id.removeprefix("mf.") for m in chosen[d]],
