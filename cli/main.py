@@ -373,9 +373,11 @@ def ingest_cmd(pack: str, no_verify: bool, dry_run: bool, as_json: bool, max_llm
         if report.rederived:
             r = report.rederived
             c = r["counts"]
-            click.echo(f"re-derived the tasks of {len(r['rules'])} rule(s) whose policy changed "
-                       f"({', '.join(r['rules'])}): {c['updated']} updated, {c['retired']} retired, "
-                       f"{c['unchanged']} unchanged; --json gives the update keys")
+            what = [f"{len(r['rules'])} rule(s) whose policy changed ({', '.join(r['rules'])})"] if r["rules"] else []
+            what += [f"{len(r['metrics'])} metric(s) whose definition changed ({', '.join(r['metrics'])})"] \
+                if r.get("metrics") else []
+            click.echo(f"re-derived the tasks of {' and '.join(what)}: {c['updated']} updated, {c['retired']} "
+                       f"retired, {c['unchanged']} unchanged; --json gives the update keys")
     if report.failures:
         sys.exit(1)
 
