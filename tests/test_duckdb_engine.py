@@ -15,10 +15,12 @@ import pytest
 from dibench.core.errors import DibenchError, QueryTimeout, ReadOnlyViolation, WarehouseError
 from dibench.core.pack import Pack, load_pack
 from dibench.domains.jaffle.load import load
+from dibench.evaluation.harness import evaluate
 from dibench.evaluation.tasks import load_tasks
 from dibench.generation.pipeline import generate
 from dibench.ingest.database import load_database
 from dibench.ingest.pipeline import ingest_pack
+from dibench.service.drift import run_drift
 from dibench.stores.duckdb_warehouse import DuckDBFile, DuckDBWarehouse, _reader
 from dibench.stores.graph import Graph, delete_domain
 from dibench.stores.pack_data import warehouse_for
@@ -182,7 +184,9 @@ def _tasks(graph: Graph, pack: Pack, wh: Warehouse) -> tuple[list[dict[str, Any]
 
 
 def test_jaffle_gives_the_same_tasks_and_gold_on_both_engines(duck_file: Path, graph: Graph, warehouse: Warehouse,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+                                                               monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Then, on DuckDB, the oracle agent (gold SQL through the agents' SQL tool) scores 100% and
+    drift finds every stored answer as it is."""
     load_database(PACK, warehouse)
     monkeypatch.setenv(ENV, f"duckdb://{duck_file}")
     on_duck = dataclasses.replace(PACK, spec=PACK.spec.model_copy(update={"database_env": ENV}))
@@ -190,9 +194,15 @@ def test_jaffle_gives_the_same_tasks_and_gold_on_both_engines(duck_file: Path, g
     try:
         pg_tasks, pg_ingest, pg_generate = _tasks(graph, PACK, warehouse)
         duck_tasks, duck_ingest, duck_generate = _tasks(graph, on_duck, warehouse_for(on_duck))
+        oracle = evaluate(graph, warehouse_for(on_duck), domain=PACK.name, agent_name="oracle",
+                          out_dir=tmp_path / "oracle", chance=False)
+        drift = run_drift(graph, warehouse_for(on_duck), PACK.name)
     finally:
         delete_domain(graph, PACK.name)
     print(f"\njaffle ingest: PostgreSQL {pg_ingest:.1f} s, DuckDB {duck_ingest:.1f} s; generate (target 6): "
           f"PostgreSQL {pg_generate:.1f} s, DuckDB {duck_generate:.1f} s; tasks {len(pg_tasks)} / {len(duck_tasks)}")
     assert len(pg_tasks) > 0
     assert duck_tasks == pg_tasks
+    assert [(t.verdict.task_id, t.verdict.reason) for t in oracle.report.tasks if not t.verdict.passed] == []
+    assert oracle.summary.answered == len(duck_tasks)
+    assert drift.tasks and {t.outcome for t in drift.tasks} <= {"skipped", "unchanged"} and drift.not_computed == 0
