@@ -19,19 +19,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-import sqlglot
 from sqlalchemy import Engine
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from dibench.core.config import Settings, get_settings
 from dibench.core.errors import (
-    ConfigError, QueryTimeout, ReadOnlyViolation, RewriteError, ServiceError, WarehouseError,
+    ConfigError, QueryTimeout, ReadOnlyViolation, ServiceError, WarehouseError,
 )
-from dibench.sqlops.dialect import STATEMENT_LIMITS, check_size, parse
 from dibench.sqlops.transpile import typed_params
 from dibench.stores.warehouse import (
-    FETCH_ROWS, ForeignKey, QueryResult, ResultCap, TableShape, Warehouse, _value_bytes, statement_kind,
+    ForeignKey, QueryResult, ResultCap, TableShape, Warehouse, _fetch_to_cap, parse_query, statement_kind,
 )
 
 if TYPE_CHECKING:
@@ -121,25 +119,7 @@ def checked_duckdb(sql: str, agent: bool = False) -> Rendered:
     """`sql` checked and rendered for DuckDB, once per distinct text. Our own SQL is PostgreSQL
     (the trees the stages build); an agent's is DuckDB's own, as its schema description says.
     Raises ReadOnlyViolation unless it is one side-effect-free query."""
-    try:
-        if agent:
-            check_size(sql, STATEMENT_LIMITS, where="read-only SQL")
-            statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
-            if len(statements) != 1:
-                raise ReadOnlyViolation("multi-statement", sql)
-            tree = statements[0]
-        else:
-            tree = parse(sql, where="read-only SQL")
-    except RewriteError as exc:
-        if "expected one statement" in str(exc):
-            raise ReadOnlyViolation("multi-statement", sql) from exc
-        if "too large" in str(exc) or "too deep" in str(exc):
-            raise ReadOnlyViolation(str(exc).split(": ", 1)[-1], sql) from exc
-        raise ReadOnlyViolation("unparseable", sql) from exc
-    except (SqlglotError, RecursionError) as exc:
-        raise ReadOnlyViolation("unparseable", sql) from exc
-    if not isinstance(tree, exp.Query):
-        raise ReadOnlyViolation(statement_kind(tree), sql)
+    tree = parse_query(sql, read="duckdb" if agent else "postgres")
     for node in tree.walk():
         reason = _refusal(node)
         if reason is not None:
@@ -350,17 +330,4 @@ def _plain(value: Any) -> Any:
 
 
 def _fetch(cur: duckdb.DuckDBPyConnection, cap: ResultCap | None) -> tuple[list[Any], str | None]:
-    if cap is None:
-        return cur.fetchall(), None
-    rows: list[Any] = []
-    size = 0
-    while part := cur.fetchmany(FETCH_ROWS):
-        for row in part:
-            size += _value_bytes(row)
-            if len(rows) >= cap.rows:
-                return rows, f"stopped after {cap.rows} rows (the result has more)"
-            if size > cap.bytes:
-                return rows, f"stopped after {len(rows)} rows: the result exceeds {cap.bytes} bytes"
-            rows.append(row)
-    return rows, None
-
+    return (cur.fetchall(), None) if cap is None else _fetch_to_cap(cur, cap)

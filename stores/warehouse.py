@@ -183,12 +183,11 @@ def _scanned_refusal(sql: str, agent: bool) -> str | None:
     return None
 
 
-def check_readonly(sql: str, agent: bool = False) -> exp.Expression:
-    """Raise ReadOnlyViolation unless sql is one side-effect-free query: checked on the names
-    PostgreSQL reads (`_scanned_refusal`) and on sqlglot's tree; an `agent`'s, also free of the
-    activity and statistics class."""
+def parse_query(sql: str, read: str = "postgres") -> exp.Expression:
+    """The one query `sql` holds, read in the `read` dialect; ReadOnlyViolation (naming why) for
+    anything else: several statements, a statement that is not a query, text too large or deep."""
     try:
-        tree = parse(sql, where="read-only SQL")
+        tree = parse(sql, where="read-only SQL", read=read)
     except RewriteError as exc:
         if "expected one statement" in str(exc):
             raise ReadOnlyViolation("multi-statement", sql) from exc
@@ -197,6 +196,14 @@ def check_readonly(sql: str, agent: bool = False) -> exp.Expression:
         raise ReadOnlyViolation("unparseable", sql) from exc
     if not isinstance(tree, exp.Query):
         raise ReadOnlyViolation(statement_kind(tree), sql)
+    return tree
+
+
+def check_readonly(sql: str, agent: bool = False) -> exp.Expression:
+    """Raise ReadOnlyViolation unless sql is one side-effect-free query: checked on the names
+    PostgreSQL reads (`_scanned_refusal`) and on sqlglot's tree; an `agent`'s, also free of the
+    activity and statistics class."""
+    tree = parse_query(sql)
     scanned = _scanned_refusal(sql, agent)
     if scanned is not None:
         raise ReadOnlyViolation(scanned, sql)
