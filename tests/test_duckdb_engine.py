@@ -19,6 +19,7 @@ from dibench.evaluation.harness import evaluate
 from dibench.evaluation.tasks import load_tasks
 from dibench.generation.pipeline import generate
 from dibench.ingest.database import load_database
+from dibench.ingest.domain_check import check_domain
 from dibench.ingest.pipeline import ingest_pack
 from dibench.service.drift import run_drift
 from dibench.stores.duckdb_warehouse import DuckDBFile, DuckDBWarehouse, _reader
@@ -148,6 +149,13 @@ def test_the_catalog_matches_postgres(duck: DuckDBWarehouse, warehouse: Warehous
         assert pg[table].primary_key == dk[table].primary_key, table
     assert duck.inspect_schema("no_such_schema") is None
     assert duck.schema_origin("jaffle") == "dibench" and duck.schema_origin("no_such_schema") == "absent"
+
+
+def test_domain_check_reads_the_file_and_gives_no_index_advice(duck: DuckDBWarehouse) -> None:
+    report = check_domain(PACK, duck)
+    assert report["schema_exists"] and report["missing"] == 0 and report["indexes"] == []
+    assert (report["engine"], report["index_advice"]) == ("DuckDB", False)
+    assert {t["table"]: t["rows"] for t in report["tables"]}["orders"] == 72235
 
 
 def test_a_file_not_built_by_dibench_is_never_replaced(tmp_path: Path) -> None:
