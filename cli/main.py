@@ -247,7 +247,9 @@ def domain_check(pack: str, as_json: bool) -> None:
             click.echo(advice["advice"])
         for skipped in report["indexes_skipped"]:
             click.echo(skipped["reason"])
-        if report["schema_exists"] and not report["indexes"] and not report["indexes_skipped"]:
+        if report["schema_exists"] and not report["index_advice"]:
+            click.echo(f"no index advice on {report['engine']}: a column store scans what an index would serve")
+        elif report["schema_exists"] and not report["indexes"] and not report["indexes_skipped"]:
             click.echo("every time and dimension column the metrics filter on has an index")
     if report["missing"] or not report["schema_exists"]:
         sys.exit(1)
@@ -373,9 +375,11 @@ def ingest_cmd(pack: str, no_verify: bool, dry_run: bool, as_json: bool, max_llm
         if report.rederived:
             r = report.rederived
             c = r["counts"]
-            click.echo(f"re-derived the tasks of {len(r['rules'])} rule(s) whose policy changed "
-                       f"({', '.join(r['rules'])}): {c['updated']} updated, {c['retired']} retired, "
-                       f"{c['unchanged']} unchanged; --json gives the update keys")
+            what = [f"{len(r['rules'])} rule(s) whose policy changed ({', '.join(r['rules'])})"] if r["rules"] else []
+            what += [f"{len(r['metrics'])} metric(s) whose definition changed ({', '.join(r['metrics'])})"] \
+                if r.get("metrics") else []
+            click.echo(f"re-derived the tasks of {' and '.join(what)}: {c['updated']} updated, {c['retired']} "
+                       f"retired, {c['unchanged']} unchanged; --json gives the update keys")
     if report.failures:
         sys.exit(1)
 

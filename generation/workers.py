@@ -34,7 +34,7 @@ from dibench.stores.graph import Graph, Tx, retries_between, retry_counts
 from dibench.stores.lease import process_id
 from dibench.stores.llm import configured_model, new_session, session
 from dibench.stores.pack_data import schema_columns, warehouse_for
-from dibench.stores.warehouse import Warehouse
+from dibench.stores.warehouse import Warehouse, open_warehouse
 
 LEASE_S = 120.0
 # Skeletons per claim. One: a worker claims its next skeleton when it is free, so at the end of
@@ -148,7 +148,7 @@ def warm(run_key: str, pack: Pack, pack_path: str, workers: int | None, keep: bo
     global _warm
     if keep and _warm is not None and _warm.key == (run_key, pack_path):
         return _warm
-    wh = Warehouse(warehouse_for(pack).settings)  # the pack's own database, if it names one
+    wh = open_warehouse(warehouse_for(pack).settings)  # the pack's own database, if it names one
     wh.parallel_workers = statement_parallelism(workers)
     state = Warm((run_key, pack_path), wh, Executor(wh, schema=pack.schema))
     if keep:

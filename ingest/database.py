@@ -9,8 +9,8 @@ from typing import Any
 
 from dibench.core.errors import DibenchError
 from dibench.core.pack import Pack
-from dibench.stores.pack_data import mark_created, refuse_foreign
-from dibench.stores.warehouse import Warehouse, admin_cursor
+from dibench.stores.pack_data import refuse_foreign
+from dibench.stores.warehouse import Warehouse
 
 
 def _loader(pack: Pack) -> Any:
@@ -48,14 +48,12 @@ def load_database(pack: Pack, wh: Warehouse, *, replace: bool = False, **overrid
     assert pack.spec.loader is not None  # _loader refused a pack without one
     options = {**pack.spec.loader.options, **{k: v for k, v in overrides.items() if v is not None}}
     if not replace:
-        with admin_cursor(wh.admin()) as cur:
-            refuse_foreign(cur, pack.schema, pack.name)
+        refuse_foreign(wh, pack.schema, pack.name)
     started = time.perf_counter()
-    report = func(wh.admin(), pack.schema, **options) or {}
+    report = func(wh.loader_target(), pack.schema, **options) or {}
     # Whatever the loader did (its own DDL, a restore from a dump), the schema is ours now, and the
     # read-only role sees the result.
-    with admin_cursor(wh.admin()) as cur:
-        mark_created(cur, pack.schema)
+    wh.mark_created(pack.schema)
     wh.ensure_role(pack.schema)
     report = dict(report)
     report["seconds"] = round(time.perf_counter() - started, 2)

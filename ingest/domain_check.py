@@ -52,6 +52,7 @@ def check_domain(pack: Pack, wh: Warehouse) -> dict[str, Any]:
         "domain": pack.name, "schema": pack.schema, "schema_exists": bool(present),
         "loader": pack.spec.loader.entry if pack.spec.loader else None,
         "database": f"from ${pack.spec.database_env}" if pack.spec.database_env else "DIBENCH_DATABASE_URL",
+        "engine": wh.display_name, "index_advice": wh.advises_indexes,
         "tables": tables, "missing": missing, "warnings": list(pack.warnings),
         "rules_without_effects": rules_without_effects(pack),
         "indexes": [{"table": n.table, "column": n.column, "kind": n.kind, "metrics": list(n.metrics),

@@ -125,6 +125,8 @@ def index_review(pack: Pack, wh: Warehouse, *, min_rows: float | None = None) ->
     """The needs no index serves on tables of at least `min_rows` rows (default MIN_ROWS; a table
     never analysed counts as large), and the smaller tables with unserved needs, which are
     skipped; tables that do not exist are `domain check`'s other report."""
+    if not wh.advises_indexes:  # an engine without secondary indexes to propose (DuckDB scans columns)
+        return [], []
     min_rows = MIN_ROWS if min_rows is None else min_rows
     cat = read_catalog(wh, pack.schema)
     unserved = [n for n in needed_indexes(pack) if n.table in cat.rows and n.column not in cat.leading[n.table]]

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import inspect
 from sqlglot import exp
 
 from dibench.core.errors import DibenchError
@@ -32,24 +31,24 @@ def _cardinality(wh: Warehouse, schema: str, table: str, column: str) -> int:
 
 
 def plan_schema(pack: Pack, wh: Warehouse) -> SchemaPlan:
-    insp = inspect(wh.admin())
     schema, domain = pack.schema, pack.name
-    if schema not in insp.get_schema_names():
+    shapes = wh.inspect_schema(schema)
+    if shapes is None:
         raise DibenchError(f"schema {schema!r} of pack {domain!r} is not loaded", hint=f"dibench domain load {domain}")
     tables, joins = [], []
     labels = pack.spec.entity_labels
-    for t in sorted(insp.get_table_names(schema=schema)):
-        cols = insp.get_columns(t, schema=schema)
-        pk = insp.get_pk_constraint(t, schema=schema).get("constrained_columns", [])
+    for t in sorted(shapes):
+        shape = shapes[t]
         tables.append(row(table_key(domain, t), {
             "domain": domain, "name": t, "schema": schema, "label": labels.get(t, t.replace("_", " ")),
-            "columns": [c["name"] for c in cols], "column_types": [str(c["type"]) for c in cols], "primary_key": pk,
+            "columns": [c for c, _ in shape.columns], "column_types": [ty for _, ty in shape.columns],
+            "primary_key": list(shape.primary_key),
         }))
-        for fk in insp.get_foreign_keys(t, schema=schema):
-            if fk.get("referred_schema") not in (None, schema):
+        for fk in shape.foreign_keys:
+            if fk.referred_schema not in (None, schema):
                 continue
-            pairs = [f"{t}.{a}={fk['referred_table']}.{b}" for a, b in zip(fk["constrained_columns"], fk["referred_columns"])]
-            joins.append({"src": table_key(domain, t), "dst": table_key(domain, fk["referred_table"]),
+            pairs = [f"{t}.{a}={fk.referred_table}.{b}" for a, b in zip(fk.columns, fk.referred_columns)]
+            joins.append({"src": table_key(domain, t), "dst": table_key(domain, fk.referred_table),
                           "columns": ",".join(pairs)})
     known = {t["props"]["name"] for t in tables}
     dims = []

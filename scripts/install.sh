@@ -50,6 +50,16 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   PYTHONWARNINGS="ignore:Editable installation" "$VENV/bin/pip" install -q -e ".[dev]"
   touch "$stamp"
 fi
+# MetricFlow, the independent judge of rule-free gold, in an environment of its own
+# (scripts/metricflow-requirements.txt says why): tests/test_metricflow_agreement.py runs it.
+MFVENV="$STATE/metricflow-venv"
+if [ ! -f "$MFVENV/.dibench-installed" ] || [ scripts/metricflow-requirements.txt -nt "$MFVENV/.dibench-installed" ]; then
+  log "MetricFlow environment -> $MFVENV"
+  (umask 077 && mkdir -p "$STATE")
+  python3 -m venv "$MFVENV"
+  "$MFVENV/bin/pip" install -q -r scripts/metricflow-requirements.txt
+  touch "$MFVENV/.dibench-installed"
+fi
 # The install's own secrets (made on first use), and the `.env` docker-compose.yml reads them from.
 if [ ! -f .env ]; then
   log "secrets -> $STATE/secrets, .env (owner-only)"

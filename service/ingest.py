@@ -1,5 +1,5 @@
 """`dibench ingest` as the service runs it: the ingest stage, then every task on a metric whose
-policy the ingest changed is re-derived exactly as `update-rule` would re-derive it.
+policy or definition the ingest changed is re-derived exactly as `update-rule` would re-derive it.
 
 A rule's policy state is its current version's hash, its removed mark and its edges; a rule
 document of the pack whose state differs after the ingest (edited, re-verified, or back after
@@ -19,7 +19,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from dibench.core.errors import DibenchError
 from dibench.core.pack import Pack
 from dibench.ingest.pipeline import IngestReport, ingest_pack as ingest_stage
-from dibench.service.update import plan_update
+from dibench.service.update import plan_metric_update, plan_update
 from dibench.service.update_write import run_update
 from dibench.stores.graph import Graph
 from dibench.stores.warehouse import Warehouse
@@ -45,9 +45,16 @@ class Rederived:
     counts: dict[str, int] = field(default_factory=lambda: {"unchanged": 0, "updated": 0, "retired": 0,
                                                             "regenerated": 0})
     update_keys: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)  # metrics whose definition changed (a re-imported catalog)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"rules": self.rules, "counts": self.counts, "update_keys": self.update_keys}
+        return {"rules": self.rules, "counts": self.counts, "update_keys": self.update_keys, "metrics": self.metrics}
+
+    def add(self, plan: Any) -> None:
+        for k, v in plan.counts().items():
+            self.counts[k] += v
+        if plan.changed:
+            self.update_keys.append(plan.update_key)
 
 
 def rule_states(graph: Graph, domain: str) -> tuple[dict[str, RuleState], bool]:
@@ -58,16 +65,30 @@ def rule_states(graph: Graph, domain: str) -> tuple[dict[str, RuleState], bool]:
     return states, bool(rows and rows[0]["has_tasks"])
 
 
+def metric_states(graph: Graph, domain: str) -> dict[str, str]:
+    """{metric id: content hash} of the domain's metrics in the graph."""
+    return {str(r["id"]): str(r["hash"]) for r in graph.read("ingest_metric_states", domain=domain)}
+
+
 def ingest_and_rederive(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | None, *,
                         verify: bool = True) -> IngestReport:
     """Ingest `pack`; then re-derive the tasks of every rule whose policy state the ingest changed
     (`report.rederived`). A failed ingest (failures in its report) re-derives nothing."""
     before, has_tasks = rule_states(graph, pack.name)
+    metrics_before = metric_states(graph, pack.name)
     report = ingest_stage(pack, graph, wh, llm, verify=verify)
     done = Rederived()
     if report.failures or not has_tasks:
         return report
     after, _ = rule_states(graph, pack.name)
+    # Definitions first: the rule updates below then plan on tasks that already hold the new ones.
+    metrics_after = metric_states(graph, pack.name)
+    changed = {m: h for m, h in metrics_after.items() if m in metrics_before and metrics_before[m] != h}
+    if changed:
+        plan, _ = run_update(partial(plan_metric_update, pack, graph, wh, llm, changed, metrics_before), graph,
+                             pack.name)
+        done.metrics = sorted(changed)
+        done.add(plan)
     for doc in pack.rules:
         state = after.get(doc.id)
         if state is None or state == before.get(doc.id):
@@ -75,11 +96,8 @@ def ingest_and_rederive(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatMo
         formerly = before[doc.id].metrics() if doc.id in before else ()
         plan, _ = run_update(partial(plan_update, pack, doc, graph, wh, llm, formerly=formerly), graph, pack.name)
         done.rules.append(doc.id)
-        for k, v in plan.counts().items():
-            done.counts[k] += v
-        if plan.changed:
-            done.update_keys.append(plan.update_key)
-    if done.rules:
+        done.add(plan)
+    if done.rules or done.metrics:
         report.rederived = done.as_dict()
     return report
 

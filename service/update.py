@@ -20,7 +20,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from dibench.core.config import get_settings
 from dibench.core.errors import DibenchError, PackError, PackErrors
 from dibench.core.keys import metric_key, rule_key
-from dibench.core.pack import Pack, RuleDoc, load_pack, read_rule
+from dibench.core.pack import Pack, RuleDoc, content_hash, load_pack, read_rule
 from dibench.generation.executor import Executor
 from dibench.generation.pipeline import CODE_VERSION, llm_props
 from dibench.generation.skeletons import Skeleton, enumerate_all
@@ -94,6 +94,8 @@ class UpdatePlan:
     warnings: list[str] = field(default_factory=list)
     llm: dict[str, Any] = field(default_factory=dict)  # model, prompt versions, calls (see llm_record)
     policy_order: dict[str, list[str]] = field(default_factory=dict)  # affected metric -> its rules, in order
+    # A change of metric definitions (rule_id CATALOG): the metrics whose definition changed.
+    catalog_metrics: list[str] = field(default_factory=list)
 
     @property
     def rule_key(self) -> str:
@@ -325,6 +327,31 @@ def _with_usage(props: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]
 def _context(pack: Pack, wh: Warehouse, llm: BaseChatModel | None, update_key: str) -> _Ctx:
     vocab = vocabulary(pack, {t: list(c) for t, c in schema_columns(wh, pack.schema).items()})
     return _Ctx(pack, Executor(wh, schema=pack.schema), vocab, llm, {}, update_key)
+
+
+# The rule_id of an update made by changed metric definitions, not by a rule document.
+CATALOG = "catalog"
+
+
+def plan_metric_update(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | None, changed: dict[str, str],
+                       before: dict[str, str]) -> UpdatePlan:
+    """Plan the re-derivation of every task on a metric whose definition changed (`changed` and
+    `before`: {metric id: content hash} after and before the ingest that wrote them), and on the
+    derived metrics built from one, under the policies in force: the same classification as a
+    rule update (unchanged, updated with the old version archived, retired)."""
+    d = pack.name
+    seq = int(graph.read("update_domain_seq", domain=d)[0]["seq"])
+    was = ",".join(f"{m}={before[m]}" for m in sorted(changed))
+    now = ",".join(f"{m}={changed[m]}" for m in sorted(changed))
+    plan = UpdatePlan(d, CATALOG, seq, {"version": None, "hash": content_hash(was), "removed": False},
+                      {"version": None, "hash": content_hash(now), "removed": False}, pack=pack,
+                      catalog_metrics=sorted(changed))
+    inputs = policy_inputs(graph, d)
+    metrics = sorted(inputs.affected(set(changed)))
+    policies = inputs.build()
+    plan.policy_order = {m: policies[m].order() for m in metrics if m in policies}
+    plan_tasks(plan, graph, _context(pack, wh, llm, plan.update_key), policies, metrics)
+    return plan
 
 
 def plan_update(pack: Pack, doc: RuleDoc, graph: Graph, wh: Warehouse, llm: BaseChatModel | None = None, *,

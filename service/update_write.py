@@ -14,6 +14,7 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
+from dibench.core.keys import metric_key
 from dibench.generation.pipeline import plan_rows
 from dibench.generation.writeback import link_variants
 from dibench.ingest.pipeline import write_plans
@@ -56,7 +57,9 @@ def write_update(plan: UpdatePlan, graph: Graph) -> dict[str, int]:
         if not tx.run("update_claim_seq", domain=plan.domain, expected=plan.seq):
             raise UpdateConflict(f"domain {plan.domain!r} changed since this update was planned "
                                  f"(update sequence is no longer {plan.seq})")
-        if plan.removed:
+        if plan.catalog_metrics:
+            pass  # the ingest that changed the metrics wrote them; no rule changes here
+        elif plan.removed:
             tx.run("update_rule_remove", rule=plan.rule_key, update=plan.update_key)
         else:
             assert plan.pack is not None and plan.rules is not None
@@ -73,7 +76,11 @@ def write_update(plan: UpdatePlan, graph: Graph) -> dict[str, int]:
                                  "at": stamp.isoformat(timespec="seconds"),
                                  "changelog": json.dumps(plan.changelog(), sort_keys=True, default=str),
                                  "llm": json.dumps(plan.llm, sort_keys=True, default=str)}
-        tx.run("update_record", rule=plan.rule_key, key=plan.update_key, props=props)
+        if plan.catalog_metrics:
+            tx.run("update_record_catalog", metrics=[metric_key(plan.domain, m) for m in plan.catalog_metrics],
+                   key=plan.update_key, props=props)
+        else:
+            tx.run("update_record", rule=plan.rule_key, key=plan.update_key, props=props)
         return tx.counters
 
     counters = graph.transaction(work)

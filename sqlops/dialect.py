@@ -74,10 +74,11 @@ def _first_line(exc: Exception) -> str:
     return line if len(line) <= 200 else line[:200] + "…"
 
 
-def parse(sql: str, *, where: str = "SQL") -> exp.Expression:
+def parse(sql: str, *, where: str = "SQL", read: str = "postgres") -> exp.Expression:
+    """One statement of `sql` in the `read` dialect (ours is PostgreSQL; an agent's may be its engine's)."""
     check_size(sql, STATEMENT_LIMITS, where=where)
     try:
-        statements = sqlglot.parse(sql, read="postgres")
+        statements = sqlglot.parse(sql, read=read)
     except sqlglot.errors.ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         at = f" (line {first.get('line')}, column {first.get('col')})" if first else ""

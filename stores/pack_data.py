@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine
 
 from dibench.core.config import get_settings
 from dibench.core.errors import ConfigError, DibenchError
@@ -22,7 +22,9 @@ from dibench.sqlops.dialect import parse, render
 from dibench.sqlops.shape import time_bounds
 from dibench.sqlops.tree import aliased_column
 from dibench.stores.pgroles import ensure_readonly_role, readonly_role
-from dibench.stores.warehouse import Warehouse, admin_cursor, get_warehouse
+from dibench.stores.warehouse import (  # noqa: F401  (CREATED_MARK, schema_origin: where loaders look)
+    CREATED_MARK, Warehouse, admin_cursor, get_warehouse, mark_created, open_warehouse, schema_origin,
+)
 
 # A window wider than any data: a statement under it keeps every row its time bounds allow.
 WIDE = (dt.date(1900, 1, 1), dt.date(2200, 1, 1))
@@ -42,30 +44,12 @@ def warehouse_for(pack: Pack) -> Warehouse:
 
 @lru_cache(maxsize=8)
 def _own_warehouse(url: str) -> Warehouse:
-    return Warehouse(get_settings().model_copy(update={"database_url": url}))
+    return open_warehouse(get_settings().model_copy(update={"database_url": url}))
 
 
-# The comment `dibench domain load` puts on a schema it creates. Only a schema carrying it is ever
-# dropped or replaced by dibench: any other one is a user's data, read in place.
-CREATED_MARK = "created by dibench domain load: dibench domain remove --data may drop it"
-
-
-def schema_origin(cur: psycopg.Cursor[Any], schema: str) -> str:
-    """"absent", "dibench" (created by a dibench loader) or "foreign" (anyone else's)."""
-    row = cur.execute("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = %s",
-                      (schema,)).fetchone()
-    if row is None:
-        return "absent"
-    return "dibench" if row[0] == CREATED_MARK else "foreign"
-
-
-def mark_created(cur: psycopg.Cursor[Any], schema: str) -> None:
-    cur.execute(sql.SQL("COMMENT ON SCHEMA {} IS {}").format(sql.Identifier(schema), sql.Literal(CREATED_MARK)))
-
-
-def refuse_foreign(cur: psycopg.Cursor[Any], schema: str, pack: str) -> None:
+def refuse_foreign(wh: Warehouse, schema: str, pack: str) -> None:
     """Raise when `schema` exists and no dibench loader created it: loading would replace a user's data."""
-    if schema_origin(cur, schema) == "foreign":
+    if wh.schema_origin(schema) == "foreign":
         raise DibenchError(f"pack {pack!r}: schema {schema!r} already exists and was not created by "
                            "`dibench domain load`; dibench never replaces data it did not create",
                            hint="name another schema in pack.yaml, drop the schema yourself, or pass --replace "
@@ -106,11 +90,8 @@ def copy_rows(cur: psycopg.Cursor[Any], table: str, columns: Sequence[str], rows
 
 def schema_columns(wh: Warehouse, schema: str) -> dict[str, dict[str, str]]:
     """{table: {column: type}} of a loaded schema (empty when the schema is not loaded)."""
-    insp = inspect(wh.admin())
-    if schema not in insp.get_schema_names():
-        return {}
-    return {t: {c["name"]: str(c["type"]) for c in insp.get_columns(t, schema=schema)}
-            for t in insp.get_table_names(schema=schema)}
+    shapes = wh.inspect_schema(schema) or {}
+    return {t: dict(shape.columns) for t, shape in shapes.items()}
 
 
 def as_date(v: Any) -> dt.date:

@@ -1,4 +1,7 @@
-"""The warehouse (PostgreSQL through SQLAlchemy 2 + psycopg 3) and its one read-only path.
+"""The warehouse: the engine seam, the PostgreSQL engine (SQLAlchemy 2 + psycopg 3) and its one
+read-only path. A `Warehouse` executes read-only, inspects its catalog, names its sqlglot dialect
+and gives loaders what they write to; `open_warehouse` picks the engine by the URL's scheme
+(ENGINES; DuckDB: stores/duckdb_warehouse.py; docs/engines.md). Stages pass PostgreSQL SQL.
 
 `execute_readonly` is the only way generated SQL runs. It accepts a single SELECT / WITH
 query (checked on the sqlglot tree), runs it in a READ ONLY transaction with a statement
@@ -8,6 +11,7 @@ role (stores.pgroles): the checker is then the second wall, the role's privilege
 from __future__ import annotations
 
 import copy
+import importlib
 import re
 import threading
 import time
@@ -19,7 +23,8 @@ from functools import lru_cache
 from typing import Any, NoReturn
 
 import psycopg
-from sqlalchemy import Engine, create_engine, event, text
+from psycopg import sql as psql
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlglot import exp
 
@@ -115,6 +120,23 @@ class ResultCap:
 
 
 @dataclass(frozen=True)
+class ForeignKey:
+    columns: tuple[str, ...]
+    referred_schema: str | None
+    referred_table: str
+    referred_columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """One table of a schema as its engine's catalog describes it."""
+
+    columns: tuple[tuple[str, str], ...]  # (name, type as the engine writes it)
+    primary_key: tuple[str, ...] = ()
+    foreign_keys: tuple[ForeignKey, ...] = ()
+
+
+@dataclass(frozen=True)
 class QueryResult:
     columns: list[str]
     rows: list[tuple[Any, ...]]
@@ -161,12 +183,11 @@ def _scanned_refusal(sql: str, agent: bool) -> str | None:
     return None
 
 
-def check_readonly(sql: str, agent: bool = False) -> exp.Expression:
-    """Raise ReadOnlyViolation unless sql is one side-effect-free query: checked on the names
-    PostgreSQL reads (`_scanned_refusal`) and on sqlglot's tree; an `agent`'s, also free of the
-    activity and statistics class."""
+def parse_query(sql: str, read: str = "postgres") -> exp.Expression:
+    """The one query `sql` holds, read in the `read` dialect; ReadOnlyViolation (naming why) for
+    anything else: several statements, a statement that is not a query, text too large or deep."""
     try:
-        tree = parse(sql, where="read-only SQL")
+        tree = parse(sql, where="read-only SQL", read=read)
     except RewriteError as exc:
         if "expected one statement" in str(exc):
             raise ReadOnlyViolation("multi-statement", sql) from exc
@@ -175,6 +196,14 @@ def check_readonly(sql: str, agent: bool = False) -> exp.Expression:
         raise ReadOnlyViolation("unparseable", sql) from exc
     if not isinstance(tree, exp.Query):
         raise ReadOnlyViolation(statement_kind(tree), sql)
+    return tree
+
+
+def check_readonly(sql: str, agent: bool = False) -> exp.Expression:
+    """Raise ReadOnlyViolation unless sql is one side-effect-free query: checked on the names
+    PostgreSQL reads (`_scanned_refusal`) and on sqlglot's tree; an `agent`'s, also free of the
+    activity and statistics class."""
+    tree = parse_query(sql)
     scanned = _scanned_refusal(sql, agent)
     if scanned is not None:
         raise ReadOnlyViolation(scanned, sql)
@@ -300,7 +329,28 @@ def _fetch_to_cap(result: Any, cap: ResultCap) -> tuple[list[Any], str | None]:
     return rows, None
 
 
+# The planner's statistics of a column: its distinct values (negative: a fraction of the rows)
+# and its table's rows.
+COLUMN_STATS_SQL = (
+    "SELECT s.n_distinct, c.reltuples FROM pg_catalog.pg_stats AS s "
+    "JOIN pg_catalog.pg_namespace AS n ON n.nspname = s.schemaname "
+    "JOIN pg_catalog.pg_class AS c ON c.relnamespace = n.oid AND c.relname = s.tablename "
+    "WHERE s.schemaname = :schema AND s.tablename = :table AND s.attname = :column"
+)
+# The comment `dibench domain load` puts on a schema it creates. Only a schema carrying it is ever
+# dropped or replaced by dibench: any other one is a user's data, read in place.
+CREATED_MARK = "created by dibench domain load: dibench domain remove --data may drop it"
+
+
 class Warehouse:
+    """The PostgreSQL engine (and the seam's reference implementation)."""
+
+    engine_name = "postgresql"
+    display_name = "PostgreSQL"
+    dialect = "postgres"        # the sqlglot dialect this engine's SQL is rendered in
+    advises_indexes = True      # `domain check` proposes indexes for it (ingest/indexes.py)
+    isolation = "a read-only role per domain schema (stores/pgroles.py)"
+
     def __init__(self, settings: Settings | None = None, engine: Engine | None = None) -> None:
         self.settings = settings or get_settings()
         self.engine = engine or create_engine(self.settings.database_url, pool_pre_ping=True, pool_size=5)
@@ -347,6 +397,40 @@ class Warehouse:
             except DBAPIError as again:
                 self._raise(again, sql)
         return QueryResult(columns, rows, time.perf_counter() - started, cut)
+
+    def inspect_schema(self, schema: str) -> dict[str, TableShape] | None:
+        """{table: shape} of `schema`, from the catalog; None when the schema is not there."""
+        insp = inspect(self.admin())
+        if schema not in insp.get_schema_names():
+            return None
+        shapes = {}
+        for t in insp.get_table_names(schema=schema):
+            cols = tuple((c["name"], str(c["type"])) for c in insp.get_columns(t, schema=schema))
+            pk = tuple(insp.get_pk_constraint(t, schema=schema).get("constrained_columns") or ())
+            fks = tuple(ForeignKey(tuple(fk["constrained_columns"]), fk.get("referred_schema"), fk["referred_table"],
+                                   tuple(fk["referred_columns"])) for fk in insp.get_foreign_keys(t, schema=schema))
+            shapes[t] = TableShape(cols, pk, fks)
+        return shapes
+
+    def column_stats(self, schema: str, table: str, column: str) -> tuple[float, float] | None:
+        """(distinct values, table rows) of a column by the planner's statistics, or None when the
+        table was never analysed."""
+        res = self.execute_readonly(COLUMN_STATS_SQL, {"schema": schema, "table": table, "column": column},
+                                    schema=schema)
+        if not res.rows or res.rows[0][0] is None or not res.rows[0][1]:
+            return None
+        n_distinct, rows = float(res.rows[0][0]), float(res.rows[0][1])
+        return (n_distinct if n_distinct >= 0 else -n_distinct * rows), rows
+
+    def schema_origin(self, schema: str) -> str:
+        """"absent", "dibench" (created by a dibench loader) or "foreign" (anyone else's)."""
+        with admin_cursor(self.admin()) as cur:
+            return schema_origin(cur, schema)
+
+    def mark_created(self, schema: str) -> None:
+        """Mark `schema` as made by a dibench loader (only such a schema is ever replaced or dropped)."""
+        with admin_cursor(self.admin()) as cur:
+            mark_created(cur, schema)
 
     def _regranted(self, schema: str) -> bool:
         """After a permission error: if the role lacks a grant on its own schema (dropped and
@@ -413,6 +497,11 @@ class Warehouse:
         """The engine for loaders and DDL (never used for generated SQL)."""
         return self.engine
 
+    def loader_target(self) -> Any:
+        """What a pack's loader function receives to write to: here the admin engine; each engine
+        says its own (DuckDB: the file)."""
+        return self.admin()
+
     def dispose(self) -> None:
         with self._lock:
             for engine in self._role_engines.values():
@@ -421,6 +510,39 @@ class Warehouse:
         self.engine.dispose()
 
 
+def schema_origin(cur: psycopg.Cursor[Any], schema: str) -> str:
+    """"absent", "dibench" (created by a dibench loader) or "foreign" (anyone else's)."""
+    row = cur.execute("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = %s",
+                      (schema,)).fetchone()
+    if row is None:
+        return "absent"
+    return "dibench" if row[0] == CREATED_MARK else "foreign"
+
+
+def mark_created(cur: psycopg.Cursor[Any], schema: str) -> None:
+    cur.execute(psql.SQL("COMMENT ON SCHEMA {} IS {}").format(psql.Identifier(schema), psql.Literal(CREATED_MARK)))
+
+
+# URL scheme -> "module:class" of its engine, imported when a URL names it (the driver of an
+# optional engine is an optional extra). Any other scheme is SQLAlchemy's, through PostgreSQL's code.
+ENGINES = {"duckdb": "dibench.stores.duckdb_warehouse:DuckDBWarehouse"}
+
+
+def engine_scheme(url: str) -> str:
+    return url.split(":", 1)[0].split("+", 1)[0].lower()
+
+
+def open_warehouse(settings: Settings | None = None) -> Warehouse:
+    """The warehouse of `settings.database_url`, on the engine its scheme names."""
+    settings = settings or get_settings()
+    target = ENGINES.get(engine_scheme(settings.database_url))
+    if target is None:
+        return Warehouse(settings)
+    module, name = target.split(":")
+    engine_class: type[Warehouse] = getattr(importlib.import_module(module), name)
+    return engine_class(settings)
+
+
 @lru_cache(maxsize=1)
 def get_warehouse() -> Warehouse:
-    return Warehouse()
+    return open_warehouse()

@@ -1,5 +1,6 @@
 -- The dbt project's models (models/staging, models/marts/customer360), as PostgreSQL: the tables
--- its semantic models read. Each statement follows the dbt model of the same name.
+-- its semantic models read. Each statement follows the dbt model of the same name. On DuckDB
+-- (load.py) each is rendered by sqlglot; indexes and ANALYZE are PostgreSQL's only.
 CREATE TABLE stg_locations AS
 SELECT id AS location_id, name AS location_name, tax_rate, date_trunc('day', opened_at) AS opened_at
 FROM raw_stores;
@@ -11,7 +12,7 @@ SELECT sku AS product_id, name AS product_name, type AS product_type, descriptio
        CASE WHEN type = 'beverage' THEN 1 ELSE 0 END AS is_drink_item
 FROM raw_products;
 
-CREATE TEMPORARY TABLE stg_orders ON COMMIT DROP AS
+CREATE TEMPORARY TABLE stg_orders AS
 SELECT id AS order_id, store_id AS location_id, customer AS customer_id, order_total / 100.0 AS order_total,
        tax_paid / 100.0 AS tax_paid, date_trunc('day', ordered_at) AS ordered_at
 FROM raw_orders;
@@ -45,6 +46,14 @@ SELECT c.id AS customer_id, c.name AS customer_name, s.count_lifetime_orders, s.
        s.last_ordered_at, s.lifetime_spend_pretax, s.lifetime_spend,
        CASE WHEN s.is_repeat_buyer THEN 'returning' ELSE 'new' END AS customer_type
 FROM raw_customers c LEFT JOIN summary s ON c.id = s.customer_id;
+
+DROP TABLE stg_orders;
+DROP TABLE raw_customers;
+DROP TABLE raw_orders;
+DROP TABLE raw_items;
+DROP TABLE raw_products;
+DROP TABLE raw_stores;
+DROP TABLE raw_supplies;
 
 ALTER TABLE stg_locations ADD PRIMARY KEY (location_id);
 ALTER TABLE stg_products ADD PRIMARY KEY (product_id);

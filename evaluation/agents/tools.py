@@ -16,7 +16,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import inspect
 from sqlalchemy.exc import StatementError
 
 from dibench.core.errors import DibenchError, WarehouseError
@@ -159,20 +158,20 @@ def jsonable(value: Any) -> Any:
 
 def schema_description(wh: Warehouse, schema: str) -> str:
     """The domain schema as the agent's system prompt shows it: tables, typed columns, keys."""
-    insp = inspect(wh.admin())
-    if schema not in insp.get_schema_names():
-        raise DibenchError(f"schema {schema!r} is not loaded in PostgreSQL",
+    shapes = wh.inspect_schema(schema)
+    if shapes is None:
+        raise DibenchError(f"schema {schema!r} is not loaded in the {wh.display_name} warehouse",
                            hint="run `dibench domain load <pack>` first")
-    lines = [f"PostgreSQL schema `{schema}` (qualify tables as {schema}.<table>):"]
-    for table in sorted(insp.get_table_names(schema=schema)):
-        cols = ", ".join(f"{c['name']} {c['type']}" for c in insp.get_columns(table, schema=schema))
+    lines = [f"{wh.display_name} schema `{schema}` (qualify tables as {schema}.<table>):"]
+    for table in sorted(shapes):
+        shape = shapes[table]
+        cols = ", ".join(f"{name} {type_}" for name, type_ in shape.columns)
         lines.append(f"- {table}({cols})")
-        pk = insp.get_pk_constraint(table, schema=schema).get("constrained_columns") or []
-        if pk:
-            lines.append(f"    primary key: {', '.join(pk)}")
-        for fk in insp.get_foreign_keys(table, schema=schema):
-            lines.append(f"    foreign key: ({', '.join(fk['constrained_columns'])}) -> "
-                         f"{fk['referred_table']}({', '.join(fk['referred_columns'])})")
+        if shape.primary_key:
+            lines.append(f"    primary key: {', '.join(shape.primary_key)}")
+        for fk in shape.foreign_keys:
+            lines.append(f"    foreign key: ({', '.join(fk.columns)}) -> "
+                         f"{fk.referred_table}({', '.join(fk.referred_columns)})")
     return "\n".join(lines)
 
 
