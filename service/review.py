@@ -250,9 +250,14 @@ def install_review(app: FastAPI, cfg: Settings, graph_of: Callable[[], Graph], w
         if not rows:
             raise NotFound(f"domain {domain[:80]!r} has no admitted task")
         tasks = [QueueTask(r["key"], str(r["tier"]), str(r["analysis_type"]), int(r["version"])) for r in rows]
-        if blind:
-            return build_queue(tasks, opts.blind_sample, opts.seed, blind_stratum)
-        return build_queue(tasks, opts.sample, opts.seed, review_stratum)
+        if not blind:
+            return build_queue(tasks, opts.sample, opts.seed, review_stratum)
+        if opts.sample is not None:
+            # A sampled review shows its tasks' gold: the blind queue leaves out every task (any variant
+            # of its question) the review sample holds, so a person may do both without knowing answers.
+            seen = {t.key.split(":")[0] for t in queue(domain)}
+            tasks = [t for t in tasks if t.key.split(":")[0] not in seen] or tasks
+        return build_queue(tasks, opts.blind_sample, opts.seed, blind_stratum)
 
     def reviews(domain: str) -> list[dict[str, Any]]:
         return [{**r["review"], "current_version": r["current_version"]}
@@ -322,7 +327,13 @@ def install_review(app: FastAPI, cfg: Settings, graph_of: Callable[[], Graph], w
     @guarded
     async def _home(request: Request) -> Response:
         who = signed_in(request)
-        domains = await run_sync(lambda: graph_of().read("review_domains"))
+        blind = who.person.role == "baseline"
+
+        def sizes() -> list[dict[str, Any]]:  # the length of the queue this person works on
+            return [{**d, "tasks": len(queue(str(d["domain"]), blind=blind))}
+                    for d in graph_of().read("review_domains")]
+
+        domains = await run_sync(sizes)
         return html(lambda n: home_page(n, who.viewer(), domains))
 
     @app.get("/review/{domain}", include_in_schema=False)

@@ -381,3 +381,21 @@ def test_sessions_are_bounded_and_tokens_unique() -> None:
     assert first.csrf != second.csrf != third.csrf
     with pytest.raises(ConfigError):
         People([ANA, Reviewer(name="ana2", token=ANA.token)])
+
+
+def test_a_sampled_review_and_the_blind_queue_share_no_question(pack: Pack, state_dir: Path) -> None:
+    """`review serve --sample N --blind-sample M`: no task of the blind queue is (a variant of) a
+    task of the review sample, so one person can do both without knowing a gold answer; the
+    first page counts the queue each person works on."""
+    app = TestClient(review_app(review_settings(state_dir), ReviewOptions(sample=6, blind_sample=3)),
+                     base_url="http://127.0.0.1")
+    reviewed = {k.split(":")[0] for k in queue_keys(app)}
+    assert len(queue_keys(app)) == 6
+    for key in reviewed:
+        r = app.get(f"/review/{DOMAIN}/blind/task", params={"key": key}, headers=bearer(BO))
+        assert r.status_code == 404, key
+    nxt = app.get(f"/review/{DOMAIN}/blind", headers=bearer(BO), follow_redirects=False)
+    assert unquote(nxt.headers["location"].split("key=", 1)[1]).split(":")[0] not in reviewed
+    home = app.get("/review", headers=bearer(ANA)).text
+    assert re.search(rf"<td>{DOMAIN}</td><td>6</td>", home), home[-600:]
+    assert re.search(rf"<td>{DOMAIN}</td><td>3</td>", app.get("/review", headers=bearer(BO)).text)
