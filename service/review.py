@@ -40,8 +40,8 @@ from dibench.service.people import PeopleRun
 from dibench.service.review_evidence import domain_schema_name, public_evidence, rule_bodies, task_evidence
 from dibench.service.review_pages import (Viewer, q, blind_page, home_page, login_page, message_page, queue_page,
                                           stats_page, task_page)
-from dibench.service.review_queue import (QueueTask, blind_stratum, build_queue, next_key, review_stratum,
-                                          reviewed_versions)
+from dibench.service.review_queue import (QueueTask, blind_stratum, build_queue, next_key, question_key,
+                                          review_stratum, reviewed_versions)
 from dibench.service.review_stats import review_stats
 from dibench.stores.graph import Graph
 from dibench.stores.warehouse import Warehouse
@@ -255,8 +255,8 @@ def install_review(app: FastAPI, cfg: Settings, graph_of: Callable[[], Graph], w
         if opts.sample is not None:
             # A sampled review shows its tasks' gold: the blind queue leaves out every task (any variant
             # of its question) the review sample holds, so a person may do both without knowing answers.
-            seen = {t.key.split(":")[0] for t in queue(domain)}
-            tasks = [t for t in tasks if t.key.split(":")[0] not in seen] or tasks
+            seen = {question_key(t.key) for t in queue(domain)}
+            tasks = [t for t in tasks if question_key(t.key) not in seen] or tasks
         return build_queue(tasks, opts.blind_sample, opts.seed, blind_stratum)
 
     def reviews(domain: str) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ An update that gives a task a new version puts it back in the queue by itself.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +67,11 @@ def stratified_sample(tasks: Sequence[QueueTask], n: int, seed: int,
     for i in range(max(counts.values(), default=0)):
         out += [drawn[s][i] for s in sorted(drawn) if i < len(drawn[s])]
     return out
+
+
+def question_key(key: str) -> str:
+    """The standard task's key of a task key: a variant's key is the standard one plus `:variant`."""
+    return re.sub(r":(oracle|no_rule)$", "", key)
 
 
 def build_queue(tasks: Sequence[QueueTask], sample: int | None, seed: int,

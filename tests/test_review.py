@@ -23,7 +23,7 @@ from dibench.core.pack import Pack
 from dibench.generation.validation import JUDGE_DIMENSIONS
 from dibench.service.export import public_filter
 from dibench.service.review import ReviewOptions
-from dibench.service.review_queue import (QueueTask, allocate, blind_stratum, build_queue, next_key,
+from dibench.service.review_queue import (QueueTask, allocate, blind_stratum, build_queue, next_key, question_key,
                                           stratified_sample)
 from dibench.service.review_stats import Reviewed, dimension_row, kappa
 from dibench.service.update import load_document, plan_update
@@ -389,13 +389,13 @@ def test_a_sampled_review_and_the_blind_queue_share_no_question(pack: Pack, stat
     first page counts the queue each person works on."""
     app = TestClient(review_app(review_settings(state_dir), ReviewOptions(sample=6, blind_sample=3)),
                      base_url="http://127.0.0.1")
-    reviewed = {k.split(":")[0] for k in queue_keys(app)}
+    reviewed = {question_key(k) for k in queue_keys(app)}
     assert len(queue_keys(app)) == 6
     for key in reviewed:
         r = app.get(f"/review/{DOMAIN}/blind/task", params={"key": key}, headers=bearer(BO))
         assert r.status_code == 404, key
     nxt = app.get(f"/review/{DOMAIN}/blind", headers=bearer(BO), follow_redirects=False)
-    assert unquote(nxt.headers["location"].split("key=", 1)[1]).split(":")[0] not in reviewed
+    assert question_key(unquote(nxt.headers["location"].split("key=", 1)[1])) not in reviewed
     home = app.get("/review", headers=bearer(ANA)).text
     assert re.search(rf"<td>{DOMAIN}</td><td>6</td>", home), home[-600:]
     assert re.search(rf"<td>{DOMAIN}</td><td>3</td>", app.get("/review", headers=bearer(BO)).text)
