@@ -106,7 +106,7 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
         best = "highest" if facts.get("higher_is_better", True) else "lowest"
         many = plural(dim_label)
         return _pick(rng, [f"Which {count_words(k)} {many} had the {best} {name} {when}, in order?",
-                           f"Rank the top {count_words(k)} {many} by {name} ({best} first) {when}."])
+                           f"Rank the {count_words(k)} {many} with the {best} {name} {when}, {best} first."])
     if analysis == "significance_testing":
         a, b = facts["group_a"], facts["group_b"]
         return (f"Is the monthly {name} significantly different between {the}{a} and {b} {when}? "
