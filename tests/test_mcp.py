@@ -432,5 +432,6 @@ def test_the_http_server_answers_its_first_request_at_once(eval_domain: EvalDoma
     development machine, 12.8 s of wall before; bench/mcp_first_answer.py prints both)."""
     from bench.mcp_first_answer import first_answer
 
-    wall, cpu = first_answer(eval_domain.name, tmp_path / "run")
-    assert cpu < 6.0, f"first answer after {cpu:.2f} s of server CPU ({wall:.2f} s wall)"
+    wall, cpu = first_answer(eval_domain.name, tmp_path / "run", timeout=300)
+    # generous: a loaded CI machine inflates CPU time too (the 30 s of old would still fail)
+    assert cpu < 10.0, f"first answer after {cpu:.2f} s of server CPU ({wall:.2f} s wall)"
