@@ -19,11 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from neo4j import READ_ACCESS, AsyncGraphDatabase
-from neo4j.exceptions import Neo4jError, ServiceUnavailable
-
 from dibench.core.config import Settings
 from dibench.core.errors import DibenchError, ServiceError
+from dibench.stores.bolt import READ_ACCESS, AsyncGraphDatabase, Neo4jError, ServiceUnavailable
 from dibench.stores.graph import Graph
 
 WRITE_CLAUSES = frozenset({

@@ -18,11 +18,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
-from neo4j import Driver, GraphDatabase, ManagedTransaction, READ_ACCESS, WRITE_ACCESS
-from neo4j.exceptions import Neo4jError, ServiceUnavailable
-
 from dibench.core.config import REPO_ROOT, Settings, get_settings
 from dibench.core.errors import GraphError, ServiceError
+from dibench.stores.bolt import (
+    READ_ACCESS, WRITE_ACCESS, Driver, GraphDatabase, ManagedTransaction, Neo4jError, ServiceUnavailable,
+)
 
 CYPHER_DIR = REPO_ROOT / "cypher"
 _PARAM = re.compile(r"(?<![\w$])\$([A-Za-z_][A-Za-z0-9_]*)")

@@ -473,8 +473,7 @@ class LocalNeo4j:
         whether the password changed."""
         if not self._password_marker.exists() or self._password_marker.read_text().strip() == _OWN_PASSWORD:
             return False
-        from neo4j import GraphDatabase
-        from neo4j.exceptions import AuthError, ServiceUnavailable
+        from dibench.stores.bolt import AuthError, GraphDatabase, ServiceUnavailable
 
         user, wanted = self.settings.neo4j_user, self.settings.neo4j_password
         deadline = time.monotonic() + timeout
@@ -547,7 +546,7 @@ class LocalNeo4j:
         if not _port_open(self.port):
             return ServiceStatus("neo4j", True, pid, self.uri, None, "starting: Bolt port not open yet")
         try:
-            from neo4j import GraphDatabase
+            from dibench.stores.bolt import GraphDatabase
 
             auth = (self.settings.neo4j_user, self.settings.neo4j_password)
             with GraphDatabase.driver(self.uri, auth=auth, connection_timeout=3) as d:
