@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from dibench.core.facts import renderings, stated
@@ -60,12 +60,21 @@ RENDERINGS: dict[str, Callable[[str], str]] = {
     "digits removed": digits_removed}
 
 
+@lru_cache(maxsize=16384)
+def words_of(text: str) -> frozenset[str]:
+    """The distinct words of three letters or more of a text, lower-cased (every strategy of an
+    audit asks the same documents again)."""
+    return frozenset(_WORDS.findall(text.lower()))
+
+
+@lru_cache(maxsize=4096)
 def nearest_document(question: str, documents: tuple[str, ...]) -> str | None:
-    """The document sharing most distinct words (of three letters or more) with the question."""
-    asked = set(_WORDS.findall(question.lower()))
+    """The document sharing most distinct words (of three letters or more) with the question; of
+    equals, the first."""
     if not documents:
         return None
-    return max(documents, key=lambda d: (len(asked & set(_WORDS.findall(d.lower()))), -documents.index(d)))
+    asked = words_of(question)
+    return documents[max(range(len(documents)), key=lambda i: (len(asked & words_of(documents[i])), -i))]
 
 
 def _dump(render: Callable[[str], str], nearest: bool, task: AuditTask, corpus: Corpus) -> Any:
