@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from dibench.evaluation.agents.llm import LlmAgent  # noqa: E402
 from dibench.evaluation.agents.tools import schema_description  # noqa: E402
-from dibench.evaluation.harness import domain_schema, run_tasks  # noqa: E402
+from dibench.evaluation.harness import run_tasks  # noqa: E402
+from dibench.evaluation.tasks import domain_schema  # noqa: E402
 from dibench.evaluation.kb import load_knowledge_base  # noqa: E402
 from dibench.evaluation.tasks import load_tasks, write_tasks_jsonl  # noqa: E402
 from dibench.stores.graph import get_graph  # noqa: E402

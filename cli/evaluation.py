@@ -23,6 +23,7 @@ from dibench.evaluation.reporting_tables import bucket_rows
 if TYPE_CHECKING:
     from dibench.evaluation.agents.llm import Budget
     from dibench.evaluation.chance import ChanceLevels
+    from dibench.evaluation.mcp_session import Session
     from dibench.evaluation.scoring import Report
 
 
@@ -355,19 +356,29 @@ def mcp_cmd(domain: str, run_key: str | None, variants: tuple[str, ...], limit: 
 def _mcp(domain: str, run_key: str | None, variants: tuple[str, ...], limit: int | None, task_ids_file: Path | None,
          transport: str, host: str, port: int, token: str | None, max_turns: int, agent_name: str,
          out_dir: Path | None) -> None:
-    from dibench.evaluation.mcp_session import SessionOptions, open_session, serve
+    from dibench.evaluation.mcp_start import serve_at_once
+    from dibench.evaluation.tasks import domain_schema
     from dibench.stores.graph import get_graph
-    from dibench.stores.warehouse import get_warehouse
 
+    graph = get_graph()
+    domain_schema(graph, domain)  # a domain not in the graph is refused before the server starts
     out = out_dir or Path("out") / "eval" / domain / agent_name
-    opts = SessionOptions(domain=domain, out_dir=out, run=run_key, variants=list(variants) or None, limit=limit,
-                          task_ids=read_task_ids(task_ids_file) if task_ids_file else None, max_turns=max_turns,
-                          agent_name=agent_name)
-    session = open_session(get_graph(), get_warehouse(), opts)
     where = "stdio" if transport == "stdio" else f"http://{host}:{port}/mcp"
+    task_ids = read_task_ids(task_ids_file) if task_ids_file else None
+
+    def open_run() -> Session:  # in the server's loader thread, once it listens
+        from dibench.evaluation.mcp_session import SessionOptions, open_session
+        from dibench.stores.warehouse import get_warehouse
+
+        opts = SessionOptions(domain=domain, out_dir=out, run=run_key, variants=list(variants) or None, limit=limit,
+                              task_ids=task_ids, max_turns=max_turns, agent_name=agent_name)
+        return open_session(graph, get_warehouse(), opts)
+
     # stdout is the protocol channel under stdio: every message of ours goes to stderr.
-    err_console.print(f"dibench mcp: {len(session.tasks)} tasks of {domain} on {where}; run folder {out}")
-    result = serve(session, "stdio" if transport == "stdio" else "http", host=host, port=port, token=token)
+    err_console.print(f"dibench mcp: serving {domain} on {where}; opening the run")
+    result = serve_at_once(open_run, "stdio" if transport == "stdio" else "http", host=host, port=port,
+                           token=token, opened=lambda session: err_console.print(
+                               f"dibench mcp: {len(session.tasks)} tasks of {domain}; run folder {out}"))
     s = result.summary
     err_console.print(f"dibench mcp: {s.answered} answered, {s.passed}/{s.tasks} passed = {s.accuracy_pct:.2f}%; "
                       f"files in {out}")

@@ -19,12 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from dibench.core.contracts import AnswerContract, check_answer
 from dibench.core.errors import DibenchError, NotFound, RewriteError, WarehouseError
 from dibench.core.models import LLMEffects, MetricSpec
-from dibench.evaluation.harness import domain_schema
 from dibench.evaluation.kb import Bm25Index
 from dibench.evaluation.rederive import DerivationError, derive_answer, needs_base_rows
 from dibench.evaluation.reporting_tables import Bucket, bucket
 from dibench.evaluation.scoring import Report
-from dibench.evaluation.tasks import TaskLoadError, TaskRecord, load_tasks, task_record
+from dibench.evaluation.tasks import TaskLoadError, TaskRecord, domain_schema, load_tasks, task_record
 from dibench.sqlops.dialect import parse, placeholders, render
 from dibench.sqlops.ops import AnyEffect, Bound, apply_effects
 from dibench.stores.graph import Graph

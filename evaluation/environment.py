@@ -22,12 +22,10 @@ from typing import Any, Literal
 from dibench.evaluation.agents.tools import Toolbox, jsonable
 from dibench.evaluation.kb import KnowledgeBase
 from dibench.evaluation.tasks import TaskRecord, public_view
+from dibench.evaluation.tool_contract import TaskStatus, ToolRefused
 from dibench.stores.warehouse import Warehouse
 
-
-class ToolRefused(Exception):
-    """A call the environment refuses (unknown task, turn budget, a second submission): the
-    message goes back to the agent as the tool's result."""
+__all__ = ["Attempt", "OnSubmit", "TaskEnvironment", "TaskStatus", "ToolRefused"]
 
 
 @dataclass
@@ -42,7 +40,6 @@ class Attempt:
 
 
 OnSubmit = Callable[[Attempt], None]
-TaskStatus = Literal["open", "answered"]
 
 
 class TaskEnvironment:

@@ -30,7 +30,7 @@ from dibench.evaluation.kb import KnowledgeBase, load_knowledge_base
 from dibench.evaluation.run_files import RunFiles
 from dibench.evaluation.sandbox import Isolation, Sandbox, SandboxSpec, choose
 from dibench.evaluation.scoring import Report, score_run
-from dibench.evaluation.tasks import VARIANTS, TaskRecord, load_tasks, task_dicts
+from dibench.evaluation.tasks import VARIANTS, TaskRecord, domain_schema, load_tasks, task_dicts
 from dibench.stores.graph import Graph
 from dibench.stores.warehouse import Warehouse
 
@@ -94,13 +94,6 @@ def make_agent(name: str, *, schema: str, max_turns: int = MAX_TURNS,
                                "DIBENCH_LLM_PROVIDER=module:factory (a zero-argument callable returning a "
                                "langchain-core chat model with tool calling)")
     return LlmAgent(model, schema, max_turns=max_turns, budget=budget)
-
-
-def domain_schema(graph: Graph, domain: str) -> str:
-    rows = graph.read("eval_domain", domain=domain)
-    if not rows or not rows[0]["schema"]:
-        raise NotFound(f"domain {domain!r} is not in the graph", hint=f"run `dibench ingest {domain}` first")
-    return str(rows[0]["schema"])
 
 
 def evaluate(graph: Graph, wh: Warehouse, *, domain: str, agent_name: str, out_dir: Path, run: str | None = None,

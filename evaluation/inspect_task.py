@@ -107,7 +107,7 @@ class _Environment:
     """The domain's warehouse, knowledge base and schema prompt, loaded once per process."""
 
     def __init__(self, domain: str) -> None:
-        from dibench.evaluation.harness import domain_schema
+        from dibench.evaluation.tasks import domain_schema
         from dibench.stores.graph import get_graph
         from dibench.stores.warehouse import get_warehouse
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import uvicorn
@@ -30,7 +30,10 @@ try:
     from mcp.server.transport_security import TransportSecuritySettings
 except ImportError as exc:  # the `mcp` extra
     raise ConfigError("the MCP server needs the official MCP SDK", hint="pip install 'dibench[mcp]'") from exc
-from dibench.evaluation.environment import TaskEnvironment, TaskStatus, ToolRefused
+from dibench.evaluation.tool_contract import TaskStatus, ToolRefused
+
+if TYPE_CHECKING:  # the environment and what it imports load with the session, not the server
+    from dibench.evaluation.environment import TaskEnvironment
 
 INSTRUCTIONS = ("A benchmark of business questions about one company's data. list_tasks or get_task gives a "
                 "task's question and answer format; describe_schema the database; sql_query runs read-only SQL; "
@@ -99,7 +102,7 @@ def build_server(env: TaskEnvironment, *, host: str = "127.0.0.1", port: int = 0
     @mcp.tool()
     async def describe_schema() -> str:
         """The database: tables, typed columns, primary and foreign keys (PostgreSQL)."""
-        return str(await _threaded(env.describe_schema))
+        return str(await _threaded(lambda: env.describe_schema()))
 
     @mcp.tool()
     async def sql_query(task_id: str, sql: str, ctx: Context, params: dict[str, Any] | None = None) -> str:  # type: ignore[type-arg]

@@ -1,6 +1,6 @@
 """`dibench mcp`: one MCP server session is one evaluation run.
 
-The session serves the selected tasks (`evaluation.mcp_server`) and records each submission as
+The session holds the selected tasks (served by `evaluation.mcp_start`) and records each submission as
 the built-in harness records an attempt (`RunFiles`: answers.jsonl, trace.jsonl with the task's
 tool events), then rescores the run, so score.json and summary.json are current after every
 submission and `dibench report --results DIR` shows the run like any other. When the session
@@ -14,22 +14,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-import uvicorn
+from typing import Any
 
 from dibench.evaluation.agents.base import AgentRun
 from dibench.evaluation.agents.tools import schema_description
 from dibench.evaluation.environment import Attempt, TaskEnvironment
-from dibench.evaluation.harness import AgentInfo, EvalResult, domain_schema, finish_run, select_tasks, trace_row
+from dibench.evaluation.harness import AgentInfo, EvalResult, finish_run, select_tasks, trace_row
 from dibench.evaluation.kb import load_knowledge_base
-from dibench.evaluation.mcp_server import build_server, http_app
 from dibench.evaluation.run_files import RunFiles
-from dibench.evaluation.tasks import TaskRecord, load_tasks
+from dibench.evaluation.tasks import TaskRecord, domain_schema, load_tasks
 from dibench.stores.graph import Graph
 from dibench.stores.warehouse import Warehouse
-
-Transport = Literal["stdio", "http"]
 
 
 @dataclass(frozen=True)
@@ -101,17 +96,3 @@ def open_session(graph: Graph, wh: Warehouse, opts: SessionOptions) -> Session:
     env_args = {"wh": wh.for_schema(db_schema), "kb": load_knowledge_base(graph, opts.domain),
                 "schema_text": lambda: schema_description(wh, db_schema), "db_schema": db_schema}
     return Session(tasks, env_args, opts)
-
-
-def serve(session: Session, transport: Transport, *, host: str = "127.0.0.1", port: int = 8765,
-          token: str | None = None) -> EvalResult:
-    """Serve until the client closes stdio or the HTTP server is stopped; then score the run."""
-    mcp = build_server(session.env, host=host, port=port)
-    try:
-        if transport == "stdio":
-            mcp.run("stdio")
-        else:
-            uvicorn.run(http_app(mcp, token), host=host, port=port, log_level="warning")  # type: ignore[arg-type]
-    finally:
-        result = session.close()
-    return result

@@ -154,3 +154,11 @@ def write_tasks_jsonl(tasks: Sequence[TaskRecord], path: Path) -> None:
 
 def read_tasks_jsonl(path: Path) -> list[TaskRecord]:
     return [TaskRecord.model_validate(obj) for _n, obj in read_jsonl(path)]
+
+
+def domain_schema(graph: Graph, domain: str) -> str:
+    """The PostgreSQL schema of an ingested domain's data."""
+    rows = graph.read("eval_domain", domain=domain)
+    if not rows or not rows[0]["schema"]:
+        raise NotFound(f"domain {domain!r} is not in the graph", hint=f"run `dibench ingest {domain}` first")
+    return str(rows[0]["schema"])
