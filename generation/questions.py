@@ -86,7 +86,7 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
     on = f" {slice_words(dim_label, g, dimension_type)}" if g is not None else ""
     if analysis == "point_query":
         return _pick(rng, [f"What was our {name}{on} {when}?", f"Can you tell me the {name}{on} {when}?",
-                           f"How did the {name} come out{on} {when}?"])
+                           f"Where did the {name}{on} stand {when}?"])
     if analysis == "threshold_crossing":
         t = amount_words(facts["threshold"], unit)
         cmp = "at least" if facts.get("higher_is_better", True) else "at most"
@@ -141,8 +141,13 @@ _ASKS = {
     "weight": "By what factor does our policy weight the records it singles out in the {name}?",
     "columns": "Which figure does our policy bring into the calculation of the {name}?",
     "slice": "Which {column} does our policy's special treatment of the {name} concern?",
-    "date": "From which date does our policy's change to the {name} apply?",
+    "date": "From which date does our policy {change} the {name}{about}?",
 }
+# What a dated rule changes, by its operation: the date question names it.
+_CHANGES = {"exclude": "leave some records out of", "where": "narrow the records counted in",
+            "having": "narrow the groups counted in", "threshold": "change the {column} of",
+            "suppress": "withhold small groups of", "override": "change how it calculates",
+            "adjust": "adjust", "weight": "weight records differently in"}
 _GIVE = {"number": " Give the number and its unit, if it has one.", "date": " Give the date.",
          "name": " Give its name.", "list": " List every one of them."}
 
@@ -158,8 +163,11 @@ def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random) -> 
     verb = _LEFT_OUT.get(op, "counted in")
     if what == "values" and not formula and column:
         column = f"values of the {column}" if asks.get("kind") == "list" else f"value of the {column}"
+    columns = [str(c) for c in topic.get("columns") or []]
+    change = _CHANGES.get(op, "change").format(column=" and ".join(columns) or "threshold")
+    about = f", depending on their {' and '.join(columns)}" if columns and op in _LEFT_OUT else ""
     text = _ASKS.get(key, "What does our policy set for the {name}?").format(
-        name=name, verb=verb, column=column or "value")
+        name=name, verb=verb, column=column or "value", change=change, about=about)
     # The wording is chosen by what is asked, not by the skeleton: every skeleton of one metric
     # and rule asks the same knowledge question, so its copies are found and kept once.
     del rng
