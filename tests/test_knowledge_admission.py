@@ -11,7 +11,7 @@ from dibench.core.pack import load_pack
 from dibench.generation.analyses.knowledge import answer_text, candidates, other_dated_rule
 from dibench.generation.document_text import plain
 from dibench.generation.knowledge_admission import ANSWERED, LAZY, lazy_problem, position_problem, refusals
-from dibench.generation.questions import knowledge_question, template_question
+from dibench.generation.questions import knowledge_question
 from dibench.generation.shortcuts import AuditTask, Corpus, passes, registry
 from dibench.generation.shortcuts.audit import JUDGED_TASKS, audit, audit_rows, over
 from dibench.generation.shortcuts.retrieval import SHORTCUTS, number_nearest_words, template_of
@@ -134,8 +134,17 @@ def test_the_date_question_names_the_change_and_is_not_asked_beside_another_date
     assert not other_dated_rule({**docs, "RULE-X": second}, "RULE-LIB-CHILD-FINES", "LIB-LATE-001")
 
 
-def test_no_point_question_asks_how_a_figure_came_out() -> None:
-    facts = {"start": "2024-01-01", "end": "2025-01-01"}
-    asked = {template_question("point_query", "Late return rate", "branch", facts, random.Random(s), "percent")
-             for s in range(40)}
-    assert len(asked) == 3 and not any("come out" in q for q in asked)
+def test_the_question_asks_for_one_or_several_as_its_answer_does() -> None:
+    def q(what: str, kind: str, **more: Any) -> str:
+        return knowledge_question("escalation rate", {"op": "override", "asks": {
+            "kind": kind, "what": what, "op": "override", **more}}, random.Random(0))
+
+    # was "Which values does our policy's calculation ... single out? Give its name."
+    assert q("values", "name") == ("Which value does our policy's calculation of the escalation rate single out? "
+                                   "Give its name.")
+    assert q("values", "list").startswith("Which values does") and q("values", "list").endswith("them.")
+    assert q("values", "name", value="median") == ("Which statistic does our policy use to report the escalation "
+                                                   "rate? Give its name.")
+    flags = knowledge_question("tickets", {"op": "exclude", "asks": {"kind": "name", "what": "flags", "op": "exclude"}},
+                               random.Random(0))
+    assert flags.startswith("Which kind of records does our policy say are left out of the tickets?")

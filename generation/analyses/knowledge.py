@@ -279,6 +279,15 @@ def typed_gold(doc: Any, asked: Asked) -> dict[str, Any]:
     return {"value": list(asked.facts), "text": text}
 
 
+def asks_of(asked: Asked) -> dict[str, Any]:
+    """What the question is phrased from: the kind, part and operation asked, the column it
+    concerns, and the one name asked when it is the median (a statistic, asked as one)."""
+    out: dict[str, Any] = {"kind": asked.kind, "what": asked.what, "op": asked.op, "column": asked.column}
+    if asked.facts == ("median",):
+        out["value"] = "median"
+    return out
+
+
 def other_dated_rule(docs: dict[str, Any], rule_id: str, metric_id: str) -> bool:
     """Whether another rule document dates a change to the metric: a temporal rule with an effect
     on it, or an effect on it with a from_date."""
@@ -310,12 +319,12 @@ def build(ctx: Context) -> Outcome | None:
     own = f"{doc.front.title}\n{doc.body}"
     asked, answer = stated_ones[0], typed_gold(doc, stated_ones[0])
     for a in stated_ones:
-        asks = {**about, "asks": {"kind": a.kind, "what": a.what, "op": a.op, "column": a.column}}
+        asks = {**about, "asks": asks_of(a)}
         gold = typed_gold(doc, a)
         if lazy_problem(knowledge_question(ctx.metric.name.lower(), asks, ctx.rng), gold, own, texts) is None:
             asked, answer = a, gold
             break
-    about = {**about, "asks": {"kind": asked.kind, "what": asked.what, "op": asked.op, "column": asked.column}}
+    about = {**about, "asks": asks_of(asked)}
     return Outcome(answer, {**answer, "value": None} if asked.kind != "list" else {**answer, "value": []},
                    None, None, {}, {},
                    {"rule": rule.rule_id, "title": doc.front.title, "effective_date": doc.front.effective_date.isoformat(),
