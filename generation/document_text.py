@@ -24,10 +24,16 @@ _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MARKS = (re.compile(r"(\*\*|\*|`)(?=\S)(.+?)(?<=\S)\1"), re.compile(r"(?<!\w)(__|_)(?=\S)(.+?)(?<=\S)\1(?!\w)"))
 
 
+# What is left of a mark a sentence break cut in two, and a quote or list marker opening a line.
+_STRAY = re.compile(r"\*\*|`|(?<!\w)__|__(?!\w)")
+_LINE_MARK = re.compile(r"(?:(?<=^)|(?<=[.:;] ))(?:>\s*|[-*+]\s+|\d+[.)]\s+)")
+
+
 def plain(text: str) -> str:
-    """Markdown read as prose: a link as its text, bold, italics and code marks dropped
-    ("From **1 April 2024**" -> "From 1 April 2024"); an underscore inside a word stays."""
+    """Markdown read as prose: a link as its text, bold, italics and code marks dropped ("From
+    **1 April 2024**" -> "From 1 April 2024"), with the half of a mark a sentence break left, and
+    quote and list markers; an underscore inside a word stays."""
     text = _LINK.sub(r"\1", text)
     for mark in _MARKS:
         text = mark.sub(r"\2", text)
-    return text
+    return _LINE_MARK.sub("", _STRAY.sub("", text)).strip()

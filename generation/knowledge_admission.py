@@ -16,7 +16,7 @@ from typing import Any
 from dibench.core.typed_answers import kind_of, name_matches, unit_in, unit_key
 from dibench.generation.shortcuts import AuditTask, Corpus, Shortcut, passes
 from dibench.generation.shortcuts.dumps import nearest_document
-from dibench.generation.shortcuts.retrieval import all_sentences, dates, nearest_sentence, numbers, terms
+from dibench.generation.shortcuts.retrieval import all_sentences, dates, nearest_sentence, number_words, numbers, terms
 
 KNOWLEDGE = "knowledge_retrieval"
 LAZY = "knowledge_lazy_retrieval"
@@ -51,6 +51,9 @@ def position_problem(gold: dict[str, Any], text: str, where: str) -> str | None:
             same_unit = [n for n in nums if unit_in(text, n) == unit]
             problem = _position([i for i, n in enumerate(same_unit) if n == want], len(same_unit),
                                 f"number in {unit}s", where)
+        if problem is None:
+            words = number_words(text)
+            problem = _position([i for i, n in enumerate(words) if n == want], len(words), "number in words", where)
         return problem
     if kind == "date":
         ds = dates(text)

@@ -148,3 +148,22 @@ def test_the_question_asks_for_one_or_several_as_its_answer_does() -> None:
     flags = knowledge_question("tickets", {"op": "exclude", "asks": {"kind": "name", "what": "flags", "op": "exclude"}},
                                random.Random(0))
     assert flags.startswith("Which kind of records does our policy say are left out of the tickets?")
+
+
+def test_a_number_written_in_words_is_a_candidate_and_carries_its_unit() -> None:
+    from decimal import Decimal
+
+    from dibench.generation.analyses.knowledge import unit_in_words
+
+    # pagila: "no more than 48 hours (two days)" gave gold 2 with no unit, and 48 hours failed it
+    sentence = "A return no more than 48 hours (two days) after the due time is an excused return."
+    assert unit_in_words(sentence, Decimal(2)) == "day"
+    assert position_problem({"value": 2, "unit": "day"}, sentence, "x") == "the only number in words of x"
+    assert position_problem({"value": 2, "unit": "day"}, "one copy, 48 hours (two days) late, three times", "x") is None
+
+
+def test_reference_text_drops_cut_marks_quote_and_list_markers() -> None:
+    # berka: a bold run a sentence break cut, a quoted line, list items
+    assert plain("**For loans held in Prague, the rate is 35 percent.") == "For loans held in Prague, the rate is 35 percent."
+    assert plain("> Loans granted on or after 1 January 1998 are excluded.").startswith("Loans granted")
+    assert plain("- B - the contract has finished, or - D - it is running.").startswith("B - the contract")

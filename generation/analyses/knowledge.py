@@ -16,12 +16,13 @@ from sqlglot import exp
 
 from dibench.core.errors import RewriteError
 from dibench.core.facts import Value, fact_found, parse_fact, stated
-from dibench.core.typed_answers import FactKind, unit_in, unit_named
+from dibench.core.typed_answers import FactKind, known_unit, unit_in, unit_key, unit_named
 from dibench.generation.analyses.base import Outcome
 from dibench.generation.document_text import plain, sentences
 from dibench.generation.grounding import Context
 from dibench.generation.knowledge_admission import lazy_problem
 from dibench.generation.questions import knowledge_question
+from dibench.generation.shortcuts.dumps import in_words
 from dibench.generation.skeletons import Skeleton
 from dibench.sqlops.dialect import parse_expression
 
@@ -262,6 +263,14 @@ def _doc_value(fact: str, sentence: str) -> Value | None:
     return next((v for v in stated(sentence) if want is not None and v.date is None and v.same(want)), None)
 
 
+def unit_in_words(text: str, value: Decimal) -> str | None:
+    """The unit of measurement written after `value` in words ("two days" -> "day")."""
+    if value != value.to_integral_value() or value < 0:
+        return None
+    m = re.search(rf"(?<![\w-]){re.escape(in_words(int(value)))}\s+([a-z]+)", text, re.IGNORECASE)
+    return unit_key(m.group(1)) if m is not None and known_unit(m.group(1)) else None
+
+
 def typed_gold(doc: Any, asked: Asked) -> dict[str, Any]:
     """The typed gold answer: the value as the document writes it (35% stays 35 percent), with the
     unit its sentence gives a number, and the whole sentences stating it as the reference text."""
@@ -269,7 +278,7 @@ def typed_gold(doc: Any, asked: Asked) -> dict[str, Any]:
     if asked.kind == "number":
         v = _doc_value(asked.facts[0], text)
         number = v.number if v is not None and v.number is not None else Decimal(asked.facts[0])
-        unit = "percent" if v is not None and v.pct else unit_in(text, number) or asked.unit
+        unit = "percent" if v is not None and v.pct else unit_in(text, number) or unit_in_words(text, number) or asked.unit
         value: Any = int(number) if number == number.to_integral_value() else float(number)
         return {"value": value, "unit": unit, "text": text}
     if asked.kind == "date":

@@ -51,6 +51,12 @@ def numbers(text: str) -> list[Decimal]:
     return list(dict.fromkeys(v.number for v in stated(text, words=False) if v.number is not None))
 
 
+def number_words(text: str) -> list[Decimal]:
+    """The numbers written in words ("two days", "forty-eight hours"), in order, each once."""
+    every, digits = stated(text), stated(text, words=False)
+    return list(dict.fromkeys(v.number for v in every[len(digits):] if v.number is not None))
+
+
 def dates(text: str) -> list[str]:
     return list(dict.fromkeys(v.date.isoformat() for v in stated(text, words=False) if v.date is not None))
 
