@@ -298,7 +298,8 @@ def _shape(analysis: str) -> str:
         "threshold_crossing": 'JSON {"value": <number>, "threshold": <number>, "result": "PASS|FAIL"}',
         "counterfactual": 'JSON {"rows": [{"group": "<name>", "current": <number>, "hypothetical": <number>}, ...]}'
                           '; by month: every month asked ("YYYY-MM"), one without rows 0 for a count or a sum '
-                          'and null for an average or a ratio',
+                          'and null for an average or a ratio; by group: every group, one a policy withholds or '
+                          'empties listed with null values',
         "decomposition": 'JSON {"rows": [{"group": "<name>", "value": <number>}, ...]} every group; a group '
                          'withheld or emptied by a policy is listed with "value": null',
     }[analysis]

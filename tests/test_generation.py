@@ -129,7 +129,7 @@ def derive(analysis: str, facts: dict[str, Any], rows: list[tuple[Any, ...]], ba
     if analysis == "significance_testing":
         return significance.welch(rows, facts["group_a"], facts["group_b"])
     if analysis == "counterfactual":
-        return counterfactual.answer(rows, base_rows, digits)
+        return counterfactual.answer(rows, base_rows, digits, groups=facts.get("all_groups"))
     if analysis == "decomposition":
         return decomposition.answer(rows, digits, facts.get("all_groups"))
     raise AssertionError(analysis)

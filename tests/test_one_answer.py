@@ -110,6 +110,24 @@ def test_a_suppressed_group_is_listed_with_no_value() -> None:
     assert 'listed with "value": null' in answer_format("decomposition", 2)
 
 
+def test_a_counterfactual_by_group_lists_a_withheld_group_with_nulls() -> None:
+    """The library review: fines by kind in 2024, the damage fines of 79 borrowers withheld (fewer
+    than 100): the gold dropped the group, so an agent listing it with nulls, as a decomposition
+    does, failed on an extra row."""
+    from dibench.core.answers import counterfactual
+
+    gold = counterfactual([("lost", 3983.5), ("overdue", 9055.25)], [("lost", 3983.5), ("overdue", 9189.5)], 2,
+                          groups=["damage", "lost", "overdue"])
+    assert gold["rows"][0] == {"group": "damage", "current": None, "hypothetical": None}
+    contract = task_contract("counterfactual", 2, gold)
+    assert check_answer(contract, gold, gold).passed
+    assert "by group: every group, one a policy withholds or empties listed with null" in \
+        answer_format("counterfactual", 2)
+    # by month, the calendar decides the rows as before
+    months = counterfactual([("2024-01", 1.0)], [("2024-01", 2.0)], 2, ["2024-01", "2024-02"], 0)
+    assert [r["group"] for r in months["rows"]] == ["2024-01", "2024-02"]
+
+
 def test_a_threshold_is_never_the_value_it_is_compared_with() -> None:
     """Two of demo's six K+A threshold tasks had a target equal to the value: the question answered them."""
     assert states_its_answer(50.0, [50.0, 61.5], 2)
