@@ -91,7 +91,8 @@ def _pick(rng: random.Random, options: list[str]) -> str:
 
 
 def template_question(analysis: str, metric_name: str, dim_label: str, facts: dict[str, Any],
-                      rng: random.Random, unit: str, dimension_type: str = "categorical") -> str:
+                      rng: random.Random, unit: str, dimension_type: str = "categorical",
+                      labels: dict[str, str] | None = None) -> str:
     name = figure_name(metric_name.lower())
     when = period_words(facts["start"], facts["end"]) if "start" in facts else ""
     g = facts.get("group")
@@ -134,7 +135,7 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
         return _pick(rng, [f"Break down the {name} by {dim_label} {when}.",
                            f"What was the {name} for each {dim_label} {when}?"])
     if analysis == "knowledge_retrieval":
-        return knowledge_question(name, facts.get("topic") or {}, rng)
+        return knowledge_question(name, facts.get("topic") or {}, rng, labels)
     raise ValueError(f"unknown analysis type {analysis}")
 
 
@@ -166,12 +167,21 @@ _GIVE = {"number": " Give the number and its unit, if it has one.", "date": " Gi
          "name": " Give its name.", "list": " List every one of them."}
 
 
-def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random) -> str:
+def labelled(column: str | None, labels: dict[str, str] | None) -> str | None:
+    """A column's words as the pack labels them ("member type and kind" -> "card type and fine
+    type", with {"member type": "card type", "kind": "fine type"}); unlabelled words stay."""
+    if not column or not labels:
+        return column
+    return " and ".join(labels.get(part, part) for part in column.split(" and "))
+
+
+def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
+                       labels: dict[str, str] | None = None) -> str:
     """A knowledge question for the one thing a rule of the metric sets (knowledge.Asked), told
     apart from the metric's other rules by what it asks for, never by its document; it ends by
-    saying what kind of answer it wants."""
+    saying what kind of answer it wants. `labels`: the pack's dimension labels by column words."""
     asks = topic.get("asks") or {}
-    what, op, column = str(asks.get("what")), str(asks.get("op")), asks.get("column")
+    what, op, column = str(asks.get("what")), str(asks.get("op")), labelled(asks.get("column"), labels)
     formula = op in ("override", "adjust", "weight") and what in ("cutoff", "values")
     key = f"{what}-formula" if formula else what
     if key == "values-formula" and asks.get("value") == "median":

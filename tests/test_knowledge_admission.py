@@ -167,3 +167,13 @@ def test_reference_text_drops_cut_marks_quote_and_list_markers() -> None:
     assert plain("**For loans held in Prague, the rate is 35 percent.") == "For loans held in Prague, the rate is 35 percent."
     assert plain("> Loans granted on or after 1 January 1998 are excluded.").startswith("Loans granted")
     assert plain("- B - the contract has finished, or - D - it is running.").startswith("B - the contract")
+
+
+def test_the_columns_a_question_names_go_by_the_packs_labels() -> None:
+    # the library review: "Which values of the member type and kind ..." named two columns
+    topic = {"op": "exclude", "asks": {"kind": "list", "what": "values", "op": "exclude",
+                                       "column": "member type and kind"}}
+    labels = {"member type": "card type", "kind": "fine type"}
+    q = knowledge_question("fines assessed figure", topic, random.Random(0), labels)
+    assert q.startswith("Which values of the card type and fine type does our policy single out")
+    assert "member type" in knowledge_question("fines assessed figure", topic, random.Random(0))
