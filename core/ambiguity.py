@@ -26,6 +26,19 @@ class Asked:
     analysis_type: str
     gold: dict[str, Any]
     rounding: int
+    about: str | None = None  # what it asks whatever its wording (`asked_about`); None: not known
+
+
+def asked_about(analysis_type: str, metric_id: Any, dimension: Any, facts: dict[str, Any]) -> str | None:
+    """What a task asks whatever its wording: its analysis type, metric, dimension and facts (the
+    window, groups, k, threshold ...), the two groups of a comparison in either order; None for
+    knowledge (its facts are the rule's, not the question's) and for a task without facts."""
+    if analysis_type == "knowledge_retrieval" or not facts:
+        return None
+    norm = dict(facts)
+    if "group_a" in norm and "group_b" in norm:
+        norm["group_a"], norm["group_b"] = sorted((str(norm["group_a"]), str(norm["group_b"])))
+    return json.dumps([analysis_type, metric_id, dimension, norm], sort_keys=True, default=str)
 
 
 def normalised(question: str) -> str:
@@ -91,6 +104,21 @@ def _repeats(tasks: Iterable[Asked], bucket: Callable[[Asked], Hashable]) -> dic
             kept[b].append(t)
         else:
             out[t.key] = same.key
+    return out
+
+
+def near_duplicates(tasks: Iterable[Asked]) -> dict[str, str]:
+    """{task key: the key of the task it asks again} for every task that asks what another task of
+    its variant with a smaller key asks (`about`: the same metric, window and groups, a comparison's
+    groups in either order), in other words: one of them weighs the score, not both."""
+    kept: dict[tuple[str, str], str] = {}
+    out: dict[str, str] = {}
+    for t in sorted(tasks, key=lambda t: t.key):
+        if t.about is None:
+            continue
+        first = kept.setdefault((_variant(t.key), t.about), t.key)
+        if first != t.key:
+            out[t.key] = first
     return out
 
 

@@ -209,14 +209,19 @@ def merge(current: list[dict[str, Any]], hypothetical: list[dict[str, Any]]) -> 
 
 
 def counterfactual(current_rows: Rows, hypothetical_rows: Rows, digits: int, periods: list[str] | None = None,
-                   empty: Any = None) -> dict[str, Any]:
+                   empty: Any = None, groups: list[str] | None = None) -> dict[str, Any]:
     """(group, value, n) rows with the rule (current) and without it (hypothetical) -> the answer.
     With the calendar `periods` (groups are months), every month is a row: one without rows on a
-    side is `empty` there (0 for a count or a sum, null for an average or a ratio)."""
+    side is `empty` there (0 for a count or a sum, null for an average or a ratio). With `groups`
+    (the groups of the data without rules), every one is a row: one a policy withholds or empties
+    on both sides is listed with nulls, as a decomposition lists it."""
     if periods is not None:
         current_rows, hypothetical_rows = calendar(current_rows, periods, empty), calendar(hypothetical_rows,
                                                                                           periods, empty)
-    return {"rows": merge(grouped_rows(current_rows, digits), grouped_rows(hypothetical_rows, digits))}
+    rows = merge(grouped_rows(current_rows, digits), grouped_rows(hypothetical_rows, digits))
+    seen = {r["group"] for r in rows}
+    rows += [{"group": g, "current": None, "hypothetical": None} for g in groups or [] if g not in seen]
+    return {"rows": sorted(rows, key=lambda r: r["group"])}
 
 
 def calendar(rows: Rows, periods: list[str], empty: Any) -> Rows:

@@ -28,7 +28,7 @@ from dibench.generation import questions, validation
 from dibench.generation.analyses import registry
 from dibench.generation.runs import Heartbeat, OpenedRun, finish, open_run
 from dibench.generation.selection import quality, select
-from dibench.generation.shortcut_gate import audit_run
+from dibench.generation.shortcut_gate import audit_run, refuse_knowledge
 from dibench.generation.skeletons import Skeleton, enumerate_all
 from dibench.generation.workers import die_with_parent, work, work_entry
 from dibench.generation.writeback import GOLD_MEANING, GOLD_VERSION, reject_ambiguous, reject_duplicates
@@ -389,7 +389,13 @@ def _generate(pack: Pack, graph: Graph, pool: Pool | None, started: float, lease
         say(f"{copies} tasks rejected: another task has their question and answer")
     if ambiguous or copies:
         summary = summarise(graph, run_key, pack, len(planned))
-    # No score without the skill: a family a shortcut solves is not admitted.
+    # No score without the skill: a knowledge task a lazy reader or a shortcut answers is refused,
+    # then a family a shortcut solves is not admitted.
+    knowledge_refused = refuse_knowledge(graph, pack, run_key)
+    if knowledge_refused:
+        say(f"{sum(knowledge_refused.values())} knowledge tasks refused: a lazy reader or a shortcut answers them "
+            f"({', '.join(f'{r} {n}' for r, n in knowledge_refused.items())})")
+        summary = summarise(graph, run_key, pack, len(planned))
     table, shortcut_rejected = audit_run(graph, pack, run_key)
     if shortcut_rejected:
         say(f"{sum(shortcut_rejected.values())} tasks not admitted: a shortcut passes more than "

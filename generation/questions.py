@@ -74,19 +74,32 @@ def amount_words(value: float, unit: str) -> str:
     return f"{text} {unit}"
 
 
+def plural_name(name: str) -> bool:
+    """Whether a metric's name is a plural noun phrase ("active borrowers", "fines assessed"): one
+    of its words ends in a plural s ("status", "loss" and "analysis" are not)."""
+    return any(re.fullmatch(r"[a-z]+[^siu]s", w) for w in name.lower().split())
+
+
+def figure_name(name: str) -> str:
+    """The metric as the subject of a question: a plural name as its figure ("the active borrowers
+    figure"), so that "What was the ...", "the higher ..." and "the trend of the ..." agree."""
+    return f"{name} figure" if plural_name(name) else name
+
+
 def _pick(rng: random.Random, options: list[str]) -> str:
     return rng.choice(options)
 
 
 def template_question(analysis: str, metric_name: str, dim_label: str, facts: dict[str, Any],
-                      rng: random.Random, unit: str, dimension_type: str = "categorical") -> str:
-    name = metric_name.lower()
+                      rng: random.Random, unit: str, dimension_type: str = "categorical",
+                      labels: dict[str, str] | None = None) -> str:
+    name = figure_name(metric_name.lower())
     when = period_words(facts["start"], facts["end"]) if "start" in facts else ""
     g = facts.get("group")
     on = f" {slice_words(dim_label, g, dimension_type)}" if g is not None else ""
     if analysis == "point_query":
         return _pick(rng, [f"What was our {name}{on} {when}?", f"Can you tell me the {name}{on} {when}?",
-                           f"How did the {name} come out{on} {when}?"])
+                           f"What did we record as the {name}{on} {when}?"])
     if analysis == "threshold_crossing":
         t = amount_words(facts["threshold"], unit)
         cmp = "at least" if facts.get("higher_is_better", True) else "at most"
@@ -96,11 +109,11 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
         return _pick(rng, [f"How did the {name} develop month by month {when}: rising, falling or flat, by how much overall, and which month peaked?",
                            f"Looking at each month {when}, what is the trend of the {name}, its total change in percent and its peak month?"])
     # Places go by their names ("Japan"), other values with their label ("the premium service plan").
-    the = "" if dimension_type == "spatial" else f"the {dim_label} "
+    spatial = dimension_type == "spatial"
     if analysis == "comparison":
         a, b = facts["group_a"], facts["group_b"]
         return _pick(rng, [f"Which {dim_label} had the higher {name} {when}: {a} or {b}? Give both values.",
-                           f"Compare the {name} of {the}{a} with that of {b} {when}."])
+                           f"Compare the {name} of {a if spatial else f'the {a} {dim_label}'} with that of {b} {when}."])
     if analysis == "ranking":
         k = facts["k"]
         best = "highest" if facts.get("higher_is_better", True) else "lowest"
@@ -109,7 +122,8 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
                            f"Rank the {count_words(k)} {many} with the {best} {name} {when}, {best} first."])
     if analysis == "significance_testing":
         a, b = facts["group_a"], facts["group_b"]
-        return (f"Is the monthly {name} significantly different between {the}{a} and {b} {when}? "
+        return (f"Is the monthly {name} significantly different between "
+                f"{f'{a} and {b}' if spatial else f'the {a} and {b} {plural(dim_label)}'} {when}? "
                 f"Use a two-tailed Welch's t-test at the 5% level on the monthly values.")
     if analysis == "counterfactual":
         by = "month" if facts.get("by_month") else dim_label
@@ -121,7 +135,7 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
         return _pick(rng, [f"Break down the {name} by {dim_label} {when}.",
                            f"What was the {name} for each {dim_label} {when}?"])
     if analysis == "knowledge_retrieval":
-        return knowledge_question(name, facts.get("topic") or {}, rng)
+        return knowledge_question(name, facts.get("topic") or {}, rng, labels)
     raise ValueError(f"unknown analysis type {analysis}")
 
 
@@ -136,30 +150,52 @@ _ASKS = {
     "cutoff-formula": "What limit does our policy write into the calculation of the {name}?",
     "values": "Which {column} does our policy single out to decide which records are {verb} the {name}?",
     "cutoff-date": "Which date does our policy use to decide which records are {verb} the {name}?",
-    "values-formula": "Which values does our policy's calculation of the {name} single out?",
-    "flags": "Which kinds of records does our policy say are {verb} the {name}?",
+    "values-formula": "Which {values} does our policy's calculation of the {name} single out?",
+    "statistic-formula": "Which statistic does our policy use to report the {name}?",
+    "flags": "Which {kinds} of records does our policy say are {verb} the {name}?",
     "weight": "By what factor does our policy weight the records it singles out in the {name}?",
     "columns": "Which figure does our policy bring into the calculation of the {name}?",
     "slice": "Which {column} does our policy's special treatment of the {name} concern?",
-    "date": "From which date does our policy's change to the {name} apply?",
+    "date": "From which date does our policy {change} the {name}{about}?",
 }
+# What a dated rule changes, by its operation: the date question names it.
+_CHANGES = {"exclude": "leave some records out of", "where": "narrow the records counted in",
+            "having": "narrow the groups counted in", "threshold": "change the {column} of",
+            "suppress": "withhold small groups of", "override": "change how it calculates",
+            "adjust": "adjust", "weight": "weight records differently in"}
 _GIVE = {"number": " Give the number and its unit, if it has one.", "date": " Give the date.",
          "name": " Give its name.", "list": " List every one of them."}
 
 
-def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random) -> str:
+def labelled(column: str | None, labels: dict[str, str] | None) -> str | None:
+    """A column's words as the pack labels them ("member type and kind" -> "card type and fine
+    type", with {"member type": "card type", "kind": "fine type"}); unlabelled words stay."""
+    if not column or not labels:
+        return column
+    return " and ".join(labels.get(part, part) for part in column.split(" and "))
+
+
+def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
+                       labels: dict[str, str] | None = None) -> str:
     """A knowledge question for the one thing a rule of the metric sets (knowledge.Asked), told
     apart from the metric's other rules by what it asks for, never by its document; it ends by
-    saying what kind of answer it wants."""
+    saying what kind of answer it wants. `labels`: the pack's dimension labels by column words."""
     asks = topic.get("asks") or {}
-    what, op, column = str(asks.get("what")), str(asks.get("op")), asks.get("column")
+    what, op, column = str(asks.get("what")), str(asks.get("op")), labelled(asks.get("column"), labels)
     formula = op in ("override", "adjust", "weight") and what in ("cutoff", "values")
     key = f"{what}-formula" if formula else what
+    if key == "values-formula" and asks.get("value") == "median":
+        key = "statistic-formula"  # a 0.5 percentile: the median is a statistic, not a value singled out
+    one = asks.get("kind") != "list"
     verb = _LEFT_OUT.get(op, "counted in")
     if what == "values" and not formula and column:
         column = f"values of the {column}" if asks.get("kind") == "list" else f"value of the {column}"
+    columns = [str(c) for c in topic.get("columns") or []]
+    change = _CHANGES.get(op, "change").format(column=" and ".join(columns) or "threshold")
+    about = f", depending on their {' and '.join(columns)}" if columns and op in _LEFT_OUT else ""
     text = _ASKS.get(key, "What does our policy set for the {name}?").format(
-        name=name, verb=verb, column=column or "value")
+        name=name, verb=verb, column=column or "value", change=change, about=about,
+        values="value" if one else "values", kinds="kind" if one else "kinds")
     # The wording is chosen by what is asked, not by the skeleton: every skeleton of one metric
     # and rule asks the same knowledge question, so its copies are found and kept once.
     del rng
@@ -272,7 +308,8 @@ def _shape(analysis: str) -> str:
         "threshold_crossing": 'JSON {"value": <number>, "threshold": <number>, "result": "PASS|FAIL"}',
         "counterfactual": 'JSON {"rows": [{"group": "<name>", "current": <number>, "hypothetical": <number>}, ...]}'
                           '; by month: every month asked ("YYYY-MM"), one without rows 0 for a count or a sum '
-                          'and null for an average or a ratio',
+                          'and null for an average or a ratio; by group: every group, one a policy withholds or '
+                          'empties listed with null values',
         "decomposition": 'JSON {"rows": [{"group": "<name>", "value": <number>}, ...]} every group; a group '
                          'withheld or emptied by a policy is listed with "value": null',
     }[analysis]

@@ -1,7 +1,9 @@
 """The shortcut audit of a generation run, with its I/O: the run's admitted tasks are audited
 against every no-understanding strategy (generation/shortcuts), a family whose best shortcut
 passes more than the limit is not admitted (each of its tasks rejected with the reason, its
-variants with it), and the table is stored on the Run node (`shortcut_audit`, JSON)."""
+variants with it), and the table is stored on the Run node (`shortcut_audit`, JSON). Before it,
+each knowledge task a lazy reader or a shortcut answers is refused on its own
+(generation/knowledge_admission.py)."""
 from __future__ import annotations
 
 import json
@@ -10,6 +12,7 @@ from typing import Any
 
 from dibench.core.contracts import AnswerContract, task_contract
 from dibench.core.pack import Pack
+from dibench.generation.knowledge_admission import refusals
 from dibench.generation.shortcuts import AuditTask, Corpus, registry, stem_of
 from dibench.generation.shortcuts.audit import ShortcutAudit, audit, family_of
 from dibench.generation.writeback import with_variants
@@ -62,6 +65,17 @@ def gate(graph: Graph, tasks: list[AuditTask], table: ShortcutAudit) -> dict[str
         graph.write("tasks_reject_with_reason", rows=[{"key": k, "reason": r} for k, r in sorted(reasons.items())])
     fam = {t.key: "/".join(family_of(t)) for t in tasks}
     return dict(sorted(Counter(fam[k] for k in reasons).items()))
+
+
+def refuse_knowledge(graph: Graph, pack: Pack, run_key: str) -> dict[str, int]:
+    """Refuse every admitted knowledge task of the run that a lazy reader or a shortcut answers,
+    with the reason; {reason: tasks refused}."""
+    tasks = run_tasks(graph, pack.name, run_key)
+    reasons = refusals(tasks, documents(pack), registry())
+    with_variants(reasons, (t.key for t in tasks), "knowledge_shortcut: its standard task {} is refused")
+    if reasons:
+        graph.write("tasks_reject_with_reason", rows=[{"key": k, "reason": r} for k, r in sorted(reasons.items())])
+    return dict(sorted(Counter(r.split(":", 1)[0] for r in reasons.values()).items()))
 
 
 def audit_run(graph: Graph, pack: Pack, run_key: str) -> tuple[ShortcutAudit, dict[str, int]]:

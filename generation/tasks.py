@@ -17,6 +17,7 @@ from dibench.core.pack import Pack
 from dibench.generation.analyses import Analysis, Outcome, registry
 from dibench.generation.executor import Executor, Statement
 from dibench.generation.grounding import Context, data_window
+from dibench.generation.analyses.knowledge import natural
 from dibench.generation.questions import answer_format, catalog_only, llm_question, template_question
 from dibench.generation.skeletons import Skeleton
 from dibench.generation.validation import (
@@ -207,7 +208,8 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
     if question is None:
         # A failed grounding has no facts (windows, groups) to phrase a question with.
         question = f"({analysis} of {metric.name}: not grounded)" if failed else template_question(
-            analysis, metric.name, sk.dimension_label, result.facts, rng, metric.unit, sk.dimension_type)
+            analysis, metric.name, sk.dimension_label, result.facts, rng, metric.unit, sk.dimension_type,
+            {natural(d.column): d.label for d in pack.spec.dimensions})
         if phrased and llm is not None:
             # A failed model call is this candidate's problem, never the run's: the candidate keeps
             # the template question and is rejected with the reason (an exhausted call budget only

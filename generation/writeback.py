@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from dibench.core.ambiguity import Asked, ambiguous, duplicates, same_answers
+from dibench.core.ambiguity import Asked, ambiguous, asked_about, duplicates, near_duplicates, same_answers
 from dibench.core.contracts import task_contract
 from dibench.core.errors import GraphError
 from dibench.core.keys import dimension_key, metric_key, rule_key, rule_version_key, table_key
@@ -116,7 +116,8 @@ def with_variants(reasons: dict[str, str], keys: Iterable[str], why: str) -> Non
 
 def asked(graph: Graph, domain: str, keys: list[str] | None = None) -> list[Asked]:
     """The admitted tasks of `domain` (of `keys` when given) as the invariant reads them."""
-    return [Asked(r["key"], r["question"] or "", r["analysis_type"], json.loads(r["gold"] or "{}"), int(r["rounding"]))
+    return [Asked(r["key"], r["question"] or "", r["analysis_type"], json.loads(r["gold"] or "{}"), int(r["rounding"]),
+                  asked_about(r["analysis_type"], r.get("metric_id"), r.get("dimension"), json.loads(r.get("facts") or "{}")))
             for r in graph.read("tasks_questions", domain=domain, keys=keys)]
 
 
@@ -139,11 +140,14 @@ DUPLICATE = "duplicate_task"
 
 def reject_duplicates(graph: Graph, domain: str) -> int:
     """Reject every admitted task of `domain` that repeats the question and answer of another
-    (core/ambiguity.py, `duplicates`), or only the answer of another of its analysis type and
-    variant (`same_answers`), its variants with it. The number of tasks rejected."""
+    (core/ambiguity.py, `duplicates`), only the answer of another of its analysis type and variant
+    (`same_answers`), or asks what another asks in other words (`near_duplicates`), its variants
+    with it. The number of tasks rejected."""
     tasks = asked(graph, domain)
     reasons = {k: f"{DUPLICATE}: the same answer as {kept}, to another question (copying it would pass)"
                for k, kept in same_answers(tasks).items()}
+    reasons.update({k: f"{DUPLICATE}: asks what {kept} asks (the same metric, window and groups), in other words"
+                    for k, kept in near_duplicates(tasks).items()})
     reasons.update({k: f"{DUPLICATE}: the same question and answer as {kept}" for k, kept in duplicates(tasks).items()})
     with_variants(reasons, (t.key for t in tasks), f"{DUPLICATE}: its standard task {{}} is a copy")
     if reasons:

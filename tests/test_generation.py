@@ -28,6 +28,7 @@ from dibench.generation.analyses import (
 from dibench.generation.fidelity import fidelity_problems
 from dibench.generation.pipeline import RunSummary, generate
 from dibench.generation.questions import CATALOG_ONLY
+from dibench.generation.knowledge_admission import ANSWERED, LAZY
 from dibench.generation.shortcut_gate import SHORTCUT
 from dibench.generation.shortcuts.audit import ShortcutAudit
 from dibench.generation.validation import NOT_DISCRIMINATIVE, STAGE1, rule_changes_answer
@@ -128,7 +129,7 @@ def derive(analysis: str, facts: dict[str, Any], rows: list[tuple[Any, ...]], ba
     if analysis == "significance_testing":
         return significance.welch(rows, facts["group_a"], facts["group_b"])
     if analysis == "counterfactual":
-        return counterfactual.answer(rows, base_rows, digits)
+        return counterfactual.answer(rows, base_rows, digits, groups=facts.get("all_groups"))
     if analysis == "decomposition":
         return decomposition.answer(rows, digits, facts.get("all_groups"))
     raise AssertionError(analysis)
@@ -231,8 +232,8 @@ def test_every_planned_skeleton_is_done_and_linked(gen: Generated, graph: Graph)
 def test_rejected_candidates_are_kept_with_their_reasons(gen: Generated) -> None:
     rejected = [t for t in gen.first_tasks if t["props"]["status"] == "rejected"]
     assert rejected, "the mini pack always yields some non-discriminative rule candidates"
-    # a copy of another task, or a family a shortcut solves, is rejected after admission: with its variants
-    late = {DUPLICATE, SHORTCUT}
+    # a copy of another task, a knowledge task a lazy reader answers, or a family a shortcut solves, is rejected after admission: with its variants
+    late = {DUPLICATE, SHORTCUT, LAZY, ANSWERED}
     checks = {c.__name__ for c in STAGE1} | {"judge", NOT_DISCRIMINATIVE} | late
     counted: Counter[str] = Counter()
     for t in rejected:

@@ -3,7 +3,7 @@ that say how the gold is computed (rounding, the trend's method, the tolerance o
 test's figures, the length of a knowledge answer). Pure: no services."""
 from __future__ import annotations
 
-from dibench.core.ambiguity import Asked, duplicates, same_answers
+from dibench.core.ambiguity import Asked, asked_about, duplicates, near_duplicates, same_answers
 from dibench.core.answers import months, trend_summary
 from dibench.core.contracts import MAX_WORDS, check_answer, task_contract
 from dibench.generation.analyses.ranking import tied_at, untied_k
@@ -110,6 +110,24 @@ def test_a_suppressed_group_is_listed_with_no_value() -> None:
     assert 'listed with "value": null' in answer_format("decomposition", 2)
 
 
+def test_a_counterfactual_by_group_lists_a_withheld_group_with_nulls() -> None:
+    """The library review: fines by kind in 2024, the damage fines of 79 borrowers withheld (fewer
+    than 100): the gold dropped the group, so an agent listing it with nulls, as a decomposition
+    does, failed on an extra row."""
+    from dibench.core.answers import counterfactual
+
+    gold = counterfactual([("lost", 3983.5), ("overdue", 9055.25)], [("lost", 3983.5), ("overdue", 9189.5)], 2,
+                          groups=["damage", "lost", "overdue"])
+    assert gold["rows"][0] == {"group": "damage", "current": None, "hypothetical": None}
+    contract = task_contract("counterfactual", 2, gold)
+    assert check_answer(contract, gold, gold).passed
+    assert "by group: every group, one a policy withholds or empties listed with null" in \
+        answer_format("counterfactual", 2)
+    # by month, the calendar decides the rows as before
+    months = counterfactual([("2024-01", 1.0)], [("2024-01", 2.0)], 2, ["2024-01", "2024-02"], 0)
+    assert [r["group"] for r in months["rows"]] == ["2024-01", "2024-02"]
+
+
 def test_a_threshold_is_never_the_value_it_is_compared_with() -> None:
     """Two of demo's six K+A threshold tasks had a target equal to the value: the question answered them."""
     assert states_its_answer(50.0, [50.0, 61.5], 2)
@@ -140,6 +158,28 @@ def test_an_answer_another_task_already_has_is_kept_once() -> None:
              Asked("t:5", "What was the revenue in July?", "point_query", {"value": 12.5}, 2)]
     # a variant is compared with variants only: a task's oracle twin never repeats it
     assert same_answers(tasks) == {"t:2": "t:1", "t:2:oracle": "t:1:oracle", "t:4": "t:3"}
+
+
+def test_two_wordings_of_one_comparison_are_kept_once() -> None:
+    """The demo's review: two comparison tasks of one metric, window and plans, worded differently
+    and with the plans in the other order (so their golds differ in order only)."""
+    window = {"start": "2024-01-01", "end": "2024-07-01"}
+
+    def cmp(key: str, question: str, a: str, b: str, start: str = "2024-01-01") -> Asked:
+        facts = {**window, "start": start, "group_a": a, "group_b": b}
+        later = 5.0 if start != window["start"] else 0.0  # another window, other values
+        gold = {"group_a": a, "group_b": b, "higher": "premium", "value_a": (1.0 if a == "basic" else 2.0) + later,
+                "value_b": (2.0 if a == "basic" else 1.0) + later}
+        return Asked(key, question, "comparison", gold, 2, asked_about("comparison", "MV-CSAT-001", "plan", facts))
+
+    tasks = [cmp("t:1", "Which service plan had the higher CSAT: basic or premium?", "basic", "premium"),
+             cmp("t:2", "Compare the CSAT of the premium service plan with that of basic.", "premium", "basic"),
+             cmp("t:2:oracle", "Compare the CSAT ... policy text", "premium", "basic"),
+             cmp("t:1:oracle", "Which service plan ... policy text", "basic", "premium"),
+             cmp("t:3", "Which service plan had the higher CSAT: basic or premium?", "basic", "premium", "2024-02-01")]
+    assert near_duplicates(tasks) == {"t:2": "t:1", "t:2:oracle": "t:1:oracle"}
+    assert same_answers(tasks) == {} and duplicates(tasks) == {}  # neither saw them
+    assert asked_about("knowledge_retrieval", "M", None, {"rule": "R"}) is None
 
 
 def test_two_knowledge_tasks_with_one_typed_value_are_kept_once() -> None:

@@ -35,11 +35,13 @@ def build(ctx: Context) -> Outcome | None:
     # By month, on the window's calendar: a month without rows is 0 for a count or a sum, null otherwise.
     periods = months(window[0].isoformat(), window[1].isoformat()) if temporal else None
     empty = 0 if additive(ctx.metric.sql) else None
-    gold = answer(pair.gold_rows, pair.lifted_rows, digits, periods, empty)
-    base = answer(pair.base_rows, pair.base_rows, digits, periods, empty)
+    # By group, every group the data has without rules: one a policy withholds is listed with nulls.
+    groups = None if temporal else sorted(r["group"] for r in grouped_rows(pair.base_rows, digits))
+    gold = answer(pair.gold_rows, pair.lifted_rows, digits, periods, empty, groups)
+    base = answer(pair.base_rows, pair.base_rows, digits, periods, empty, groups)
     featured = ctx.skeleton.rules[0]
     doc = ctx.rule_docs.get(featured.rule_id)
     facts = {**window_facts(window), "rules": [featured.rule_id], "by_month": temporal,
              "lifted": doc.front.title if doc is not None else featured.rule_id,
-             **({"empty_period": empty} if temporal else {})}
+             **({"empty_period": empty} if temporal else {"all_groups": groups})}
     return outcome(gold, base, pair, facts)

@@ -16,9 +16,13 @@ from sqlglot import exp
 
 from dibench.core.errors import RewriteError
 from dibench.core.facts import Value, fact_found, parse_fact, stated
-from dibench.core.typed_answers import FactKind, unit_in, unit_named
+from dibench.core.typed_answers import FactKind, known_unit, unit_in, unit_key, unit_named
 from dibench.generation.analyses.base import Outcome
+from dibench.generation.document_text import plain, sentences
 from dibench.generation.grounding import Context
+from dibench.generation.knowledge_admission import lazy_problem
+from dibench.generation.questions import knowledge_question
+from dibench.generation.shortcuts.dumps import in_words
 from dibench.generation.skeletons import Skeleton
 from dibench.sqlops.dialect import parse_expression
 
@@ -96,22 +100,6 @@ def new_columns(expression: str, metric_sql: str | None) -> list[str]:
     return [c.name.replace("_", " ") for c in tree.find_all(exp.Column) if c.name not in known]
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"(])")
-
-
-def sentences(body: str) -> list[str]:
-    """The document's sentences, whole, in order: each heading is one, each paragraph is split
-    after a full stop, question or exclamation mark followed by a capital or a digit."""
-    out = []
-    for block in body.split("\n\n"):
-        block = " ".join(block.split())
-        if block.startswith("#"):
-            out.append(block.lstrip("#").strip())
-        elif block:
-            out += [x.strip() for x in _SENTENCE_END.split(block) if x.strip()]
-    return out
-
-
 def answer_text(doc: Any, facts: list[str]) -> str:
     """The reference answer: for each must-include fact, the first whole sentence of the document
     stating it, each sentence once, in the document's order. It states what is asked and little
@@ -125,7 +113,10 @@ def answer_text(doc: Any, facts: list[str]) -> str:
             if at is not None:
                 picked.update(range(at, at + span))
                 break
-    return " ".join(body[i] for i in sorted(picked))
+    # a heading stated with a sentence after it ends as one ("... from April 2024. Any overdue ...")
+    said = [body[i] if body[i].endswith((".", "!", "?", ":")) or i == max(picked) else body[i] + "."
+            for i in sorted(picked)]
+    return plain(" ".join(said))
 
 
 def natural(column: str) -> str:
@@ -237,8 +228,10 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
             if len(dates) == 1:
                 out.append(Asked("date", "cutoff-date", op, None, (str(parse_fact(dates[0]).date),)))  # type: ignore[union-attr]
             if names:
+                # the columns the values are of, each named: "member type and kind" for 'child', 'overdue'
+                cols = [c for c in dict.fromkeys(_compared_column(e["predicate"], n) for n in names) if c]
                 out.append(Asked("list" if len(names) > 1 else "name", "values", op,
-                                 _compared_column(e["predicate"], names[0]), tuple(names)))
+                                 " and ".join(cols) or None, tuple(names)))
             flags = flag_names(e["predicate"])
             if flags:
                 out.append(Asked("list" if len(flags) > 1 else "name", "flags", op, None, tuple(flags)))
@@ -270,6 +263,14 @@ def _doc_value(fact: str, sentence: str) -> Value | None:
     return next((v for v in stated(sentence) if want is not None and v.date is None and v.same(want)), None)
 
 
+def unit_in_words(text: str, value: Decimal) -> str | None:
+    """The unit of measurement written after `value` in words ("two days" -> "day")."""
+    if value != value.to_integral_value() or value < 0:
+        return None
+    m = re.search(rf"(?<![\w-]){re.escape(in_words(int(value)))}\s+([a-z]+)", text, re.IGNORECASE)
+    return unit_key(m.group(1)) if m is not None and known_unit(m.group(1)) else None
+
+
 def typed_gold(doc: Any, asked: Asked) -> dict[str, Any]:
     """The typed gold answer: the value as the document writes it (35% stays 35 percent), with the
     unit its sentence gives a number, and the whole sentences stating it as the reference text."""
@@ -277,7 +278,7 @@ def typed_gold(doc: Any, asked: Asked) -> dict[str, Any]:
     if asked.kind == "number":
         v = _doc_value(asked.facts[0], text)
         number = v.number if v is not None and v.number is not None else Decimal(asked.facts[0])
-        unit = "percent" if v is not None and v.pct else unit_in(text, number) or asked.unit
+        unit = "percent" if v is not None and v.pct else unit_in(text, number) or unit_in_words(text, number) or asked.unit
         value: Any = int(number) if number == number.to_integral_value() else float(number)
         return {"value": value, "unit": unit, "text": text}
     if asked.kind == "date":
@@ -285,6 +286,25 @@ def typed_gold(doc: Any, asked: Asked) -> dict[str, Any]:
     if asked.kind == "name":
         return {"value": asked.facts[0], "text": text}
     return {"value": list(asked.facts), "text": text}
+
+
+def asks_of(asked: Asked) -> dict[str, Any]:
+    """What the question is phrased from: the kind, part and operation asked, the column it
+    concerns, and the one name asked when it is the median (a statistic, asked as one)."""
+    out: dict[str, Any] = {"kind": asked.kind, "what": asked.what, "op": asked.op, "column": asked.column}
+    if asked.facts == ("median",):
+        out["value"] = "median"
+    return out
+
+
+def other_dated_rule(docs: dict[str, Any], rule_id: str, metric_id: str) -> bool:
+    """Whether another rule document dates a change to the metric: a temporal rule with an effect
+    on it, or an effect on it with a from_date."""
+    def dated(d: Any) -> bool:
+        mine = [e for e in d.front.effects or [] if e.metric == metric_id]
+        return bool(mine) and (str(getattr(d.front.rule_type, "value", d.front.rule_type)) == "temporal"
+                               or any(e.from_date for e in mine))
+    return any(rid != rule_id and dated(d) for rid, d in docs.items())
 
 
 def build(ctx: Context) -> Outcome | None:
@@ -295,13 +315,25 @@ def build(ctx: Context) -> Outcome | None:
     effects = [e for e in rule.effects_json() if e.get("metric") == ctx.metric.id] or rule.effects_json()
     temporal = rule.rule_type == "temporal"
     about = topic(effects, temporal)
-    asked = next((a for a in candidates(effects, temporal, ctx.metric.sql, ctx.metric.unit)
-                  # a fact the question names (the column it asks about) is no evidence of retrieval
-                  if stated_in(doc, a, [a.column] if a.column else [])), None)
-    if asked is None:
+    # a fact the question names (the column it asks about) is no evidence of retrieval; a date
+    # is asked only of a metric no other rule dates, or "from which date" has two answers
+    stated_ones = [a for a in candidates(effects, temporal, ctx.metric.sql, ctx.metric.unit)
+                   if stated_in(doc, a, [a.column] if a.column else [])
+                   and not (a.what == "date" and other_dated_rule(ctx.rule_docs, rule.rule_id, ctx.metric.id))]
+    if not stated_ones:
         return None
-    about = {**about, "asks": {"kind": asked.kind, "what": asked.what, "op": asked.op, "column": asked.column}}
-    answer = typed_gold(doc, asked)
+    # the first a lazy reader cannot pick out by its place (knowledge_admission); else the first,
+    # which the run's admission then refuses with its reason
+    texts = [f"{d.front.title}\n{d.body}" for d in ctx.rule_docs.values()]
+    own = f"{doc.front.title}\n{doc.body}"
+    asked, answer = stated_ones[0], typed_gold(doc, stated_ones[0])
+    for a in stated_ones:
+        asks = {**about, "asks": asks_of(a)}
+        gold = typed_gold(doc, a)
+        if lazy_problem(knowledge_question(ctx.metric.name.lower(), asks, ctx.rng), gold, own, texts) is None:
+            asked, answer = a, gold
+            break
+    about = {**about, "asks": asks_of(asked)}
     return Outcome(answer, {**answer, "value": None} if asked.kind != "list" else {**answer, "value": []},
                    None, None, {}, {},
                    {"rule": rule.rule_id, "title": doc.front.title, "effective_date": doc.front.effective_date.isoformat(),

@@ -11,9 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from dibench.core.intervals import wilson
 from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, passes
 
-# A family is not admitted when its best shortcut passes more than this share of its tasks, and
-# the low end of the 95% interval says so too (one pass of two tasks is not evidence).
+# A family is not admitted when its best shortcut passes more than this share of its tasks: of a
+# family of at least JUDGED_TASKS tasks, the share itself; of a smaller one, the low end of the 95%
+# interval (one pass of two tasks is not evidence; three of three is). A smaller family over the
+# limit is admitted and shown as too few to judge.
 LIMIT_PCT = 10.0
+JUDGED_TASKS = 10
 
 
 class AuditCell(BaseModel):
@@ -70,6 +73,11 @@ def pass_counts(tasks: Sequence[AuditTask], corpus: Corpus,
     return out
 
 
+def over(pct: float, low_pct: float, tasks: int) -> bool:
+    """Whether a family's best shortcut passes it too often to be admitted."""
+    return pct > LIMIT_PCT and (tasks >= JUDGED_TASKS or low_pct > LIMIT_PCT)
+
+
 def audit(tasks: Sequence[AuditTask], corpus: Corpus, shortcuts: Sequence[Shortcut]) -> ShortcutAudit:
     counts = pass_counts(tasks, corpus, shortcuts)
     by_family: dict[tuple[str, str, str], list[AuditTask]] = defaultdict(list)
@@ -89,7 +97,7 @@ def audit(tasks: Sequence[AuditTask], corpus: Corpus, shortcuts: Sequence[Shortc
                                oracle_passed=sum(passes(t, t.gold) for t in members), best_shortcut=best,
                                best_passed=best_n, best_pct=round(pct, 1), low_pct=round(100 * low, 1),
                                high_pct=round(100 * high, 1),
-                               admitted=not (pct > LIMIT_PCT and 100 * low > LIMIT_PCT)))
+                               admitted=not over(pct, 100 * low, n)))
     return ShortcutAudit(strategies=len(shortcuts), cells=cells)
 
 
@@ -101,4 +109,12 @@ def audit_rows(table: ShortcutAudit) -> list[list[str]]:
     """The audit as printed beside every score: one row per family."""
     return [[c.analysis_type, c.tier, c.variant, str(c.tasks), f"{100 * c.oracle_passed / c.tasks:.1f}",
              c.best_shortcut or "-", f"{c.best_pct:.1f}", f"{c.low_pct:.1f}-{c.high_pct:.1f}",
-             "yes" if c.admitted else f"no (over {table.limit_pct:g}%)"] for c in table.cells]
+             _verdict(table, c)] for c in table.cells]
+
+
+def _verdict(table: ShortcutAudit, c: AuditCell) -> str:
+    if not c.admitted:
+        return f"no (over {table.limit_pct:g}%)"
+    if c.best_pct > table.limit_pct:
+        return f"yes (over {table.limit_pct:g}%, fewer than {JUDGED_TASKS} tasks to judge)"
+    return "yes"

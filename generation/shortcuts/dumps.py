@@ -10,6 +10,7 @@ from functools import lru_cache, partial
 from typing import Any
 
 from dibench.core.facts import renderings, stated
+from dibench.generation.document_text import sentences
 from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, text_field
 
 _UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
@@ -99,8 +100,6 @@ def _extract(sentences_kept: int, task: AuditTask, corpus: Corpus) -> Any:
 
 def nearest_sentences(question: str, doc: str) -> list[str]:
     """The document's sentences, those sharing most words with the question first."""
-    from dibench.generation.analyses.knowledge import sentences
-
     asked = set(_WORDS.findall(question.lower()))
     return sorted(sentences(doc), key=lambda x: -len(asked & set(_WORDS.findall(x.lower()))))
 

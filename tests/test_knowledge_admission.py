@@ -1,0 +1,179 @@
+"""Knowledge tasks no lazy retrieval answers (generation/knowledge_admission.py), the reviewer's
+own retrieval shortcuts (generation/shortcuts/retrieval.py), the family gate on the point
+estimate, and the knowledge wording and reference text. Pure: no services (well under a second)."""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from dibench.core.contracts import task_contract
+from dibench.core.pack import load_pack
+from dibench.generation.analyses.knowledge import answer_text, candidates, other_dated_rule
+from dibench.generation.document_text import plain
+from dibench.generation.knowledge_admission import ANSWERED, LAZY, lazy_problem, position_problem, refusals
+from dibench.generation.questions import knowledge_question
+from dibench.generation.shortcuts import AuditTask, Corpus, passes, registry
+from dibench.generation.shortcuts.audit import JUDGED_TASKS, audit, audit_rows, over
+from dibench.generation.shortcuts.retrieval import SHORTCUTS, number_nearest_words, template_of
+
+
+def task(key: str, gold: dict[str, Any], question: str, title: str = "") -> AuditTask:
+    return AuditTask(key=key, stem=key, analysis_type="knowledge_retrieval", tier="K", variant="standard",
+                     question=question, metric_id="M1", dimension=None, gold=gold,
+                     contract=task_contract("knowledge_retrieval", 2, gold), facts={"title": title})
+
+
+BY_NAME = {s.name: s for s in SHORTCUTS}
+NEAR = "sentence nearest the question in any document, its {} number, date or term"
+# The demo's finding: the value asked is the document's first number (group sizes 5 and 10 in a title).
+SMALL = ("Groups of 5 or 10 agents\nTeams of fewer than 5 agents are merged. The review takes 7 days. "
+         "Refunds above 250 USD need 2 approvals.")
+
+
+def test_a_value_in_first_last_or_only_place_is_found_by_its_position() -> None:
+    days = {"value": 7, "unit": "day"}
+    assert position_problem(days, "It is reviewed within 7 days.", "x") == "the only number of x"
+    assert position_problem(days, "Review in 7 days by 2 managers, 3 times.", "x") == "the first number of x"
+    assert position_problem(days, "With 2 managers, 3 times, in 7 days.", "x") == "the last number of x"
+    # among numbers, in the middle: but the only one in days is still found by its unit
+    assert position_problem(days, "With 2 managers within 7 days, 3 times.", "x") == "the only number in days of x"
+    assert position_problem(days, "With 2 managers, 1 day after 7 days, or 3 days late, 4 times.", "x") is None
+    assert position_problem(days, "No number here.", "x") is None  # the text does not state it
+    assert position_problem({"value": "2024-03-01"}, "From 1 March 2024 to 1 May 2024.", "x") == \
+        "the first date of x"
+    assert position_problem({"value": "spam"}, "Tickets flagged **spam** are left out.", "x") == "the only term of x"
+    assert position_problem({"value": ["spam", "test"]}, "**spam** and **test**", "x") == "every set-apart term of x"
+    assert position_problem({"value": ["spam", "test"]}, "**spam**, **test** but not **vip**", "x") is None
+
+
+def test_the_demo_group_size_found_as_the_first_number_is_refused() -> None:
+    gold = {"value": 5, "unit": None, "text": ""}
+    problem = lazy_problem("What is the smallest group size our policy lets be shown?", gold, SMALL, [SMALL])
+    assert problem is not None and problem.startswith(LAZY) and "first number" in problem
+
+
+def test_a_value_among_others_and_away_from_the_question_words_is_admitted() -> None:
+    doc = ("Approval limits\nA refund of 100 USD is approved by an agent. Up to 250 USD it needs a lead. "
+           "A manager signs off anything above 900 USD.")
+    gold = {"value": 250, "unit": "usd", "text": ""}
+    assert lazy_problem("Which amount calls for a team lead's approval of a refund?", gold, doc, [doc]) is None
+
+
+def test_each_reviewer_strategy_finds_a_value_in_its_place() -> None:
+    doc = "Review\nThe review takes 3 days, then 7 days of appeal, and after that 10 days to close. Nothing else."
+    q = "How long does the appeal take? Give the number and its unit, if it has one."
+    corpus = Corpus((), (doc,))
+    first, last = task("a", {"value": 3, "unit": "day"}, q), task("b", {"value": 10, "unit": "day"}, q)
+    assert passes(first, BY_NAME[NEAR.format("first")].answer(first, corpus))
+    assert passes(last, BY_NAME[NEAR.format("last")].answer(last, corpus))
+    assert BY_NAME[NEAR.format("only")].answer(first, corpus) is None  # three numbers: no only one
+    assert number_nearest_words(q, doc) == 7  # "appeal" is the question's word
+    # the template's most common answer, leave-one-out
+    tasks = tuple(task(k, {"value": 2, "unit": "day"}, f"What value does our policy set for the {m}? Give the number "
+                                                        "and its unit, if it has one.") for k, m in (("x", "a"), ("y", "b")))
+    assert template_of(tasks[0].question) == template_of(tasks[1].question)
+    assert passes(tasks[0], BY_NAME["most common answer of the question's template"].answer(tasks[0],
+                                                                                             Corpus(tasks, (doc,))))
+    assert len(SHORTCUTS) >= 3 and all(s.name in {r.name for r in registry()} for s in SHORTCUTS)
+
+
+def test_refusals_name_the_lazy_place_or_the_shortcut_that_answers() -> None:
+    a = task("a", {"value": 5, "unit": None, "text": ""}, "What is the smallest group size shown?", "Groups of 5 or 10 agents")
+    # a value no place gives away, but the domain's other answer of the same template does
+    doc = "Limits\nA refund of 100 USD, 250 USD or 900 USD is approved by an agent, a lead or a manager."
+    q = "Which amount does our policy single out in the calculation? Give the number and its unit, if it has one."
+    b, c = task("b", {"value": 4, "unit": None}, q), task("c", {"value": 4, "unit": None}, q)
+    out = refusals([a, b, c], [SMALL, doc], registry())
+    assert out["a"].startswith(LAZY)
+    assert out["b"].startswith(ANSWERED) and out["c"].startswith(ANSWERED) and out.keys() == {"a", "b", "c"}
+
+
+def test_a_family_of_ten_or_more_is_refused_on_its_point_estimate() -> None:
+    assert over(16.7, 4.7, 12) and not over(8.3, 1.5, 12)
+    assert not over(20.0, 3.6, 5)  # too few to judge: admitted, and printed so
+    assert over(100.0, 43.9, 3)
+    docs = ("Doc\nNothing here.",)
+    tasks = [task(f"t{i}", {"value": f"name{i}", "text": ""}, "Which is it? Give its name.") for i in range(JUDGED_TASKS)]
+    tasks += [task("dup", {"value": "name0", "text": ""}, "Which is it? Give its name.")]
+    table = audit(tasks, Corpus(tuple(tasks), docs), registry())
+    (cell,) = table.cells
+    assert cell.best_passed == 2 and cell.tasks == 11 and not cell.admitted  # 18% of 11, low end under 10%
+    few = tasks[:7] + tasks[-1:]  # 2 of 8: 25%, its interval's low end under 10%
+    small = audit(few, Corpus(tuple(few), docs), registry())
+    assert "fewer than 10 tasks" in audit_rows(small)[0][-1]
+
+
+def test_reference_text_is_prose_without_markdown() -> None:
+    assert plain("From **1 April 2024**, `is_spam` and _this_ [guide](http://x/y) stay; snake_case too") == \
+        "From 1 April 2024, is_spam and this guide stay; snake_case too"
+    children = next(d for d in load_pack("library").rules if d.front.id == "RULE-LIB-CHILD-FINES")
+    text = answer_text(children, ["2024-04-01"])
+    assert "**" not in text and text.startswith("From 1 April 2024, overdue fines")
+    both = answer_text(children, ["child", "overdue"])
+    assert "April 2024. Any overdue fine" in both  # a heading stated with a sentence ends as one
+
+
+def test_the_values_question_names_every_column_its_values_are_of() -> None:
+    children = next(d for d in load_pack("library").rules if d.front.id == "RULE-LIB-CHILD-FINES")
+    effects = [e.model_dump() for e in children.front.effects or []]
+    values = next(a for a in candidates(effects, True) if a.what == "values")
+    assert values.column == "member type and kind" and values.facts == ("child", "overdue")
+
+
+def test_the_date_question_names_the_change_and_is_not_asked_beside_another_dated_rule() -> None:
+    q = knowledge_question("fines assessed", {"op": "exclude", "columns": ["member type", "kind"],
+                                              "asks": {"kind": "date", "what": "date", "op": "exclude"}},
+                           random.Random(0))
+    assert q == ("From which date does our policy leave some records out of the fines assessed, depending on their "
+                 "member type and kind? Give the date.")
+    docs = {d.front.id: d for d in load_pack("library").rules}
+    assert not other_dated_rule(docs, "RULE-LIB-CHILD-FINES", "LIB-FINE-001")
+    # a second temporal rule on the fines makes "from which date" two questions
+    second = docs["RULE-LIB-CHILD-FINES"]
+    assert other_dated_rule({**docs, "RULE-X": second}, "RULE-LIB-CHILD-FINES", "LIB-FINE-001")
+    assert not other_dated_rule({**docs, "RULE-X": second}, "RULE-LIB-CHILD-FINES", "LIB-LATE-001")
+
+
+def test_the_question_asks_for_one_or_several_as_its_answer_does() -> None:
+    def q(what: str, kind: str, **more: Any) -> str:
+        return knowledge_question("escalation rate", {"op": "override", "asks": {
+            "kind": kind, "what": what, "op": "override", **more}}, random.Random(0))
+
+    # was "Which values does our policy's calculation ... single out? Give its name."
+    assert q("values", "name") == ("Which value does our policy's calculation of the escalation rate single out? "
+                                   "Give its name.")
+    assert q("values", "list").startswith("Which values does") and q("values", "list").endswith("them.")
+    assert q("values", "name", value="median") == ("Which statistic does our policy use to report the escalation "
+                                                   "rate? Give its name.")
+    flags = knowledge_question("tickets", {"op": "exclude", "asks": {"kind": "name", "what": "flags", "op": "exclude"}},
+                               random.Random(0))
+    assert flags.startswith("Which kind of records does our policy say are left out of the tickets?")
+
+
+def test_a_number_written_in_words_is_a_candidate_and_carries_its_unit() -> None:
+    from decimal import Decimal
+
+    from dibench.generation.analyses.knowledge import unit_in_words
+
+    # pagila: "no more than 48 hours (two days)" gave gold 2 with no unit, and 48 hours failed it
+    sentence = "A return no more than 48 hours (two days) after the due time is an excused return."
+    assert unit_in_words(sentence, Decimal(2)) == "day"
+    assert position_problem({"value": 2, "unit": "day"}, sentence, "x") == "the only number in words of x"
+    assert position_problem({"value": 2, "unit": "day"}, "one copy, 48 hours (two days) late, three times", "x") is None
+
+
+def test_reference_text_drops_cut_marks_quote_and_list_markers() -> None:
+    # berka: a bold run a sentence break cut, a quoted line, list items
+    assert plain("**For loans held in Prague, the rate is 35 percent.") == "For loans held in Prague, the rate is 35 percent."
+    assert plain("> Loans granted on or after 1 January 1998 are excluded.").startswith("Loans granted")
+    assert plain("- B - the contract has finished, or - D - it is running.").startswith("B - the contract")
+
+
+def test_the_columns_a_question_names_go_by_the_packs_labels() -> None:
+    # the library review: "Which values of the member type and kind ..." named two columns
+    topic = {"op": "exclude", "asks": {"kind": "list", "what": "values", "op": "exclude",
+                                       "column": "member type and kind"}}
+    labels = {"member type": "card type", "kind": "fine type"}
+    q = knowledge_question("fines assessed figure", topic, random.Random(0), labels)
+    assert q.startswith("Which values of the card type and fine type does our policy single out")
+    assert "member type" in knowledge_question("fines assessed figure", topic, random.Random(0))
