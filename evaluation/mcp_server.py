@@ -30,6 +30,7 @@ try:
     from mcp.server.transport_security import TransportSecuritySettings
 except ImportError as exc:  # the `mcp` extra
     raise ConfigError("the MCP server needs the official MCP SDK", hint="pip install 'dibench[mcp]'") from exc
+from dibench.evaluation.agents.tools import sql_tool_description
 from dibench.evaluation.environment import TaskEnvironment, TaskStatus, ToolRefused
 
 INSTRUCTIONS = ("A benchmark of business questions about one company's data. list_tasks or get_task gives a "
@@ -96,15 +97,14 @@ def build_server(env: TaskEnvironment, *, host: str = "127.0.0.1", port: int = 0
         who = caller(ctx)
         return await _threaded(lambda: env.get_task(task_id, who))  # type: ignore[no-any-return]
 
-    @mcp.tool()
+    engine = env.wh.display_name  # the warehouse's engine, from the engine seam
+
+    @mcp.tool(description=f"The database: tables, typed columns, primary and foreign keys ({engine}).")
     async def describe_schema() -> str:
-        """The database: tables, typed columns, primary and foreign keys (PostgreSQL)."""
         return str(await _threaded(env.describe_schema))
 
-    @mcp.tool()
+    @mcp.tool(description=sql_tool_description(env.wh))
     async def sql_query(task_id: str, sql: str, ctx: Context, params: dict[str, Any] | None = None) -> str:  # type: ignore[type-arg]
-        """Run ONE read-only SELECT or WITH query. Bind values as :name placeholders given in `params`.
-        Returns JSON with columns, at most 50 rows, the full row_count, or an error message."""
         who = caller(ctx)
         return str(await _threaded(lambda: env.sql_query(task_id, sql, params, who)))
 

@@ -175,19 +175,29 @@ def schema_description(wh: Warehouse, schema: str) -> str:
     return "\n".join(lines)
 
 
-SQL_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "sql_query",
-        "description": (f"Run ONE read-only SELECT or WITH query on the PostgreSQL database. Bind values as "
-                        f":name placeholders given in `params`. Returns JSON with columns, at most {ROW_LIMIT} "
-                        f"rows, the full row_count, or an error message."),
-        "parameters": {"type": "object", "properties": {
-            "sql": {"type": "string", "description": "the query"},
-            "params": {"type": "object", "description": "values of :name placeholders, e.g. {\"start\": \"2024-01-01\"}"},
-        }, "required": ["sql"]},
-    },
-}
+def sql_tool_description(wh: Warehouse) -> str:
+    """What the agents' SQL tool says it runs on: the warehouse's engine (PostgreSQL, DuckDB), from
+    the engine seam."""
+    return (f"Run ONE read-only SELECT or WITH query on the {wh.display_name} database. Bind values as "
+            f":name placeholders given in `params`. Returns JSON with columns, at most {ROW_LIMIT} "
+            f"rows, the full row_count, or an error message.")
+
+
+def sql_tool_spec(wh: Warehouse) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": "sql_query",
+            "description": sql_tool_description(wh),
+            "parameters": {"type": "object", "properties": {
+                "sql": {"type": "string", "description": "the query"},
+                "params": {"type": "object",
+                           "description": "values of :name placeholders, e.g. {\"start\": \"2024-01-01\"}"},
+            }, "required": ["sql"]},
+        },
+    }
+
+
 SEARCH_TOOL = {
     "type": "function",
     "function": {
