@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, NoReturn
 
 import psycopg
@@ -431,6 +432,19 @@ class Warehouse:
         """Mark `schema` as made by a dibench loader (only such a schema is ever replaced or dropped)."""
         with admin_cursor(self.admin()) as cur:
             mark_created(cur, schema)
+
+    def drop_schema(self, schema: str) -> None:
+        """Drop a schema a dibench loader created (`domain remove --data`; the caller checked its origin)."""
+        with admin_cursor(self.admin()) as cur:
+            cur.execute(psql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(psql.Identifier(schema)))
+
+    def data_file(self, schema: str) -> tuple[Path | None, str]:
+        """The file that goes with `schema` on `domain remove --data` (an embedded engine's), or
+        None and why none: a server's schema is its data."""
+        return None, ""
+
+    def remove_file(self) -> None:
+        raise WarehouseError(f"a {self.display_name} warehouse has no data file to remove")
 
     def _regranted(self, schema: str) -> bool:
         """After a permission error: if the role lacks a grant on its own schema (dropped and
