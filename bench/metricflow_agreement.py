@@ -46,6 +46,10 @@ class Row:
     compared: int = 0
     equal: int = 0
     examples: list[str] = field(default_factory=list)
+    undefined: int = 0  # a division by zero: MetricFlow's DuckDB says +-inf or NaN, dibench NULL
+
+
+UNDEFINED = {"inf", "-inf", "nan"}
 
 
 def mf_python() -> Path:
@@ -58,7 +62,14 @@ def prepare_project(tmp: Path) -> Path:
     shutil.copytree(get_settings().data_dir / "jaffle", project, ignore=shutil.ignore_patterns("jaffle.duckdb"))
     for p in [project, *project.rglob("*")]:
         p.chmod(p.stat().st_mode | 0o200)
-    load(DuckDBFile(project / "jaffle.duckdb"), "dbt_sl_test")
+    target = DuckDBFile(project / "jaffle.duckdb")
+    load(target, "dbt_sl_test")
+    # The project's time spine (models/marts/time_spine.sql: ten years of days back from today)
+    # over the data's years only: cumulative, offset and time-spine metrics read it.
+    with target.connect() as conn:
+        conn.execute("CREATE TABLE dbt_sl_test.time_spine AS SELECT CAST(d AS DATE) AS date_day, "
+                     "CAST(date_trunc('quarter', d) AS DATE) AS almost_fiscal_quarter "
+                     "FROM range(DATE '2018-01-01', DATE '2020-01-01', INTERVAL 1 DAY) AS t(d)")
     return project
 
 
@@ -92,6 +103,24 @@ def mf_queries(project: Path, requests: list[dict[str, list[str]]]) -> list[list
     return [[dict(zip(t["columns"], row)) for row in t["rows"]] for t in json.loads(done.stdout)]
 
 
+def no_rows(wh: Warehouse, pack: Pack, metric_id: str) -> float | None:
+    """A metric's value over no rows (its template with WHERE FALSE); None for a derived one."""
+    m = pack.metric_by_id[metric_id]
+    if m.derived is not None:
+        return None
+    tree = parse(m.template)
+    tree.where(exp.false(), copy=False)
+    value = wh.execute_readonly(render(tree), {"start_date": dt.date(2000, 1, 1), "end_date": dt.date(2000, 1, 2),
+                                               **m.params}).rows[0][0]
+    return None if value is None else float(value)
+
+
+def anchor_day(month: str, period_agg: str) -> str:
+    """The day of a month a cumulative metric's value is read at: its first or its last."""
+    start = dt.date.fromisoformat(month + "-01")
+    return str(start if period_agg == "first" else (start + dt.timedelta(days=32)).replace(day=1) - dt.timedelta(days=1))
+
+
 def dibench_answers(wh: Warehouse, pack: Pack, metric_id: str, dimension: str | None,
                     month: str) -> dict[str, float | None]:
     """{group value ('' without a group): value} of the metric's template alone over `month`; a
@@ -99,13 +128,16 @@ def dibench_answers(wh: Warehouse, pack: Pack, metric_id: str, dimension: str | 
     derived = pack.metric_by_id[metric_id].derived
     if derived is not None:
         inputs = {name: dibench_answers(wh, pack, mid, dimension, month) for name, mid in derived.inputs.items()}
-        keys = set.intersection(*(set(v) for v in inputs.values()))
+        # A group one input has no rows for takes that input's value over no rows (a task's gold
+        # for the group evaluates the input's template with the group's filter: 0 under COALESCE).
+        empty = {name: no_rows(wh, pack, mid) for name, mid in derived.inputs.items()}
+        keys = set.union(*(set(v) for v in inputs.values()))
         expression = parse_expression(derived.expression).transform(
             lambda n: exp.Placeholder(this=n.name) if isinstance(n, exp.Column) and n.name in inputs else n)
         statement = render(exp.select(exp.alias_(expression, "value")))
         out: dict[str, float | None] = {}
         for key in sorted(keys):
-            values = {name: inputs[name][key] for name in inputs}
+            values = {name: inputs[name].get(key, empty[name]) for name in inputs}
             result = None if None in values.values() else wh.execute_readonly(statement, values).rows[0][0]
             out[key] = None if result is None else float(result)
         return out
@@ -138,25 +170,49 @@ def _close(a: float | None, b: float | None) -> bool:
 def agreement(project: Path, pack: Pack, wh: Warehouse, months: tuple[str, ...] = MONTHS) -> list[Row]:
     """One Row per (metric, grouping) of every imported metric (all MetricFlow answers)."""
     names = group_names(project)
-    metrics = list(pack.metrics)
+    manifest = json.loads((project / "target" / "semantic_manifest.json").read_text())["metrics"]
+    known = {m["name"] for m in manifest}
+    # A cumulative metric's template reads the running value as of one day of the period (its
+    # period_agg's): MetricFlow's value at that day is the one to compare.
+    as_of = {m["name"]: ((m["type_params"].get("cumulative_type_params") or {}).get("period_agg") or "first")
+             for m in manifest if m["type"] == "cumulative"}
+    metrics = [m for m in pack.metrics if m.id.removeprefix("mf.") in known]  # not an input made for one
     groupings: list[str | None] = [None, *sorted({d for m in metrics for d in m.dimensions if d in names})]
     chosen = {d: [m for m in metrics if d is None or d in m.dimensions] for d in groupings}
-    answers = mf_queries(project, [{"metrics": [m.id.removeprefix("mf.") for m in chosen[d]],
-                                    "group_by": ["metric_time__month", *([names[d]] if d else [])]} for d in groupings])
+    days = {(month, agg): anchor_day(month, agg) for month in months for agg in ("first", "last")}
+    where = ["{{ TimeDimension('metric_time', 'day') }} IN (" +
+             ", ".join(f"'{day}'" for day in sorted(set(days.values()))) + ")"]
+    keys, requests = [], []
+    for d in groupings:
+        for cumulative in (False, True):
+            wanted = [m.id.removeprefix("mf.") for m in chosen[d] if (m.id.removeprefix("mf.") in as_of) == cumulative]
+            if wanted:
+                keys.append((d, cumulative))
+                requests.append({"metrics": wanted, "group_by": ["metric_time__day" if cumulative else
+                                                                 "metric_time__month", *([names[d]] if d else [])],
+                                 **({"where": where} if cumulative else {})})
+    answers = dict(zip(keys, mf_queries(project, requests)))
     rows: list[Row] = []
-    for dimension, mf_rows in zip(groupings, answers):
+    for dimension in groupings:
         for m in chosen[dimension]:
+            name = m.id.removeprefix("mf.")
             row = Row(m.id, dimension or "(none)")
+            mf_rows = answers[(dimension, name in as_of)]
+            time_key = "metric_time__day" if name in as_of else "metric_time__month"
             for month in months:
                 ours = dibench_answers(wh, pack, m.id, dimension, month)
-                theirs = {(r[names[dimension]] or "" if dimension else ""): r[m.id.removeprefix("mf.")]
-                          for r in mf_rows if str(r["metric_time__month"]).startswith(month)}
+                prefix = days[(month, as_of[name])] if name in as_of else month
+                theirs = {(r[names[dimension]] or "" if dimension else ""): r[name]
+                          for r in mf_rows if str(r[time_key]).startswith(prefix)}
                 for key in sorted(set(ours) | set(theirs)):
                     mine = ours.get(key)
                     raw = theirs.get(key)
                     other = float(raw) if raw not in (None, "") else None
                     if mine is None and other in (None, 0.0) and key not in ours:
                         continue  # a group with no rows in our window: MetricFlow may list it empty
+                    if mine is None and str(raw).lower() in UNDEFINED:
+                        row.undefined += 1  # not compared: neither side has a number
+                        continue
                     row.compared += 1
                     if _close(mine, other) or (mine == 0.0 and raw in (None, "")):
                         # MetricFlow leaves an aggregate over no rows NULL (or has no row for it),
@@ -212,16 +268,37 @@ def task_agreement(project: Path, pack: Pack, records: list[Any]) -> tuple[int, 
             skipped[reason] = skipped.get(reason, 0) + 1
         else:
             chosen.append(rec)
+    manifest = json.loads((project / "target" / "semantic_manifest.json").read_text())["metrics"]
+    as_of = {m["name"]: ((m["type_params"].get("cumulative_type_params") or {}).get("period_agg") or "first")
+             for m in manifest if m["type"] == "cumulative"}
+    offset = {m["name"] for m in manifest if any(i.get("offset_window") for i in m["type_params"].get("metrics") or [])}
     where = "{{{{ TimeDimension('metric_time', 'day') }}}} >= '{start}' AND {{{{ TimeDimension('metric_time', 'day') }}}} < '{end}'"
-    requests = [{"metrics": [r.metric_ids[0].removeprefix("mf.")],
-                 "group_by": [names[r.dimension]] if any(g is not None for g, _ in task_values(r)) else [],
-                 "where": [where.format(start=r.facts["start"], end=r.facts["end"])]} for r in chosen]
+    requests = []
+    for r in list(chosen):
+        name = r.metric_ids[0].removeprefix("mf.")
+        group = [names[r.dimension]] if any(g is not None for g, _ in task_values(r)) else []
+        start, end = dt.date.fromisoformat(str(r.facts["start"])), dt.date.fromisoformat(str(r.facts["end"]))
+        if name in as_of:  # MetricFlow's value at the day the template reads
+            day = start if as_of[name] == "first" else max(start, end - dt.timedelta(days=1))
+            requests.append({"metrics": [name], "group_by": ["metric_time__day", *group],
+                             "where": [where.format(start=day, end=day + dt.timedelta(days=1))]})
+        elif name in offset:  # MetricFlow offsets at a time grain: the window must be one calendar month
+            if start.day != 1 or end != (start + dt.timedelta(days=32)).replace(day=1):
+                chosen.remove(r)
+                reason = "an offset metric over a window that is not one calendar month"
+                skipped[reason] = skipped.get(reason, 0) + 1
+                continue
+            requests.append({"metrics": [name], "group_by": ["metric_time__month", *group],
+                             "where": [where.format(start=start, end=end)]})
+        else:
+            requests.append({"metrics": [name], "group_by": group, "where": [where.format(start=start, end=end)]})
     answers = mf_queries(project, requests) if requests else []
     compared = equal = 0
     examples: list[str] = []
     for rec, req, mf_rows in zip(chosen, requests, answers):
         metric = req["metrics"][0]
-        theirs = {(_key(r[req["group_by"][0]]) if req["group_by"] else None): r[metric] for r in mf_rows}
+        by = [g for g in req["group_by"] if not g.startswith("metric_time__")]
+        theirs = {(_key(r[by[0]]) if by else None): r[metric] for r in mf_rows}
         for group, value in task_values(rec):
             raw = theirs.get(_key(group) if group is not None else None)
             other = float(raw) if raw not in (None, "") else (0.0 if value == 0 else None)
@@ -236,9 +313,10 @@ def task_agreement(project: Path, pack: Pack, records: list[Any]) -> tuple[int, 
 
 
 def table(rows: list[Row]) -> str:
-    lines = ["| metric | grouping | compared | equal | differing (examples) |", "|---|---|---|---|---|"]
+    lines = ["| metric | grouping | compared | equal | differing (examples) | x/0 (not compared) |",
+             "|---|---|---|---|---|---|"]
     lines += [f"| {r.metric} | {r.grouping} | {r.compared} | {r.equal} | {r.compared - r.equal}"
-              f"{' (' + '; '.join(r.examples) + ')' if r.examples else ''} |" for r in rows]
+              f"{' (' + '; '.join(r.examples) + ')' if r.examples else ''} | {r.undefined} |" for r in rows]
     return "\n".join(lines)
 
 

@@ -358,6 +358,7 @@ def _mcp(domain: str, run_key: str | None, variants: tuple[str, ...], limit: int
          out_dir: Path | None) -> None:
     from dibench.evaluation.mcp_start import serve_at_once
     from dibench.evaluation.tasks import domain_schema
+    from dibench.stores.engines import display_name
     from dibench.stores.graph import get_graph
 
     graph = get_graph()
@@ -376,7 +377,8 @@ def _mcp(domain: str, run_key: str | None, variants: tuple[str, ...], limit: int
 
     # stdout is the protocol channel under stdio: every message of ours goes to stderr.
     err_console.print(f"dibench mcp: serving {domain} on {where}; opening the run")
-    result = serve_at_once(open_run, "stdio" if transport == "stdio" else "http", host=host, port=port,
+    result = serve_at_once(open_run, "stdio" if transport == "stdio" else "http",
+                           engine=display_name(get_settings().database_url), host=host, port=port,
                            token=token, opened=lambda session: err_console.print(
                                f"dibench mcp: {len(session.tasks)} tasks of {domain}; run folder {out}"))
     s = result.summary

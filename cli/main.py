@@ -280,14 +280,16 @@ def domain_unlock(name: str, force: bool) -> None:
 
 @domain.command("remove")
 @click.argument("name")
-@click.option("--data", is_flag=True, help="Also drop the domain's PostgreSQL schema (its tables and data).")
+@click.option("--data", is_flag=True, help="Also drop the domain's schema (its tables and data); on DuckDB the "
+                                           "file itself when dibench created it and it holds nothing else.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @handle_errors
 def domain_remove(name: str, data: bool, yes: bool) -> None:
     """Delete domain NAME from the graph: its tables, metrics, rules and their versions, tasks
     and task versions, runs, skeletons, update records and write lease. With --data, also drop
-    its PostgreSQL schema (refused when another domain reads the same schema). Other domains
-    are not touched."""
+    its schema (refused when another domain reads the same schema, or when dibench did not
+    create it). On DuckDB, a file dibench created that holds nothing else is deleted; another
+    file is kept (the summary says which). Other domains are not touched."""
     from dibench.service.remove import plan_removal, remove_domain
     from dibench.stores.graph import get_graph
     from dibench.stores.warehouse import get_warehouse

@@ -125,14 +125,13 @@ def _tools(box: Toolbox) -> list[Tool]:
     @tool
     def sql_query() -> Tool:
         async def execute(sql: str, params: dict[str, Any] | None = None) -> str:
-            """Run ONE read-only SELECT or WITH query on the PostgreSQL database.
-
-            Args:
-                sql: the query; bind values as :name placeholders.
-                params: values of the :name placeholders, e.g. {"start": "2024-01-01"}.
-            """
             return str(await anyio.to_thread.run_sync(lambda: box.sql_tool({"sql": sql, "params": params or {}})))
 
+        # Inspect reads a tool's description and arguments from its docstring: the engine is the
+        # warehouse's (the engine seam), so the docstring is written here.
+        execute.__doc__ = (f"Run ONE read-only SELECT or WITH query on the {box.wh.display_name} database.\n\n"
+                           "Args:\n    sql: the query; bind values as :name placeholders.\n"
+                           "    params: values of the :name placeholders, e.g. {\"start\": \"2024-01-01\"}.\n")
         return execute
 
     @tool

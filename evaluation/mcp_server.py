@@ -30,7 +30,7 @@ try:
     from mcp.server.transport_security import TransportSecuritySettings
 except ImportError as exc:  # the `mcp` extra
     raise ConfigError("the MCP server needs the official MCP SDK", hint="pip install 'dibench[mcp]'") from exc
-from dibench.evaluation.tool_contract import TaskStatus, ToolRefused
+from dibench.evaluation.tool_contract import TaskStatus, ToolRefused, sql_tool_text
 
 if TYPE_CHECKING:  # the environment and what it imports load with the session, not the server
     from dibench.evaluation.environment import TaskEnvironment
@@ -64,7 +64,10 @@ async def _threaded(fn: Callable[[], Any]) -> Any:
 PAGE, MAX_PAGE = 50, 100  # tasks per list_tasks reply: a run of hundreds of tasks is never one reply
 
 
-def build_server(env: TaskEnvironment, *, host: str = "127.0.0.1", port: int = 0) -> FastMCP:
+def build_server(env: TaskEnvironment, *, engine: str | None = None, host: str = "127.0.0.1",
+                 port: int = 0) -> FastMCP:
+    """The MCP server of `env`; `engine` names the warehouse's engine in the SQL tools' descriptions
+    (default: `env`'s, which a stand-in for an unopened session cannot say)."""
     security = loopback_security(host) if is_loopback(host) else \
         TransportSecuritySettings(enable_dns_rebinding_protection=False)
     mcp = FastMCP("dibench", instructions=INSTRUCTIONS, host=host, port=port, transport_security=security,
@@ -99,15 +102,14 @@ def build_server(env: TaskEnvironment, *, host: str = "127.0.0.1", port: int = 0
         who = caller(ctx)
         return await _threaded(lambda: env.get_task(task_id, who))  # type: ignore[no-any-return]
 
-    @mcp.tool()
+    engine = engine or env.wh.display_name  # the warehouse's engine, from the engine seam
+
+    @mcp.tool(description=f"The database: tables, typed columns, primary and foreign keys ({engine}).")
     async def describe_schema() -> str:
-        """The database: tables, typed columns, primary and foreign keys (PostgreSQL)."""
         return str(await _threaded(lambda: env.describe_schema()))
 
-    @mcp.tool()
+    @mcp.tool(description=sql_tool_text(engine))
     async def sql_query(task_id: str, sql: str, ctx: Context, params: dict[str, Any] | None = None) -> str:  # type: ignore[type-arg]
-        """Run ONE read-only SELECT or WITH query. Bind values as :name placeholders given in `params`.
-        Returns JSON with columns, at most 50 rows, the full row_count, or an error message."""
         who = caller(ctx)
         return str(await _threaded(lambda: env.sql_query(task_id, sql, params, who)))
 

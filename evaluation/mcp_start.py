@@ -47,13 +47,14 @@ class PendingEnvironment:
         return getattr(self.session.env, name)
 
 
-def serve_at_once(open_session: Callable[[], Session], transport: Transport, *, host: str = "127.0.0.1",
-                  port: int = 8766, token: str | None = None,
+def serve_at_once(open_session: Callable[[], Session], transport: Transport, *, engine: str,
+                  host: str = "127.0.0.1", port: int = 8766, token: str | None = None,
                   opened: Callable[[Session], None] = lambda _s: None) -> EvalResult:
     """Serve until the client closes stdio or the HTTP server is stopped; then score the run.
-    `open_session` runs in a thread once the server listens; `opened` is told the open session."""
+    `open_session` runs in a thread once the server listens; `opened` is told the open session;
+    `engine` names the warehouse's engine in the tools (the session's warehouse is not open yet)."""
     pending = PendingEnvironment()
-    mcp = build_server(cast("TaskEnvironment", pending), host=host, port=port)
+    mcp = build_server(cast("TaskEnvironment", pending), engine=engine, host=host, port=port)
     answered, finished = threading.Event(), threading.Event()
     server = uvicorn.Server(uvicorn.Config(after_each_reply(http_app(mcp, token), answered), host=host, port=port,
                                            log_level="warning")) if transport == "http" else None

@@ -1,5 +1,7 @@
 """`dibench domain remove`: a domain's whole graph (artifacts, tasks, runs, skeletons, rule and
-task versions, update records, its write lease) and, on request, its Postgres schema.
+task versions, update records, its write lease) and, on request, its schema: on PostgreSQL the
+schema; on DuckDB the whole file when dibench created it and it holds nothing else, else the
+schema in it (the file is kept, and the summary says why).
 
 Planned before anything is deleted (`plan_removal`: what exists, whether the schema may be
 dropped), then executed (`remove_domain`). Refused while a writer holds the domain's live lease,
@@ -9,15 +11,14 @@ read in place) and no other domain in the graph reads it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from psycopg import sql
+from pathlib import Path
 
 from dibench.core.errors import DibenchError, NotFound
 from dibench.service.queries import graph_stats
 from dibench.stores.graph import Graph, delete_domain
 from dibench.stores.lease import lease_state, unlock
-from dibench.stores.pack_data import schema_columns, schema_origin
-from dibench.stores.warehouse import admin_cursor, Warehouse
+from dibench.stores.pack_data import schema_columns
+from dibench.stores.warehouse import Warehouse
 
 
 @dataclass(frozen=True)
@@ -26,12 +27,15 @@ class Removal:
     nodes: dict[str, int] = field(default_factory=dict)  # label -> count, the Domain node included
     schema: str | None = None  # dropped (or to drop) with --data
     tables: int = 0
+    file: Path | None = None  # an embedded engine's file deleted with the schema
+    file_note: str = ""  # which file goes, or which is kept and why
 
     def summary(self) -> str:
         total = sum(self.nodes.values())
         by_label = ", ".join(f"{n} {label}" for label, n in sorted(self.nodes.items())) or "nothing"
         data = f"; schema {self.schema!r} ({self.tables} tables)" if self.schema else ""
-        return f"domain {self.domain!r}: {total} graph nodes ({by_label}){data}"
+        note = f"; {self.file_note}" if self.file_note else ""
+        return f"domain {self.domain!r}: {total} graph nodes ({by_label}){data}{note}"
 
 
 def plan_removal(graph: Graph, wh: Warehouse, domain: str, data: bool) -> Removal:
@@ -57,16 +61,17 @@ def plan_removal(graph: Graph, wh: Warehouse, domain: str, data: bool) -> Remova
     if shared:
         raise DibenchError(f"schema {schema!r} of domain {domain!r} is also read by {', '.join(sorted(shared))}",
                            hint="remove it without --data, or remove those domains first")
-    with admin_cursor(wh.admin()) as cur:
-        origin = schema_origin(cur, schema)
+    origin = wh.schema_origin(schema)
     if origin == "foreign":
+        kept = wh.data_file(schema)[1]
         raise DibenchError(f"schema {schema!r} of domain {domain!r} was not created by `dibench domain load`: "
-                           "dibench never drops data it did not create",
+                           "dibench never drops data it did not create" + (f" ({kept})" if kept else ""),
                            hint="remove the domain without --data (the graph only); drop the schema yourself "
                                 "if you mean to")
     if origin == "absent":
         return Removal(domain, nodes)
-    return Removal(domain, nodes, schema, len(schema_columns(wh, schema)))
+    file, note = wh.data_file(schema)
+    return Removal(domain, nodes, schema, len(schema_columns(wh, schema)), file, note)
 
 
 def remove_domain(graph: Graph, wh: Warehouse, plan: Removal) -> int:
@@ -75,7 +80,8 @@ def remove_domain(graph: Graph, wh: Warehouse, plan: Removal) -> int:
     # A stale lease (plan_removal checked it) is released; one taken since by a live writer raises.
     released = unlock(graph, plan.domain)
     deleted = delete_domain(graph, plan.domain) + (1 if released else 0)
-    if plan.schema:
-        with admin_cursor(wh.admin()) as cur:
-            cur.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(plan.schema)))
+    if plan.file is not None:
+        wh.remove_file()
+    elif plan.schema:
+        wh.drop_schema(plan.schema)
     return deleted

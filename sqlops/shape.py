@@ -63,6 +63,22 @@ def bounds_time(p: exp.Placeholder, time_col: exp.Expression, where: exp.Express
     return bound and node is where
 
 
+def without_window(tree: exp.Expression) -> exp.Expression:
+    """The statement without the outer WHERE's conjuncts that name a window placeholder: the rows
+    of its FROM whatever the period (a running total as of the period's first day sees no row at a
+    window starting in 1900, but its data is there)."""
+    tree = tree.copy()
+    select = outer_select(tree)
+    where = select.args.get("where")
+    if where is None:
+        return tree
+    kept = [c for c in where.this.flatten() if not any(p.name in WINDOW for p in c.find_all(exp.Placeholder))] \
+        if isinstance(where.this, exp.And) else \
+        ([] if any(p.name in WINDOW for p in where.this.find_all(exp.Placeholder)) else [where.this])
+    select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+    return tree
+
+
 def by_month(tree: exp.Expression, time_col: exp.Expression, alias: str = PERIOD_ALIAS, **kw: Any) -> exp.Expression:
     """The metric per month of its time column (group_by on month_bucket), each month measured as
     the metric defines a period: a window placeholder that does more than bound the time column

@@ -187,7 +187,13 @@ class DuckDBFile:
 
         close_readers(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        return duckdb.connect(str(self.path))
+        fresh = not self.path.exists()
+        conn = duckdb.connect(str(self.path))
+        if fresh:  # the file is dibench's own: `domain remove --data` may delete it
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{MARK_SCHEMA}"')
+            conn.execute(f'CREATE TABLE "{MARK_SCHEMA}".file (created_by VARCHAR)')
+            conn.execute(f"INSERT INTO \"{MARK_SCHEMA}\".file VALUES ('dibench')")
+        return conn
 
 
 class DuckDBWarehouse(Warehouse):
@@ -303,6 +309,35 @@ class DuckDBWarehouse(Warehouse):
 
     def loader_target(self) -> DuckDBFile:
         return DuckDBFile(self.path)
+
+    def file_created(self) -> bool:
+        """Whether a dibench loader created this file (it was absent when the loader opened it)."""
+        return bool(self.path.exists() and self._catalog(
+            "SELECT 1 FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = ? "
+            "AND table_name = 'file'", [MARK_SCHEMA]))
+
+    def data_file(self, schema: str) -> tuple[Path | None, str]:
+        """The file `domain remove --data` deletes with `schema` (dibench created it and it holds no
+        other schema), or None with the reason the file is kept."""
+        if not self.file_created():
+            return None, f"kept file {self.path}: dibench did not create it"
+        others = sorted({s for (s,) in self._catalog(
+            "SELECT DISTINCT schema_name FROM duckdb_tables() WHERE database_name = current_database()", [])}
+            - {schema, MARK_SCHEMA})
+        if others:
+            return None, f"kept file {self.path}: it also holds schema {', '.join(others)}"
+        return self.path, f"file {self.path} (created by dibench domain load)"
+
+    def drop_schema(self, schema: str) -> None:
+        with self.loader_target().connect() as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {exp.to_identifier(schema, quoted=True).sql(dialect='duckdb')} "
+                         "CASCADE")
+            conn.execute(f'DELETE FROM "{MARK_SCHEMA}".created WHERE schema_name = ?', [schema])
+
+    def remove_file(self) -> None:
+        close_readers(self.path)
+        for p in (self.path, self.path.with_name(self.path.name + ".wal")):
+            p.unlink(missing_ok=True)
 
     def admin(self) -> Engine:
         raise WarehouseError("a DuckDB warehouse has no SQLAlchemy admin engine",

@@ -19,7 +19,7 @@ from dibench.core.errors import ConfigError, DibenchError
 from dibench.core.models import MetricSpec
 from dibench.core.pack import Pack, _rel
 from dibench.sqlops.dialect import parse, render
-from dibench.sqlops.shape import time_bounds
+from dibench.sqlops.shape import time_bounds, without_window
 from dibench.sqlops.tree import aliased_column
 from dibench.stores.pgroles import ensure_readonly_role, readonly_role
 from dibench.stores.warehouse import (  # noqa: F401  (CREATED_MARK, schema_origin: where loaders look)
@@ -100,10 +100,13 @@ def as_date(v: Any) -> dt.date:
 
 def metric_window(wh: Warehouse, metric: MetricSpec, *, schema: str | None = None) -> tuple[dt.date, dt.date]:
     """[first day, day after last) of the metric's data, from its own FROM clause."""
-    tree = time_bounds(parse(metric.template, where=f"metric {metric.id}: sql"), aliased_column(metric.time_ref))
+    template = parse(metric.template, where=f"metric {metric.id}: sql")
     params = {"start_date": WIDE[0], "end_date": WIDE[1], **metric.params}
-    res = wh.execute_readonly(render(tree), params, schema=schema)
-    lo, hi = res.rows[0]
+    lo, hi = wh.execute_readonly(render(time_bounds(template, aliased_column(metric.time_ref))), params,
+                                 schema=schema).rows[0]
+    if lo is None:  # a window read as of one day of the period: the data of its FROM, whatever the window
+        lo, hi = wh.execute_readonly(render(time_bounds(without_window(template), aliased_column(metric.time_ref))),
+                                     params, schema=schema).rows[0]
     if lo is None:
         raise DibenchError(f"metric {metric.id}: no rows in its tables; load the domain data first",
                            hint="dibench domain load <pack>")

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, NoReturn
 
 import psycopg
@@ -35,6 +36,7 @@ from dibench.core.errors import (
 from dibench.sqlops import pglex
 from dibench.sqlops.dialect import parse
 from dibench.sqlops.pglex import SqlScanError
+from dibench.stores.engines import ENGINES, engine_scheme
 from dibench.stores.pgroles import ensure_all_readonly_roles, ensure_readonly_role, readonly_role
 
 # Functions with side effects, that reach outside the database or other sessions, or that run SQL
@@ -432,6 +434,19 @@ class Warehouse:
         with admin_cursor(self.admin()) as cur:
             mark_created(cur, schema)
 
+    def drop_schema(self, schema: str) -> None:
+        """Drop a schema a dibench loader created (`domain remove --data`; the caller checked its origin)."""
+        with admin_cursor(self.admin()) as cur:
+            cur.execute(psql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(psql.Identifier(schema)))
+
+    def data_file(self, schema: str) -> tuple[Path | None, str]:
+        """The file that goes with `schema` on `domain remove --data` (an embedded engine's), or
+        None and why none: a server's schema is its data."""
+        return None, ""
+
+    def remove_file(self) -> None:
+        raise WarehouseError(f"a {self.display_name} warehouse has no data file to remove")
+
     def _regranted(self, schema: str) -> bool:
         """After a permission error: if the role lacks a grant on its own schema (dropped and
         recreated outside our loaders), grant it again and say so; a query that reached for
@@ -525,13 +540,6 @@ def mark_created(cur: psycopg.Cursor[Any], schema: str) -> None:
 
 # URL scheme -> "module:class" of its engine, imported when a URL names it (the driver of an
 # optional engine is an optional extra). Any other scheme is SQLAlchemy's, through PostgreSQL's code.
-ENGINES = {"duckdb": "dibench.stores.duckdb_warehouse:DuckDBWarehouse"}
-
-
-def engine_scheme(url: str) -> str:
-    return url.split(":", 1)[0].split("+", 1)[0].lower()
-
-
 def open_warehouse(settings: Settings | None = None) -> Warehouse:
     """The warehouse of `settings.database_url`, on the engine its scheme names."""
     settings = settings or get_settings()

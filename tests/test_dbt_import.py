@@ -3,6 +3,7 @@ on small hand-made manifests and on the shared Jaffle Shop manifest."""
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -193,15 +194,15 @@ def test_derived_metric_over_aliases() -> None:
 
 @pytest.mark.parametrize(("metric", "reason"), [
     (_metric("g", "derived", expr="a - b", metrics=[_ref("orders", alias="a"),
-                                                    _ref("orders", alias="b", offset_window={"count": 1, "granularity": "month"})]),
-     "has an offset"),
+                                                    _ref("orders", alias="b", offset_to_grain="month")]),
+     "offset_to_grain 'month'"),
     (_metric("c7", "cumulative", measure=_ref("order_count"),
-             cumulative_type_params={"window": {"count": 7, "granularity": "day"}, "period_agg": "first"}),
-     "cumulative (window 7 day"),
-    (_metric("c", "cumulative", measure=_ref("order_count"), cumulative_type_params={"period_agg": "first"}),
-     "cumulative (all time"),
-    (_metric("t", "simple", measure=_ref("order_count", join_to_timespine=True)), "join_to_timespine"),
-    (_metric("b", "simple", measure=_ref("balance")), "non_additive_dimension"),
+             cumulative_type_params={"window": {"count": 7, "granularity": "day"}, "period_agg": "average"}),
+     "period_agg 'average'"),
+    (_metric("c", "cumulative", measure=_ref("order_count"),
+             cumulative_type_params={"window": {"count": 7, "granularity": "fortnight"}}), "'fortnight'"),
+    (_metric("b", "simple", ["{{ Dimension('order_id__channel') }} = 'web'"], measure=_ref("balance")),
+     "a filter on a measure with non_additive_dimension"),
     (_metric("a", "simple", measure=_ref("avg_total")) | {"type": "conversion"}, "metric type 'conversion'"),
     (_metric("r", "ratio", numerator=_ref("d2"), denominator=_ref("orders")), "d2 is a derived metric"),
 ])
@@ -220,10 +221,12 @@ def test_jaffle_manifest_imports_as_a_valid_pack(tmp_path: Path) -> None:
     imported = sorted(line.split()[1].removeprefix("mf.") for line in lines if line.startswith("imported "))
     assert imported == sorted(["revenue", "order_cost", "food_revenue", "average_revenue", "customers_with_orders",
                                "new_customer", "order_total", "large_order", "orders", "food_orders",
-                               "food_revenue_pct", "order_gross_profit"])
+                               "food_revenue_pct", "order_gross_profit", "orders_fill_nulls_with_zero",
+                               "revenue_growth_mom", "cumulative_revenue", "twice_orders_fill_nulls_with_0",
+                               "orders_last_7_days"])
+    assert "imported mf.orders_last_7_days (cumulative)" in lines and "imported mf.revenue_growth_mom (derived)" in lines
     skipped = {line.split()[2].rstrip(":") for line in lines if line.startswith("not imported ")}
-    assert skipped == {"median_revenue", "orders_fill_nulls_with_zero", "revenue_growth_mom", "cumulative_revenue",
-                       "twice_orders_fill_nulls_with_0", "orders_last_7_days"}
+    assert skipped == {"median_revenue"}
     assert len(imported) + len(skipped) == len(json.loads(JAFFLE.read_text())["metrics"])
     pack, problems = validate_pack(tmp_path / "jaffle")
     assert problems == [] and pack is not None and pack.name == "jaffle"
@@ -235,7 +238,7 @@ def test_reimport_reports_changed_metrics(tmp_path: Path) -> None:
     src.write_text(json.dumps(data))
     out = tmp_path / "pack"
     first = import_manifest(src, out, name="jaffle", schema="jaffle")
-    assert len(first.added) == 12 and first.changed == [] and first.removed == []
+    assert len(first.added) == 18 and first.changed == [] and first.removed == []
     again = import_manifest(src, out, name="jaffle", schema="jaffle")
     assert again.added == again.changed == again.removed == []
     changed = copy.deepcopy(data)
@@ -259,3 +262,81 @@ def test_a_bad_manifest_is_one_clear_line(tmp_path: Path, content: str, message:
     result = CliRunner().invoke(main, ["domain", "import-dbt", str(src), "--out", str(tmp_path / "pack")])
     assert result.exit_code != 0 and message in result.output, result.output
     assert "Traceback" not in result.output and not (tmp_path / "pack").exists()
+
+
+# Windows other than the period: each form on a small manifest, its SQL executed on DuckDB over
+# a ten-day table (one order a day, order_total = the day of the month).
+DAYS = [dt.date(2019, 1, 25) + dt.timedelta(days=i) for i in range(10)]  # 2019-01-25 .. 2019-02-03
+
+
+def _run(sql: str, start: dt.date, end: dt.date) -> Any:
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA shop")
+    con.execute("CREATE TABLE shop.orders (order_id INT, customer_id INT, ordered_at DATE, order_total INT, "
+                "channel TEXT, balance INT)")
+    con.executemany("INSERT INTO shop.orders VALUES (?, ?, ?, ?, ?, ?)",
+                    [(i, i % 2, d, d.day, "web" if i % 2 else "app", 100 + i) for i, d in enumerate(DAYS)])
+    con.execute("CREATE TABLE shop.customers (customer_id INT, customer_type TEXT, first_ordered_at DATE)")
+    rendered = parse(sql).sql(dialect="duckdb").replace(":start_date", "$start_date").replace(":end_date", "$end_date")
+    return con.execute(rendered, {"start_date": start, "end_date": end}).fetchone()[0]  # type: ignore[index]
+
+
+FEB = (dt.date(2019, 2, 1), dt.date(2019, 3, 1))
+
+
+@pytest.mark.parametrize(("params", "words", "value"), [
+    # as of Feb 1: Jan 26..Feb 1 (the 7 days up to and including it) = 26+..+31+1
+    ({"window": {"count": 7, "granularity": "day"}, "period_agg": "first"}, "the 7 days up to and including "
+     "the period's first day", 26 + 27 + 28 + 29 + 30 + 31 + 1),
+    ({"period_agg": "first"}, "any day up to and including the period's first day (all time)",
+     25 + 26 + 27 + 28 + 29 + 30 + 31 + 1),
+    ({"grain_to_date": "month", "period_agg": "first"}, "from the start of the month of the period's first day", 1),
+    # as of Feb 28, the last day: Feb 22..28 holds no order; month to date: Feb 1..3
+    ({"window": {"count": 7, "granularity": "day"}, "period_agg": "last"}, "the period's last day", None),
+    ({"grain_to_date": "month", "period_agg": "last"}, "the period's last day", 1 + 2 + 3),
+])
+def test_cumulative_metric_reads_the_running_value_as_of_one_day(params: dict[str, Any], words: str,
+                                                                  value: Any) -> None:
+    cat, report = _one(_metric("c", "cumulative", measure=_ref("order_total"), cumulative_type_params=params))
+    assert report.imported == [("c", "cumulative")], report.skipped
+    m = cat.metrics[0]
+    assert words in m.formula and m.time_column == "orders.ordered_at"
+    assert _run(m.template, *FEB) == value
+
+
+def test_offset_input_reads_the_period_moved_back() -> None:
+    cat, report = _one(_metric("growth", "derived", expr="(cur - prev) * 100 / prev",
+                               metrics=[_ref("total", alias="cur"),
+                                        _ref("total", alias="prev", offset_window={"count": 1, "granularity": "month"})]),
+                       _metric("total", "simple", measure=_ref("order_total", fill_nulls_with=0)))
+    ids = {m.id: m for m in cat.metrics}
+    assert report.helpers == ["growth.prev"] and ("growth", "derived") in report.imported
+    assert ids["growth"].derived is not None and ids["growth"].derived.inputs == {"cur": "total", "prev": "growth.prev"}
+    assert "moved back 1 month" in ids["growth.prev"].formula
+    assert _run(ids["growth.prev"].template, *FEB) == sum(range(25, 32))  # January's orders
+    assert _run(ids["total"].template, *FEB) == 1 + 2 + 3
+
+
+def test_join_to_timespine_with_fill_nulls_is_zero_for_a_period_without_rows() -> None:
+    cat, report = _one(_metric("n", "simple", measure=_ref("order_count", join_to_timespine=True, fill_nulls_with=0)))
+    m = cat.metrics[0]
+    assert report.skipped == [] and "a period without rows is 0 (MetricFlow's time spine)" in m.formula
+    assert _run(m.template, dt.date(2019, 6, 1), dt.date(2019, 7, 1)) == 0
+    assert _run(m.template, *FEB) == 3
+
+
+@pytest.mark.parametrize(("nad", "value"), [
+    ({"name": "ordered_at"}, 109),  # Feb 3's balance: the last day of the window
+    ({"name": "ordered_at", "window_choice": "min"}, 107),
+    ({"name": "ordered_at", "window_groupings": ["customer"]}, 108 + 109),  # each customer's last day
+])
+def test_non_additive_dimension_keeps_the_rows_at_its_last_value_in_the_window(nad: dict[str, Any],
+                                                                              value: int) -> None:
+    data = shop([_metric("bal", "simple", measure=_ref("balance"))])
+    data["semantic_models"][0]["measures"][-1]["non_additive_dimension"] = nad
+    _, cat, report = build(parse_manifest(data), name="shop", schema="shop", id_prefix="")
+    m = cat.metrics[0]
+    assert report.skipped == [] and ("first" if nad.get("window_choice") == "min" else "last") in m.formula
+    assert _run(m.template, *FEB) == value

@@ -65,6 +65,19 @@ def test_our_postgres_sql_runs_rendered_for_duckdb(duck: DuckDBWarehouse) -> Non
     assert res.columns == ["avg_price", "n"] and res.rows[0][1] > 0 and isinstance(res.rows[0][0], float)
 
 
+def test_integer_division_is_each_engines_own(duck: DuckDBWarehouse, warehouse: Warehouse) -> None:
+    # PostgreSQL divides two integers as integers (truncating), DuckDB as real numbers: the tree
+    # holds no column types to tell them apart, so a template that divides integers gives a
+    # different value per engine. A cast to NUMERIC (DOUBLE on DuckDB) makes them agree, and
+    # import-dbt's ratio and derived metrics cast every dividend.
+    rows = "FROM (VALUES (1), (2), (4)) AS t(x)"
+    bare, cast = f"SELECT SUM(x) / COUNT(*) AS v {rows}", f"SELECT CAST(SUM(x) AS NUMERIC) / COUNT(*) AS v {rows}"
+    assert warehouse.execute_readonly(bare).rows[0][0] == 2 and duck.execute_readonly(bare).rows[0][0] == 7 / 3
+    assert float(warehouse.execute_readonly(cast).rows[0][0]) == pytest.approx(duck.execute_readonly(cast).rows[0][0])
+    negative = "SELECT -7 / 2 AS v"
+    assert (warehouse.execute_readonly(negative).rows[0][0], duck.execute_readonly(negative).rows[0][0]) == (-3, -3.5)
+
+
 def test_the_schema_is_the_search_path(duck: DuckDBWarehouse) -> None:
     assert duck.execute_readonly("SELECT COUNT(*) FROM orders", schema="jaffle").rows == [(72235,)]
 

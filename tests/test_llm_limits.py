@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -131,6 +132,7 @@ def test_the_agent_answers_on_its_last_turn_and_refuses_repeated_calls(stub: Stu
     class Tools:
         turn = 0
         events: list[dict[str, Any]] = []
+        wh = SimpleNamespace(display_name="PostgreSQL")  # the engine the SQL tool's description names
 
         def call_tool(self, name: str, args: dict[str, Any]) -> str:
             return "result"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -36,6 +37,7 @@ class Tools:
     """The environment's tool surface, answering every call the same way (the replies are fixed)."""
 
     turn = 0
+    wh = SimpleNamespace(display_name="PostgreSQL")  # the engine the SQL tool's description names
 
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []

@@ -22,7 +22,7 @@ from dibench.stores.warehouse import Warehouse
 MANIFEST = Settings().data_dir / "jaffle" / "target" / "semantic_manifest.json"
 # Measures doubled by the "changed" manifest, and every imported metric that reads one.
 DOUBLED = {"revenue": "product_price * 2", "order_total": "order_total * 2"}
-CHANGED = {"mf.revenue", "mf.order_total"}
+CHANGED = {"mf.revenue", "mf.order_total", "mf.cumulative_revenue", "mf.revenue_growth_mom.revenue_prev_month"}
 
 
 def test_ingest_rederives_the_tasks_of_metrics_a_reimport_changed(tmp_path: Path, graph: Graph,
@@ -52,7 +52,7 @@ def test_ingest_rederives_the_tasks_of_metrics_a_reimport_changed(tmp_path: Path
         assert report.failures == []
         assert report.rederived["metrics"] == sorted(CHANGED) and report.rederived["rules"] == []
         after = {t.task_id: t for t in load_tasks(graph, pack.name, statuses=("admitted", "retired"))}
-        affected = {"mf.revenue", "mf.order_total", "mf.food_revenue_pct", "mf.order_gross_profit"}
+        affected = CHANGED | {"mf.food_revenue_pct", "mf.order_gross_profit", "mf.revenue_growth_mom"}
         moved = [k for k, t in before.items() if t.metric_ids[0] in affected and t.variant == "standard"]
         assert moved, "seed 42 at target 6 has tasks on the changed metrics"
         assert report.rederived["counts"]["updated"] + report.rederived["counts"]["retired"] >= 1

@@ -20,7 +20,8 @@ from dibench.core.errors import ConfigError
 from dibench.evaluation.agents.base import MAX_TURNS, AgentRun, Budget, StopReason, Usage
 from dibench.core.config import get_settings
 from dibench.evaluation.agents.context import fit_context
-from dibench.evaluation.agents.tools import READ_TOOL, SEARCH_TOOL, SQL_TOOL, Toolbox, final_answer_tool, jsonable
+from dibench.evaluation.agents.tools import (READ_TOOL, SEARCH_TOOL, Toolbox, final_answer_tool, jsonable,
+                                             sql_tool_spec)
 from dibench.evaluation.tasks import TaskRecord, public_view
 from dibench.stores.llm import LLM_FAILURES, messages_tokens, was_cut, call as llm_call
 
@@ -72,7 +73,7 @@ class LlmAgent:
 
     def run(self, task: TaskRecord, tools: Toolbox) -> AgentRun:
         view = public_view(task)
-        tool_specs = [SQL_TOOL, SEARCH_TOOL, READ_TOOL, final_answer_tool(view["answer_format"])]
+        tool_specs = [sql_tool_spec(tools.wh), SEARCH_TOOL, READ_TOOL, final_answer_tool(view["answer_format"])]
         try:
             # tool_choice: small models served by llama.cpp ignore bound tools unless told to call one.
             bound = self.chat_model.bind_tools(tool_specs, tool_choice="any")

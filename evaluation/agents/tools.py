@@ -21,9 +21,9 @@ from sqlalchemy.exc import StatementError
 from dibench.core.errors import DibenchError, WarehouseError
 from dibench.evaluation.answer_values import storable
 from dibench.evaluation.kb import KINDS, Document, Hit, KnowledgeBase
+from dibench.evaluation.tool_contract import ROW_LIMIT, sql_tool_text
 from dibench.stores.warehouse import QueryResult, ResultCap, Warehouse
 
-ROW_LIMIT = 50          # rows a model sees per query; row_count still tells it the full size
 TRACE_ROWS = 5          # rows kept per query in the trace
 MAX_SEARCH_K = 10
 EXCERPT_CHARS = 400     # of each search hit's text; read_document gives the whole document
@@ -175,19 +175,26 @@ def schema_description(wh: Warehouse, schema: str) -> str:
     return "\n".join(lines)
 
 
-SQL_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "sql_query",
-        "description": (f"Run ONE read-only SELECT or WITH query on the PostgreSQL database. Bind values as "
-                        f":name placeholders given in `params`. Returns JSON with columns, at most {ROW_LIMIT} "
-                        f"rows, the full row_count, or an error message."),
-        "parameters": {"type": "object", "properties": {
-            "sql": {"type": "string", "description": "the query"},
-            "params": {"type": "object", "description": "values of :name placeholders, e.g. {\"start\": \"2024-01-01\"}"},
-        }, "required": ["sql"]},
-    },
-}
+def sql_tool_description(wh: Warehouse) -> str:
+    """What the agents' SQL tool says it runs on: the warehouse's engine, from the engine seam."""
+    return sql_tool_text(wh.display_name)
+
+
+def sql_tool_spec(wh: Warehouse) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": "sql_query",
+            "description": sql_tool_description(wh),
+            "parameters": {"type": "object", "properties": {
+                "sql": {"type": "string", "description": "the query"},
+                "params": {"type": "object",
+                           "description": "values of :name placeholders, e.g. {\"start\": \"2024-01-01\"}"},
+            }, "required": ["sql"]},
+        },
+    }
+
+
 SEARCH_TOOL = {
     "type": "function",
     "function": {

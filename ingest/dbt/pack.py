@@ -13,6 +13,7 @@ from dibench.core.models import DimensionSpec, MetricCatalog, MetricSpec, PackSp
 from dibench.ingest.dbt.manifest import DbtManifestError, Manifest, Metric, MetricInput, SemanticModel
 from dibench.ingest.dbt.translate import (Settings, Unsupported, any_dict, derived_expression, describe, humanise,
                                           plain_column, simple_template, unit_of)
+from dibench.ingest.dbt.windows import PERIOD, Window, WindowUnsupported, cumulative_window, offset_window
 
 
 ID_PREFIX = "mf."
@@ -21,7 +22,7 @@ ID_PREFIX = "mf."
 @dataclass
 class ImportReport:
     imported: list[tuple[str, str]] = field(default_factory=list)  # (metric id, MetricFlow type)
-    helpers: list[str] = field(default_factory=list)  # input metrics made for a filtered ratio/derived input
+    helpers: list[str] = field(default_factory=list)  # input metrics made for a filtered or offset ratio/derived input
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (metric name, reason)
     added: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
@@ -29,7 +30,7 @@ class ImportReport:
 
     def lines(self) -> list[str]:
         out = [f"imported {mid} ({kind})" for mid, kind in self.imported]
-        out += [f"input metric {mid} (made for a filtered or aliased input)" for mid in self.helpers]
+        out += [f"input metric {mid} (made for a filtered or offset input)" for mid in self.helpers]
         out += [f"not imported {name}: {reason}" for name, reason in self.skipped]
         out += [f"added {m}" for m in self.added] + [f"changed {m}" for m in self.changed]
         out += [f"removed {m}" for m in self.removed]
@@ -76,13 +77,14 @@ class _Builder:
         return [k for k, v in self.dims.items() if k.split(".", 1)[0] in tables and v.type != "temporal"]
 
     def _simple(self, mid: str, metric: Metric, ref: MetricInput, filters: tuple[str, ...], what: str,
-                name: str | None = None, description: str | None = None) -> MetricSpec:
-        t = simple_template(self.manifest, ref, filters, self.s, what)
+                name: str | None = None, description: str | None = None, window: Window = PERIOD) -> MetricSpec:
+        t = simple_template(self.manifest, ref, filters, self.s, what, window)
         label, desc = describe(metric)
         agg = t.measure.agg.replace("_", " ")
         formula = f"{agg} of {t.measure.expr or t.measure.name} over {t.model.name} rows whose " \
-                  f"{t.time_column.split('.', 1)[1]} falls in the period" + \
-                  (f", where {' and '.join(t.predicates)}" if t.predicates else "")
+                  f"{t.time_column.split('.', 1)[1]} {t.window.words}" + \
+                  (f", where {' and '.join(t.predicates)}" if t.predicates else "") + \
+                  "".join(f"; {note}" for note in t.notes)
         return MetricSpec(id=mid, name=name or label, tier=1, description=description or desc, formula=formula,
                           sql=t.sql, time_column=t.time_column,
                           dimensions=self._dims_of({t.model.table, *(m.table for m in t.joined)}),
@@ -91,9 +93,12 @@ class _Builder:
     def _input(self, parent: Metric, ref: MetricInput, role: str) -> str:
         """The id of the metric an input reads: the referenced simple metric itself, or an input
         metric made for it when the input (or its parent) adds a filter."""
+        window = PERIOD
         if ref.offset:
-            raise Unsupported(f"input {ref.alias or ref.name} has an offset ({ref.offset}): "
-                              "a pack period has no shifted copy of an input")
+            try:
+                window = offset_window(ref.offset, f"input {ref.alias or ref.name}")
+            except WindowUnsupported as exc:
+                raise Unsupported(str(exc)) from exc
         target = self.manifest.metric(ref.name)
         extra = (*parent.filters, *ref.filters)
         if target is None:
@@ -104,9 +109,9 @@ class _Builder:
             if target.type != "simple" or target.measure is None:
                 raise Unsupported(f"input {ref.name} is a {target.type} metric: inputs of a metric built "
                                   "from others must have SQL of their own")
-            if not extra and self.id(target.name) in self.metrics:
+            if not extra and window is PERIOD and self.id(target.name) in self.metrics:
                 return self.id(target.name)
-            if not extra:
+            if self.id(target.name) not in self.metrics:
                 reason = next((r for n, r in self.report.skipped if n == target.name), "not imported")
                 raise Unsupported(f"input {ref.name} is not imported ({reason})")
             measure_ref, filters, base = target.measure, (*target.filters, *extra), target
@@ -114,7 +119,8 @@ class _Builder:
         label, _ = describe(base)
         self.metrics[mid] = self._simple(mid, base, measure_ref, filters, f"metric {parent.name} ({role})",
                                          name=f"{label} ({role} of {parent.name})",
-                                         description=f"The {role} of {parent.name}: {describe(base)[1]}")
+                                         description=f"The {role} of {parent.name}: {describe(base)[1]}",
+                                         window=window)
         self.report.helpers.append(mid)
         return mid
 
@@ -152,13 +158,13 @@ class _Builder:
             expr = derived_expression(metric.expr, set(inputs), self.s, what)
             return self._built(metric, expr, inputs, f"{metric.expr} over {', '.join(inputs)}")
         if metric.type == "cumulative":
-            c = metric.cumulative or {}
-            shape = ("all time" if not c.get("window") and not c.get("grain_to_date") else
-                     f"window {c['window']['count']} {c['window']['granularity']}" if c.get("window")
-                     else f"grain to date {c['grain_to_date']}")
-            raise Unsupported(f"cumulative ({shape}, period_agg {c.get('period_agg', 'first')}): its value for "
-                              "a period is the running total at one grain of it, while a pack metric is one "
-                              "aggregate over [start_date, end_date)")
+            if metric.measure is None:
+                raise Unsupported("a cumulative metric without a measure")
+            try:
+                window = cumulative_window(metric.cumulative or {}, what)
+            except WindowUnsupported as exc:
+                raise Unsupported(str(exc)) from exc
+            return self._simple(self.id(metric.name), metric, metric.measure, metric.filters, what, window=window)
         raise Unsupported(f"metric type {metric.type!r}")
 
 

@@ -17,6 +17,7 @@ import sqlglot
 from sqlglot import exp
 
 from dibench.ingest.dbt.manifest import Dimension, Manifest, Measure, Metric, MetricInput, SemanticModel
+from dibench.ingest.dbt.windows import PERIOD, Window
 from dibench.sqlops.dialect import DIALECT, render
 
 GRAINS = {"day", "week", "month", "quarter", "year"}
@@ -211,9 +212,6 @@ def filter_tree(template: str, scope: Scope, what: str) -> exp.Expression:
 
 
 def aggregate(model: SemanticModel, m: Measure, s: Settings) -> exp.Expression:
-    if m.non_additive is not None:
-        raise Unsupported(f"measure {m.name}: non_additive_dimension (a semi-additive measure) is not expressible "
-                          "as one aggregate over the period")
     arg = _qualify(_parse_expr(m.expr or m.name, s, f"measure {m.name}"), model.table)
     if m.agg == "sum":
         return exp.Sum(this=arg)
@@ -252,28 +250,84 @@ class Template:
     measure: Measure
     joined: tuple[SemanticModel, ...]
     predicates: tuple[str, ...]
+    window: Window = PERIOD
+    notes: tuple[str, ...] = ()
+
+
+def _time_window(scope: Scope, measure: Measure, window: Window, alias: str) -> list[exp.Expression]:
+    return window.predicates(exp.column(scope.time_column(measure), table=alias))
+
+
+def semi_additive(scope: Scope, measure: Measure, window: Window, predicates: list[exp.Expression],
+                  what: str) -> tuple[exp.Expression, str]:
+    """A measure with a non_additive_dimension as a condition: only the rows at the last (or first)
+    value of that dimension in the window, per window_groupings entity (MetricFlow's semi-additive
+    join: after the filters and the window, before the aggregate), as a correlated subquery over the
+    same table. Returns (condition, words)."""
+    nad = measure.non_additive or {}
+    model, t = scope.model, scope.model.table
+    if predicates:
+        raise Unsupported(f"{what}: a filter on a measure with non_additive_dimension (the last rows would be "
+                          "chosen among the filtered rows, which one subquery over the table does not state)")
+    dim = model.dimension(str(nad.get("name")))
+    if dim is None or dim.type != "time":
+        raise Unsupported(f"{what}: non_additive_dimension {nad.get('name')!r} is not a time dimension of "
+                          f"semantic model {model.name}")
+    choice = str(nad.get("window_choice") or "max").lower()
+    if choice not in ("max", "min"):
+        raise Unsupported(f"{what}: non_additive_dimension window_choice {choice!r}")
+    inner = f"{t}_{'last' if choice == 'max' else 'first'}"
+    keys = []
+    for ent in nad.get("window_groupings") or []:
+        e = model.entity(str(ent))
+        if e is None:
+            raise Unsupported(f"{what}: window_groupings entity {ent!r} is not an entity of {model.name}")
+        keys.append(exp.EQ(this=exp.column(e.column, table=inner), expression=exp.column(e.column, table=t)))
+    fn = exp.Max if choice == "max" else exp.Min
+    sub = exp.select(fn(this=_qualify_as(dimension_tree(model, dim, scope.s), t, inner))).from_(
+        exp.table_(t, db=scope.s.schema, alias=inner)).where(
+        exp.and_(*_time_window(scope, measure, window, inner), *keys))
+    cond = exp.EQ(this=dimension_tree(model, dim, scope.s), expression=exp.Subquery(this=sub))
+    per = f" of each {', '.join(str(e) for e in nad.get('window_groupings') or [])}" if keys else ""
+    words = f"only the rows at the {'last' if choice == 'max' else 'first'} {dim.name}{per} in that window"
+    return cond, words
+
+
+def _qualify_as(tree: exp.Expression, old: str, new: str) -> exp.Expression:
+    tree = tree.copy()
+    for col in tree.find_all(exp.Column):
+        if col.table == old:
+            col.set("table", exp.to_identifier(new))
+    return tree
 
 
 def simple_template(manifest: Manifest, ref: MetricInput, filters: tuple[str, ...], s: Settings,
-                    what: str) -> Template:
-    """One SELECT of a measure over the period, with its filters (the metric's and the input's)."""
+                    what: str, window: Window = PERIOD) -> Template:
+    """One SELECT of a measure over the window (the period, or a shape of `windows.Window`), with
+    its filters (the metric's and the input's)."""
     found = manifest.measure(ref.name)
     if found is None:
         raise Unsupported(f"{what}: unknown measure {ref.name!r}")
     model, measure = found
-    if ref.join_to_timespine:
-        raise Unsupported(f"{what}: join_to_timespine fills periods without rows from a time spine, "
-                          "which the pack format has no counterpart for")
-    if ref.offset:
-        raise Unsupported(f"{what}: an offset input is not expressible")
     scope = Scope(manifest, model, s)
     value: exp.Expression = aggregate(model, measure, s)
+    notes: list[str] = []
     if ref.fill_nulls_with is not None:
         if not isinstance(ref.fill_nulls_with, (int, float)):
             raise Unsupported(f"{what}: fill_nulls_with {ref.fill_nulls_with!r}")
         value = exp.func("COALESCE", value, exp.Literal.number(ref.fill_nulls_with))
+    if ref.join_to_timespine:
+        # MetricFlow's time spine gives a time period without rows a row of its own; a pack
+        # period is one aggregate, which is already there without rows.
+        notes.append(f"a period without rows is {ref.fill_nulls_with if ref.fill_nulls_with is not None else 'NULL'}"
+                     " (MetricFlow's time spine)")
     time_col = scope.time_column(measure)
     predicates = [filter_tree(f, scope, what) for f in (*filters, *ref.filters)]
+    conditions = [exp.paren(p) if isinstance(p, exp.Or) else p for p in predicates]
+    if measure.non_additive is not None:
+        cond, words = semi_additive(scope, measure, window, predicates, what)
+        conditions.append(cond)
+        notes.insert(0, words)
     scope.used |= set(scope.joins)  # every reachable model, so its dimensions can slice the metric
     t = model.table
     select = exp.select(exp.alias_(value, "value")).from_(exp.table_(t, db=s.schema, alias=t))
@@ -283,12 +337,9 @@ def simple_template(manifest: Manifest, ref: MetricInput, filters: tuple[str, ..
         joined.append(other)
         on = exp.EQ(this=exp.column(key, table=other.table), expression=exp.column(own, table=t))
         select = select.join(exp.table_(other.table, db=s.schema, alias=other.table), on=on, join_type="left")
-    window: list[exp.Expression] = [
-        exp.GTE(this=exp.column(time_col, table=t), expression=exp.Placeholder(this="start_date")),
-        exp.LT(this=exp.column(time_col, table=t), expression=exp.Placeholder(this="end_date"))]
-    select = select.where(exp.and_(*window, *[exp.paren(p) if isinstance(p, exp.Or) else p for p in predicates]))
+    select = select.where(exp.and_(*_time_window(scope, measure, window, t), *conditions))
     return Template(select.sql(dialect=DIALECT, pretty=True) + "\n", f"{t}.{time_col}", model, measure,
-                    tuple(joined), tuple(render(p) for p in predicates))
+                    tuple(joined), tuple(render(p) for p in predicates), window, tuple(notes))
 
 
 def derived_expression(text: str, names: set[str], s: Settings, what: str) -> str:

@@ -1,0 +1,111 @@
+"""The time window a metric template reads, on the tree: the task's period itself, the period
+shifted back (a MetricFlow offset input), or the rows of a cumulative metric as of one day of
+the period (its `period_agg`).
+
+A pack metric is evaluated for a period [:start_date, :end_date). MetricFlow's cumulative metric
+at a period grain takes the running value at one day of the period: its first day
+(`period_agg: first`, the default) or its last (`last`). That day `d` reads the rows whose day is
+in (d - window, d] (a trailing window), in [DATE_TRUNC(grain, d), d] (grain to date) or up to d
+(all time). A MetricFlow offset input of `count granularity` reads the same period moved back by
+that much. Each shape says in words what it reads; nothing is approximated."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+GRANULARITIES = {"day": ("DAY", 1), "week": ("DAY", 7), "month": ("MONTH", 1), "quarter": ("MONTH", 3),
+                 "year": ("YEAR", 1)}
+
+
+class WindowUnsupported(Exception):
+    """A window shape the template cannot state; the message says why."""
+
+
+def _date(name: str) -> exp.Expression:
+    return exp.Cast(this=exp.Placeholder(this=name), to=exp.DataType.build("DATE"))
+
+
+def interval(count: int, granularity: str, what: str) -> exp.Interval:
+    if granularity not in GRANULARITIES or not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise WindowUnsupported(f"{what}: window of {count!r} {granularity!r} (a whole number of "
+                                f"{', '.join(GRANULARITIES)})")
+    unit, n = GRANULARITIES[granularity]
+    return exp.Interval(this=exp.Literal.string(str(count * n)), unit=exp.Var(this=unit))
+
+
+def _days(n: int) -> exp.Interval:
+    return exp.Interval(this=exp.Literal.string(str(n)), unit=exp.Var(this="DAY"))
+
+
+@dataclass(frozen=True)
+class Window:
+    """How the period's placeholders bound the time column; `words` completes "rows whose <time> ..."."""
+
+    kind: str  # period, offset, cumulative
+    words: str
+    count: int = 0
+    granularity: str = "day"
+    grain_to_date: str | None = None
+    period_agg: str = "first"
+
+    def predicates(self, col: exp.Expression) -> list[exp.Expression]:
+        """The conditions on `col` (the time column, qualified) for one period."""
+        if self.kind == "period":
+            return [exp.GTE(this=col.copy(), expression=exp.Placeholder(this="start_date")),
+                    exp.LT(this=col.copy(), expression=exp.Placeholder(this="end_date"))]
+        if self.kind == "offset":
+            shift = interval(self.count, self.granularity, "offset")
+            return [exp.GTE(this=col.copy(), expression=exp.Sub(this=_date("start_date"), expression=shift.copy())),
+                    exp.LT(this=col.copy(), expression=exp.Sub(this=_date("end_date"), expression=shift.copy()))]
+        # The day, stated with both of the period's placeholders: its first, or its last (never
+        # before its first); the rows never past the period's end.
+        day = _date("start_date") if self.period_agg == "first" else \
+            exp.func("GREATEST", _date("start_date"), exp.Sub(this=_date("end_date"), expression=_days(1)))
+        out: list[exp.Expression] = []
+        if self.count:
+            lower = exp.Add(this=exp.Sub(this=day.copy(), expression=interval(self.count, self.granularity, "window")),
+                            expression=_days(1))
+            out.append(exp.GTE(this=col.copy(), expression=lower))
+        elif self.grain_to_date:
+            out.append(exp.GTE(this=col.copy(),
+                               expression=exp.func("DATE_TRUNC", exp.Literal.string(self.grain_to_date), day.copy())))
+        upper = exp.func("LEAST", exp.Add(this=day.copy(), expression=_days(1)), _date("end_date"))
+        out.append(exp.LT(this=col.copy(), expression=upper))
+        return out
+
+
+PERIOD = Window("period", "falls in the period")
+
+
+def offset_window(offset: dict[str, Any], what: str) -> Window:
+    """A MetricFlow `offset_window` ({count, granularity}) as the period moved back."""
+    if not isinstance(offset, dict) or "count" not in offset:
+        raise WindowUnsupported(f"{what}: offset_to_grain {offset!r} (the value at the start of a grain) is not "
+                                "expressible as one window of the period")
+    count, gran = offset.get("count"), str(offset.get("granularity"))
+    interval(count, gran, what)  # type: ignore[arg-type]
+    return Window("offset", f"falls in the period moved back {count} {gran}{'s' if count != 1 else ''}",
+                  count=int(count), granularity=gran)  # type: ignore[arg-type]
+
+
+def cumulative_window(params: dict[str, Any], what: str) -> Window:
+    """A MetricFlow cumulative metric's window ({window, grain_to_date, period_agg})."""
+    agg = params.get("period_agg") or "first"
+    if agg not in ("first", "last"):
+        raise WindowUnsupported(f"{what}: period_agg {agg!r} is the mean of the running value over the period's "
+                                "days, not one aggregate over rows")
+    day = "the period's first day" if agg == "first" else "the period's last day"
+    window, grain = params.get("window"), params.get("grain_to_date")
+    if window:
+        count, gran = window.get("count"), str(window.get("granularity"))
+        interval(count, gran, what)
+        return Window("cumulative", f"is in the {count} {gran}{'s' if count != 1 else ''} up to and including {day}",
+                      count=int(count), granularity=gran, period_agg=agg)
+    if grain:
+        if str(grain) not in GRANULARITIES:
+            raise WindowUnsupported(f"{what}: grain_to_date {grain!r}")
+        return Window("cumulative", f"is from the start of the {grain} of {day} up to and including it",
+                      grain_to_date=str(grain), period_agg=agg)
+    return Window("cumulative", f"is any day up to and including {day} (all time)", period_agg=agg)
