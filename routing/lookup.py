@@ -1,14 +1,16 @@
 """Exact lookup of the public catalog's labels written verbatim in a text: entity labels and table
-names in words, or column names in words, and the smallest set of databases holding all of them.
-The label-lookup shortcuts route by it, and an exploratory request is refused when it finds the
-request's cover."""
+names in words, or column names in words, and the smallest set of databases holding all of them;
+the same through crude stems, and a ranking of databases by the stems their names share with a
+text. The lookup shortcuts route by these, and a request is refused when one finds its gold set
+(routing/word_match.py)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 from dibench.routing.build_exploratory import minimum_covers
-from dibench.routing.naming import natural, tokens
+from dibench.routing.naming import natural, tokens, words
 from dibench.routing.view import CatalogView, DatabaseView
 
 Source = Literal["tables", "columns"]
@@ -84,4 +86,75 @@ def looked_up_words(request: str, view: CatalogView) -> list[str]:
     if not found:
         return []
     covers = minimum_covers(sorted(found), {lab: index[lab] for lab in found})
+    return sorted(covers[0]) if covers else []
+
+
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "ly", "s")
+# words every request or every catalog writes: they say nothing about which database
+STOP = frozenset("a an the of in on at to for by with from and or is are was were be been do does did what which "
+                 "who whom whose how many much when where why list show find give return tell me all each every "
+                 "their its that this these those there have has had as than more most least number id name "
+                 "names record records source sources data hi thanks please need".split())
+
+
+def stem(word: str) -> str:
+    """A crude suffix stripper (any reviewer writes one): `ratings`, `rated`, `rating` -> `rat`."""
+    for suf in _SUFFIXES:
+        if len(word) - len(suf) >= 3 and word.endswith(suf):
+            return word[: -len(suf)]
+    return word
+
+
+def stems(text: str) -> list[str]:
+    return [stem(w) for w in words(text) if w not in STOP and not w.isdigit()]
+
+
+def _names(db: DatabaseView) -> set[str]:
+    out = {*db.entities}
+    for t in db.tables.values():
+        out.add(t.name)
+        out |= {c["column"] for c in t.columns}
+    return out
+
+
+def name_stems(db: DatabaseView) -> set[str]:
+    return {s for name in _names(db) for s in stems(name)}
+
+
+@dataclass(frozen=True)
+class StemIndex:
+    names: dict[str, set[str]]  # database -> stems of its labels, table and column names
+    labels: dict[str, set[str]]  # stemmed table or entity label -> databases
+
+
+# the stems of the last view read: every task of an audit or a generation reads the same view
+_LAST_STEMS: list[tuple[CatalogView, StemIndex]] = []
+
+
+def _stem_index(view: CatalogView) -> StemIndex:
+    if not _LAST_STEMS or _LAST_STEMS[0][0] is not view:
+        labels: dict[str, set[str]] = {}
+        for pid, db in view.databases.items():
+            for label in {*db.entities, *(t.name for t in db.tables.values())}:
+                key = " ".join(stems(label))
+                if len(key) >= 3:
+                    labels.setdefault(key, set()).add(pid)
+        _LAST_STEMS[:] = [(view, StemIndex({pid: name_stems(db) for pid, db in view.databases.items()}, labels))]
+    return _LAST_STEMS[0][1]
+
+
+def overlap_ranked(request: str, view: CatalogView) -> list[str]:
+    """Databases by how many distinct stems of the request their names hold (ties by id), those
+    holding none left out."""
+    asked = set(stems(request))
+    score = {pid: len(asked & names) for pid, names in _stem_index(view).names.items()}
+    return [pid for pid in sorted(score, key=lambda p: (-score[p], p)) if score[pid]]
+
+
+def stemmed_labels(request: str, view: CatalogView) -> list[str]:
+    """The smallest cover of every table or entity label whose stems all occur, in order, in the request."""
+    text = " " + " ".join(stems(request)) + " "
+    holders = {k: v for k, v in _stem_index(view).labels.items() if f" {k} " in text}
+    found = [k for k in holders if not any(k != o and f" {k} " in f" {o} " for o in holders)]
+    covers = minimum_covers(sorted(found), {k: frozenset(holders[k]) for k in found})
     return sorted(covers[0]) if covers else []

@@ -63,6 +63,22 @@ def test_label_lookup_takes_the_smallest_cover_of_labels_named_verbatim() -> Non
     assert looked_up_words("song names, and the breeds", view) == ["db_a", "db_b"]
 
 
+def test_a_reviewers_word_routers_read_stems_of_the_catalogs_names() -> None:
+    from dibench.routing.shortcuts.overlap import WordOverlapTopK, overlap_ranked, stemmed_labels
+
+    view = _view()
+    # stems undo plural and suffix: "singers'" and "weighing" find `singers` and `weight`'s stem
+    assert stemmed_labels("the singers' best concerts", view) == ["db_a"]
+    assert stemmed_labels("every dog, and each singer", view) == ["db_c"]
+    assert overlap_ranked("the breeds and weights of dogs", view)[0] == "db_b"
+    assert overlap_ranked("nothing of the sort", view) == []
+    env = RoutingEnvironment(CatalogIndexes(view))
+    # k is the request's count of asks: two asks, two databases
+    route = WordOverlapTopK("parallel").route(
+        RouterTask("t", "What breeds and weights do dogs have? Which song names do singers sing?"), env)
+    assert route.behaviour == "parallel" and route.branches[0].databases == ["db_a", "db_b"]
+
+
 def test_an_exploratory_cover_is_described_in_other_words_than_its_labels() -> None:
     from dibench.routing.describe import paraphrase
 
@@ -92,7 +108,9 @@ def test_every_family_is_registered() -> None:
     assert len(names) == len(set(names))
     for family in ("random", "select-all", "layout-only", "constant-database", "constant-set", "largest-by-rows",
                    "count-asks", "count-sentences", "count-question-marks", "label-lookup", "column-lookup-as-exploratory",
-                   "column-words-as-exploratory", "surface-learned", "surface-learned+labels"):
+                   "column-words-as-exploratory", "surface-learned", "surface-learned+labels",
+                   "word-overlap-top-k", "word-overlap-top-k-as-exploratory", "stemmed-label-lookup",
+                   "stemmed-label-lookup-as-exploratory"):
         assert family in names
 
 
