@@ -29,8 +29,12 @@ LAYOUT_WORDS = frozenset("and also then plus next besides separately first after
 FUNCTION_WORDS = frozenset("is has of other num from to by in on at for with the a an".split())
 
 
+# participles a column name may end with: `final table made`, `year held` read as plurals already
+PARTICIPLES = frozenset("made held won paid built sold given taken done born seen run set put hit".split())
+
+
 def plural(word: str) -> str:
-    if word.endswith(("s", "ed")):
+    if word.endswith(("s", "ed")) or word in PARTICIPLES:
         return word  # `details`, `status`: already read as a plural; `awarded` has none
     if word.endswith("y") and word[-2:-1] not in tuple("aeiou"):
         return word[:-1] + "ies"
@@ -41,6 +45,8 @@ def paraphrase(column: str) -> str:
     """A column as an analyst would write it, in other words than its name: `song name` -> `song
     names`, `country` -> `countries` (an exact lookup of the column's name does not find it)."""
     ws = column.split()
+    if ws[0] == "number" and len(ws) > 1:  # `number products`: the numbers of products
+        return " ".join(["numbers", "of", *ws[1:]])
     return " ".join([*ws[:-1], plural(ws[-1])])
 
 

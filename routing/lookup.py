@@ -45,6 +45,12 @@ def _index(view: CatalogView, source: Source) -> dict[str, frozenset[str]]:
     return {k: frozenset(v) for k, v in out.items()}
 
 
+def mentioned_labels(request: str, index: dict[str, frozenset[str]]) -> list[str]:
+    """Labels of index written verbatim in the request, in order of first mention."""
+    found = _mentions(request, index)
+    return sorted(found, key=found.__getitem__)
+
+
 def _mentions(request: str, index: dict[str, frozenset[str]]) -> dict[str, int]:
     """Labels of index written in the request (as whole words), longest first, none inside another:
     label -> word position of its first mention."""
@@ -75,14 +81,18 @@ def looked_up(request: str, view: CatalogView, source: Source = "tables") -> lis
     return sorted(covers[0], key=lambda d: (first[d], d))
 
 
-def looked_up_words(request: str, view: CatalogView) -> list[str]:
-    """A looser lookup: every column whose words (singular) all occur somewhere in the request, in
-    any order or form ("song names" holds `song_name`), and the smallest cover of them."""
+def word_labels(request: str, view: CatalogView) -> list[str]:
+    """Every column whose words (singular) all occur somewhere in the request, in any order or form
+    ("song names" holds `song_name`), save those inside a longer one found."""
     words = set(tokens(request))
+    found = [lab for lab in holders(view, "columns") if len(lab) >= 4 and set(tokens(lab)) <= words]
+    return [lab for lab in found if not any(set(tokens(lab)) < set(tokens(o)) for o in found)]
+
+
+def looked_up_words(request: str, view: CatalogView) -> list[str]:
+    """A looser lookup: the smallest cover of the columns word_labels finds."""
     index = holders(view, "columns")
-    found = [lab for lab in index if len(lab) >= 4 and set(tokens(lab)) <= words]
-    # a column whose words are all inside a longer found one's says nothing more
-    found = [lab for lab in found if not any(set(tokens(lab)) < set(tokens(o)) for o in found)]
+    found = word_labels(request, view)
     if not found:
         return []
     covers = minimum_covers(sorted(found), {lab: index[lab] for lab in found})
@@ -143,18 +153,28 @@ def _stem_index(view: CatalogView) -> StemIndex:
     return _LAST_STEMS[0][1]
 
 
-def overlap_ranked(request: str, view: CatalogView) -> list[str]:
-    """Databases by how many distinct stems of the request their names hold (ties by id), those
-    holding none left out."""
+def overlap_scores(request: str, view: CatalogView) -> dict[str, int]:
+    """Database -> how many distinct stems of the request its names hold."""
     asked = set(stems(request))
-    score = {pid: len(asked & names) for pid, names in _stem_index(view).names.items()}
+    return {pid: len(asked & names) for pid, names in _stem_index(view).names.items()}
+
+
+def overlap_ranked(request: str, view: CatalogView) -> list[str]:
+    """Databases by overlap_scores (ties by id), those holding none left out."""
+    score = overlap_scores(request, view)
     return [pid for pid in sorted(score, key=lambda p: (-score[p], p)) if score[pid]]
 
 
 def stemmed_labels(request: str, view: CatalogView) -> list[str]:
     """The smallest cover of every table or entity label whose stems all occur, in order, in the request."""
-    text = " " + " ".join(stems(request)) + " "
-    holders = {k: v for k, v in _stem_index(view).labels.items() if f" {k} " in text}
-    found = [k for k in holders if not any(k != o and f" {k} " in f" {o} " for o in holders)]
-    covers = minimum_covers(sorted(found), {k: frozenset(holders[k]) for k in found})
+    found = stemmed_holders(request, view)
+    covers = minimum_covers(sorted(found), found) if found else []
     return sorted(covers[0]) if covers else []
+
+
+def stemmed_holders(request: str, view: CatalogView) -> dict[str, frozenset[str]]:
+    """Stemmed table or entity labels whose stems occur, in order, in the request's (none inside a
+    longer one found) -> the databases holding them."""
+    text = " " + " ".join(stems(request)) + " "
+    hit = {k: v for k, v in _stem_index(view).labels.items() if f" {k} " in text}
+    return {k: frozenset(v) for k, v in hit.items() if not any(k != o and f" {k} " in f" {o} " for o in hit)}

@@ -79,6 +79,29 @@ def test_a_reviewers_word_routers_read_stems_of_the_catalogs_names() -> None:
     assert route.behaviour == "parallel" and route.branches[0].databases == ["db_a", "db_b"]
 
 
+def test_a_request_whose_sources_a_word_matching_finds_is_refused() -> None:
+    from dibench.routing.errors import ContractInvalid
+    from dibench.routing.sqlite_exec import SqliteExecutor
+    from dibench.routing.validate import Validator
+    from dibench.routing.view import Locations
+    from dibench.routing.word_match import matcher_finding
+
+    view = _view()
+    # `singer` is held by two databases: a lookup leaves two covers, one of them the gold
+    assert matcher_finding("How many singers are there?", frozenset({"db_c"}), view) == "tables named verbatim"
+    assert matcher_finding("Which breed is commonest?", frozenset({"db_b"}), view) == "columns named verbatim"
+    assert matcher_finding("the songs' names, please", frozenset({"db_a"}), view) == "column words"
+    assert matcher_finding("Who weighs more than ten?", frozenset({"db_b"}), view) is None
+    # a ranking gives the set when the gold can be its top k under some order of ties
+    assert matcher_finding("weights of things by concerts", frozenset({"db_a", "db_b"}), view) == "name-stem overlap"
+    assert matcher_finding("weights of things by concerts", frozenset({"db_b", "db_c"}), view) is None
+    c = _contract("t1", "single", ["db_b"], "Which breeds are there, and how many of each?")
+    with SqliteExecutor() as ex:
+        Validator(view, Locations({}), ex, {}).validate_wording(c)  # off unless asked
+        with pytest.raises(ContractInvalid, match="word-match"):
+            Validator(view, Locations({}), ex, {}, refuse_word_matched=True).validate_wording(c)
+
+
 def test_an_exploratory_cover_is_described_in_other_words_than_its_labels() -> None:
     from dibench.routing.describe import paraphrase
 
@@ -189,6 +212,27 @@ def test_wording_is_natural_around_the_asks() -> None:
     down.unit.intent = "Find the id of the pet owned by student whose last name is \u2018Smith\u2019."
     lit.value, lit.column = "Smith", "LName"
     assert _downstream_intent(down, lit, "x") == "Find the id of the pet owned by student whose last name is the one found above."  # type: ignore[arg-type]
+
+
+def test_validation_refuses_a_request_that_breaks_a_wording_rule() -> None:
+    import random
+
+    from dibench.routing.describe import paraphrase
+    from dibench.routing.render import laid_out
+    from dibench.routing.wording_rules import broken_rule
+
+    assert broken_rule("How many singers are there? Thanks. That is all.") == "stacks two closings"
+    assert broken_rule("List the names of of singers.") == "repeats the word 'of'"
+    assert broken_rule("Hold records with a as well as data giving b as well as c.") == "stacks 'as well as'"
+    assert broken_rule("Which dogs weigh more than 20 - what are their names?") == "fuses two questions with a dash"
+    assert broken_rule("Hi. How many singers are there, and what is the oldest dog? Thanks.") is None
+    # the template keeps them: asks share a sentence through a comma or a joining word, never a dash
+    asks = ["How many singers are there?", "List the dogs.", "What is the oldest dog?", "Name each concert."]
+    for seed in range(200):
+        text = laid_out(asks[: 1 + seed % 4], random.Random(seed))
+        assert broken_rule(text) is None and " - " not in text, text
+    assert paraphrase("final table made") == "final table made"
+    assert paraphrase("number products") == "numbers of products"
 
 
 def test_rendered_intents_read_as_an_analyst_writes() -> None:
