@@ -102,6 +102,15 @@ def test_a_request_whose_sources_a_word_matching_finds_is_refused() -> None:
             Validator(view, Locations({}), ex, {}, refuse_word_matched=True).validate_wording(c)
 
 
+def test_a_strict_benchmark_repeats_no_gold_set_more_than_twice() -> None:
+    from dibench.cli import routing as cli_routing
+    from dibench.routing.generate import STRICT_SET_REPEATS
+
+    assert set_cap(291) == 29 and set_cap(291, STRICT_SET_REPEATS) == 2 and set_cap(5, STRICT_SET_REPEATS) == 1
+    res = CliRunner().invoke(main, ["routing", "generate", "--help"], terminal_width=200)
+    assert "--strict" in res.output and any(p.name == "strict" for p in cli_routing.routing_generate.params)
+
+
 def test_an_exploratory_cover_is_described_in_other_words_than_its_labels() -> None:
     from dibench.routing.describe import paraphrase
 
