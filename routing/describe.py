@@ -70,8 +70,18 @@ def _describable(columns: list[str], caps: set[str], labels: set[str]) -> list[s
 
 
 def _tables_with(view: CatalogView, cols: set[str]) -> frozenset[str]:
-    return frozenset(pid for pid, db in view.databases.items()
-                     if any(cols <= {natural(c["column"]) for c in t.columns} for t in db.tables.values()))
+    return frozenset(pid for pid, tables in _column_sets(view).items() if any(cols <= t for t in tables))
+
+
+# each database's tables as sets of column names in words, for the last view described
+_LAST: list[tuple[CatalogView, dict[str, list[frozenset[str]]]]] = []
+
+
+def _column_sets(view: CatalogView) -> dict[str, list[frozenset[str]]]:
+    if not _LAST or _LAST[0][0] is not view:
+        _LAST[:] = [(view, {pid: [frozenset(natural(c["column"]) for c in t.columns) for t in db.tables.values()]
+                            for pid, db in view.databases.items()})]
+    return _LAST[0][1]
 
 
 def describe(c: Contract, view: CatalogView, rng: random.Random) -> list[str] | None:

@@ -85,8 +85,19 @@ def word_labels(request: str, view: CatalogView) -> list[str]:
     """Every column whose words (singular) all occur somewhere in the request, in any order or form
     ("song names" holds `song_name`), save those inside a longer one found."""
     words = set(tokens(request))
-    found = [lab for lab in holders(view, "columns") if len(lab) >= 4 and set(tokens(lab)) <= words]
-    return [lab for lab in found if not any(set(tokens(lab)) < set(tokens(o)) for o in found)]
+    of = _column_tokens(view)
+    found = [lab for lab, ws in of.items() if ws <= words]
+    return [lab for lab in found if not any(of[lab] < of[o] for o in found)]
+
+
+# the column labels (of four letters or more) of the last view read, with their words
+_LAST_TOKENS: list[tuple[CatalogView, dict[str, frozenset[str]]]] = []
+
+
+def _column_tokens(view: CatalogView) -> dict[str, frozenset[str]]:
+    if not _LAST_TOKENS or _LAST_TOKENS[0][0] is not view:
+        _LAST_TOKENS[:] = [(view, {lab: frozenset(tokens(lab)) for lab in holders(view, "columns") if len(lab) >= 4})]
+    return _LAST_TOKENS[0][1]
 
 
 def looked_up_words(request: str, view: CatalogView) -> list[str]:
