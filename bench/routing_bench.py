@@ -4,6 +4,7 @@
     .venv/bin/python bench/routing_bench.py --path /data/spider --n 200 --keep
     .venv/bin/python bench/routing_bench.py --subset world_1,car_1,dog_kennels     # a 3-database catalog
     .venv/bin/python bench/routing_bench.py --postgres world_1,car_1,dog_kennels,concert_singer,pets_1
+    .venv/bin/python bench/routing_bench.py --strict     # routing generate --strict: no word-matched request
 
 Times catalog ingest, `routing generate` and each router's evaluation (the library calls the
 commands make), then reports the score table with 95% Wilson intervals (oracle without and with
