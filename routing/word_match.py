@@ -18,8 +18,8 @@ from dibench.routing.lookup import (
 )
 from dibench.routing.view import CatalogView
 
-COVER_OPTIONS = 3  # a lookup narrowing the choice to this many smallest covers, gold among them, gives it
-TIE_OPTIONS = 3  # a ranking whose ties leave at most this many top-k sets, gold among them, gives it
+COVER_OPTIONS = 8  # a lookup narrowing the choice to this many smallest covers, gold among them, gives it
+TIE_OPTIONS = 8  # a ranking whose ties leave at most this many top-k sets, gold among them, gives it
 
 
 def _covers_hold(gold: frozenset[str], found: dict[str, frozenset[str]]) -> bool:
