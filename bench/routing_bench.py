@@ -4,6 +4,7 @@
     .venv/bin/python bench/routing_bench.py --path /data/spider --n 200 --keep
     .venv/bin/python bench/routing_bench.py --subset world_1,car_1,dog_kennels     # a 3-database catalog
     .venv/bin/python bench/routing_bench.py --postgres world_1,car_1,dog_kennels,concert_singer,pets_1
+    .venv/bin/python bench/routing_bench.py --strict     # routing generate --strict: no word-matched request
 
 Times catalog ingest, `routing generate` and each router's evaluation (the library calls the
 commands make), then reports the score table with 95% Wilson intervals (oracle without and with
@@ -102,6 +103,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=815)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--strict", action="store_true",
+                    help="routing generate --strict: no word-matched request, no gold set more than twice a behaviour")
     ap.add_argument("--out", type=Path, default=Path("bench/results/routing.json"))
     args = ap.parse_args()
     graph = get_graph()
@@ -112,7 +115,8 @@ def main() -> None:
     ingest, root, schemas = ingest_catalog(args, graph, tmp)
     t_ingest = round(time.perf_counter() - t0, 2)
     t0 = time.perf_counter()
-    gen = run_generate(graph, catalog=args.catalog, root=root, n=args.n, seed=args.seed)
+    gen = run_generate(graph, catalog=args.catalog, root=root, n=args.n, seed=args.seed,
+                       strict=args.strict)
     t_generate = round(time.perf_counter() - t0, 2)
     t0 = time.perf_counter()
     setup = load_eval(graph, args.catalog)
@@ -136,6 +140,7 @@ def main() -> None:
     setup.executor.close()
     data = {
         "release": str(root), "catalog": args.catalog, "n": args.n, "seed": args.seed,
+        "strict": args.strict, "rejected": gen.report.rejected,
         "loadavg": os.getloadavg(),
         "ingest": {"databases": ingest.databases, "skipped": ingest.skipped, "relations": ingest.relations},
         "units": {"read": gen.units.read, "units": len(gen.units.units), "by_source": gen.units.by_source,

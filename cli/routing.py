@@ -131,9 +131,13 @@ def routing() -> None:
 @click.option("--llm", "use_llm", is_flag=True, help="Word requests with the configured LLM (template otherwise).")
 @click.option("--allow-missing", "allow_missing", multiple=True, type=click.Choice(BEHAVIOURS),
               help="A behaviour the catalog may give none of (repeatable); any other missing behaviour exits 1.")
+@click.option("--strict", is_flag=True,
+              help="Keep out every request whose sources a word-matching of the catalog's names finds (exact, "
+                   "column words, stems, name-stem overlap) and let no gold set repeat more than twice per "
+                   "behaviour; on a catalog of a few databases little survives.")
 @handle_errors
 def routing_generate(name: str, root: Path | None, n: int | None, seed: int | None, output: Path, public_dir: Path,
-                     use_llm: bool, allow_missing: tuple[str, ...]) -> None:
+                     use_llm: bool, allow_missing: tuple[str, ...], strict: bool) -> None:
     """Build source units from gold SQL, then validated contracts of the five behaviours, published under
     fresh random ids (a new benchmark each run; the id mapping stays in the graph, private)."""
     from dibench.routing.generate import DEFAULT_N, REFERENCE_MIX, targets
@@ -156,7 +160,7 @@ def routing_generate(name: str, root: Path | None, n: int | None, seed: int | No
                ("shortcut audit", total * n_routers())) as (up, cp, ap):
         s = run_generate(graph, catalog=name, root=root, n=n, seed=settings.seed if seed is None else seed,
                          out=output, public_dir=public_dir, llm=llm, unit_progress=up, contract_progress=cp,
-                         audit_progress=ap)
+                         audit_progress=ap, strict=strict)
     u = s.units
     asked = sum(x.intent_source == "question" for x in u.units)
     _table("source units", ["gold queries", "repeats merged", "units", "with a human question", "by file", "failed",

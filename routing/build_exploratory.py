@@ -17,9 +17,11 @@ COVER_WEIGHTS = (50, 35, 15)
 MIN_COVER = 2  # an exploratory task's cover holds at least this many databases
 
 
-def minimum_covers(capabilities: list[str], holders: dict[str, frozenset[str]], limit: int = 2) -> list[frozenset[str]]:
-    """All minimum-size sets of databases covering every capability (stops after `limit` found)."""
-    for size in range(1, len(capabilities) + 1):
+def minimum_covers(capabilities: list[str], holders: dict[str, frozenset[str]], limit: int = 2,
+                   max_size: int | None = None) -> list[frozenset[str]]:
+    """All minimum-size sets of databases covering every capability (stops after `limit` found, and
+    at covers of `max_size` databases)."""
+    for size in range(1, min(len(capabilities), max_size or len(capabilities)) + 1):
         found: list[frozenset[str]] = []
         _search(capabilities, holders, frozenset(), size, found, limit)
         if found:

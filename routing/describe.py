@@ -29,8 +29,12 @@ LAYOUT_WORDS = frozenset("and also then plus next besides separately first after
 FUNCTION_WORDS = frozenset("is has of other num from to by in on at for with the a an".split())
 
 
+# participles a column name may end with: `final table made`, `year held` read as plurals already
+PARTICIPLES = frozenset("made held won paid built sold given taken done born seen run set put hit".split())
+
+
 def plural(word: str) -> str:
-    if word.endswith(("s", "ed")):
+    if word.endswith(("s", "ed")) or word in PARTICIPLES:
         return word  # `details`, `status`: already read as a plural; `awarded` has none
     if word.endswith("y") and word[-2:-1] not in tuple("aeiou"):
         return word[:-1] + "ies"
@@ -41,6 +45,8 @@ def paraphrase(column: str) -> str:
     """A column as an analyst would write it, in other words than its name: `song name` -> `song
     names`, `country` -> `countries` (an exact lookup of the column's name does not find it)."""
     ws = column.split()
+    if ws[0] == "number" and len(ws) > 1:  # `number products`: the numbers of products
+        return " ".join(["numbers", "of", *ws[1:]])
     return " ".join([*ws[:-1], plural(ws[-1])])
 
 
@@ -64,8 +70,18 @@ def _describable(columns: list[str], caps: set[str], labels: set[str]) -> list[s
 
 
 def _tables_with(view: CatalogView, cols: set[str]) -> frozenset[str]:
-    return frozenset(pid for pid, db in view.databases.items()
-                     if any(cols <= {natural(c["column"]) for c in t.columns} for t in db.tables.values()))
+    return frozenset(pid for pid, tables in _column_sets(view).items() if any(cols <= t for t in tables))
+
+
+# each database's tables as sets of column names in words, for the last view described
+_LAST: list[tuple[CatalogView, dict[str, list[frozenset[str]]]]] = []
+
+
+def _column_sets(view: CatalogView) -> dict[str, list[frozenset[str]]]:
+    if not _LAST or _LAST[0][0] is not view:
+        _LAST[:] = [(view, {pid: [frozenset(natural(c["column"]) for c in t.columns) for t in db.tables.values()]
+                            for pid, db in view.databases.items()})]
+    return _LAST[0][1]
 
 
 def describe(c: Contract, view: CatalogView, rng: random.Random) -> list[str] | None:

@@ -4,7 +4,9 @@ Targets follow the published mix (92 single, 305 parallel, 22 sequential, 291 ex
 105 interactive) scaled to `n`. A behaviour whose candidates run out is reported short, never
 padded. No gold source set is required by more than MAX_SET_SHARE of one behaviour's tasks (on a
 small catalog one set once covered half the benchmark): a candidate past that share is rejected
-as `concentration`.
+as `concentration`. A strict benchmark (`routing generate --strict`) also caps each set at
+STRICT_SET_REPEATS tasks per behaviour and keeps out requests a word-matching of the catalog's
+names routes (routing/word_match.py): what an independent check of chance expects.
 """
 from __future__ import annotations
 
@@ -31,6 +33,10 @@ REFERENCE_MIX: dict[Behaviour, int] = {"single": 92, "parallel": 305, "sequentia
 DEFAULT_N = sum(REFERENCE_MIX.values())  # 815
 ATTEMPTS_PER_CONTRACT = 30  # bound on candidates drawn per contract kept, for endless streams
 MAX_SET_SHARE = 0.10  # no gold source set is required by more than this share of a behaviour's tasks
+# a strict benchmark lets no gold set repeat more often within a behaviour: a router answering the
+# commonest set (or database) of the other tasks then solves at most this many tasks, chance on a
+# catalog of a hundred databases
+STRICT_SET_REPEATS = 2
 
 SKIP_REASONS: dict[str, str] = {
     "single": "no unit that only one database can answer",
@@ -86,9 +92,10 @@ class GenerationReport:
         return out
 
 
-def set_cap(target: int) -> int:
-    """Tasks of one behaviour that may share one gold source set (at least one)."""
-    return max(1, int(MAX_SET_SHARE * target))
+def set_cap(target: int, repeats: int | None = None) -> int:
+    """Tasks of one behaviour that may share one gold source set (at least one; at most `repeats`)."""
+    cap = max(1, int(MAX_SET_SHARE * target))
+    return cap if repeats is None else max(1, min(cap, repeats))
 
 
 def normalised_request(text: str) -> str:
@@ -102,7 +109,7 @@ def contract_key(c: Contract) -> str:
 
 
 def generate(ctx: BuildContext, validator: Validator, n: int = DEFAULT_N, *, llm: BaseChatModel | None = None,
-             progress: Callable[[int], None] | None = None) -> GenerationReport:
+             progress: Callable[[int], None] | None = None, set_repeats: int | None = None) -> GenerationReport:
     goal = targets(n)
     kept: list[Contract] = []
     seen: set[str] = set()
@@ -120,7 +127,7 @@ def generate(ctx: BuildContext, validator: Validator, n: int = DEFAULT_N, *, llm
                 duplicates += 1
                 continue
             gold_set = tuple(sorted(cand.required_databases()))
-            if per_set[gold_set] >= set_cap(goal[behaviour]):
+            if per_set[gold_set] >= set_cap(goal[behaviour], set_repeats):
                 rejected[f"{behaviour}/concentration"] += 1  # one set would dominate the behaviour
                 continue
             try:

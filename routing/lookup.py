@@ -1,14 +1,16 @@
 """Exact lookup of the public catalog's labels written verbatim in a text: entity labels and table
-names in words, or column names in words, and the smallest set of databases holding all of them.
-The label-lookup shortcuts route by it, and an exploratory request is refused when it finds the
-request's cover."""
+names in words, or column names in words, and the smallest set of databases holding all of them;
+the same through crude stems, and a ranking of databases by the stems their names share with a
+text. The lookup shortcuts route by these, and a request is refused when one finds its gold set
+(routing/word_match.py)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 from dibench.routing.build_exploratory import minimum_covers
-from dibench.routing.naming import natural, tokens
+from dibench.routing.naming import natural, tokens, words
 from dibench.routing.view import CatalogView, DatabaseView
 
 Source = Literal["tables", "columns"]
@@ -43,6 +45,12 @@ def _index(view: CatalogView, source: Source) -> dict[str, frozenset[str]]:
     return {k: frozenset(v) for k, v in out.items()}
 
 
+def mentioned_labels(request: str, index: dict[str, frozenset[str]]) -> list[str]:
+    """Labels of index written verbatim in the request, in order of first mention."""
+    found = _mentions(request, index)
+    return sorted(found, key=found.__getitem__)
+
+
 def _mentions(request: str, index: dict[str, frozenset[str]]) -> dict[str, int]:
     """Labels of index written in the request (as whole words), longest first, none inside another:
     label -> word position of its first mention."""
@@ -73,15 +81,111 @@ def looked_up(request: str, view: CatalogView, source: Source = "tables") -> lis
     return sorted(covers[0], key=lambda d: (first[d], d))
 
 
-def looked_up_words(request: str, view: CatalogView) -> list[str]:
-    """A looser lookup: every column whose words (singular) all occur somewhere in the request, in
-    any order or form ("song names" holds `song_name`), and the smallest cover of them."""
+def word_labels(request: str, view: CatalogView) -> list[str]:
+    """Every column whose words (singular) all occur somewhere in the request, in any order or form
+    ("song names" holds `song_name`), save those inside a longer one found."""
     words = set(tokens(request))
+    of = _column_tokens(view)
+    found = [lab for lab, ws in of.items() if ws <= words]
+    return [lab for lab in found if not any(of[lab] < of[o] for o in found)]
+
+
+# the column labels (of four letters or more) of the last view read, with their words
+_LAST_TOKENS: list[tuple[CatalogView, dict[str, frozenset[str]]]] = []
+
+
+def _column_tokens(view: CatalogView) -> dict[str, frozenset[str]]:
+    if not _LAST_TOKENS or _LAST_TOKENS[0][0] is not view:
+        _LAST_TOKENS[:] = [(view, {lab: frozenset(tokens(lab)) for lab in holders(view, "columns") if len(lab) >= 4})]
+    return _LAST_TOKENS[0][1]
+
+
+def looked_up_words(request: str, view: CatalogView) -> list[str]:
+    """A looser lookup: the smallest cover of the columns word_labels finds."""
     index = holders(view, "columns")
-    found = [lab for lab in index if len(lab) >= 4 and set(tokens(lab)) <= words]
-    # a column whose words are all inside a longer found one's says nothing more
-    found = [lab for lab in found if not any(set(tokens(lab)) < set(tokens(o)) for o in found)]
+    found = word_labels(request, view)
     if not found:
         return []
     covers = minimum_covers(sorted(found), {lab: index[lab] for lab in found})
     return sorted(covers[0]) if covers else []
+
+
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "ly", "s")
+# words every request or every catalog writes: they say nothing about which database
+STOP = frozenset("a an the of in on at to for by with from and or is are was were be been do does did what which "
+                 "who whom whose how many much when where why list show find give return tell me all each every "
+                 "their its that this these those there have has had as than more most least number id name "
+                 "names record records source sources data hi thanks please need".split())
+
+
+def stem(word: str) -> str:
+    """A crude suffix stripper (any reviewer writes one): `ratings`, `rated`, `rating` -> `rat`."""
+    for suf in _SUFFIXES:
+        if len(word) - len(suf) >= 3 and word.endswith(suf):
+            return word[: -len(suf)]
+    return word
+
+
+def stems(text: str) -> list[str]:
+    return [stem(w) for w in words(text) if w not in STOP and not w.isdigit()]
+
+
+def _names(db: DatabaseView) -> set[str]:
+    out = {*db.entities}
+    for t in db.tables.values():
+        out.add(t.name)
+        out |= {c["column"] for c in t.columns}
+    return out
+
+
+def name_stems(db: DatabaseView) -> set[str]:
+    return {s for name in _names(db) for s in stems(name)}
+
+
+@dataclass(frozen=True)
+class StemIndex:
+    names: dict[str, set[str]]  # database -> stems of its labels, table and column names
+    labels: dict[str, set[str]]  # stemmed table or entity label -> databases
+
+
+# the stems of the last view read: every task of an audit or a generation reads the same view
+_LAST_STEMS: list[tuple[CatalogView, StemIndex]] = []
+
+
+def _stem_index(view: CatalogView) -> StemIndex:
+    if not _LAST_STEMS or _LAST_STEMS[0][0] is not view:
+        labels: dict[str, set[str]] = {}
+        for pid, db in view.databases.items():
+            for label in {*db.entities, *(t.name for t in db.tables.values())}:
+                key = " ".join(stems(label))
+                if len(key) >= 3:
+                    labels.setdefault(key, set()).add(pid)
+        _LAST_STEMS[:] = [(view, StemIndex({pid: name_stems(db) for pid, db in view.databases.items()}, labels))]
+    return _LAST_STEMS[0][1]
+
+
+def overlap_scores(request: str, view: CatalogView) -> dict[str, int]:
+    """Database -> how many distinct stems of the request its names hold."""
+    asked = set(stems(request))
+    return {pid: len(asked & names) for pid, names in _stem_index(view).names.items()}
+
+
+def overlap_ranked(request: str, view: CatalogView) -> list[str]:
+    """Databases by overlap_scores (ties by id), those holding none left out."""
+    score = overlap_scores(request, view)
+    return [pid for pid in sorted(score, key=lambda p: (-score[p], p)) if score[pid]]
+
+
+def stemmed_labels(request: str, view: CatalogView) -> list[str]:
+    """The smallest cover of every table or entity label whose stems all occur, in order, in the request."""
+    found = stemmed_holders(request, view)
+    covers = minimum_covers(sorted(found), found) if found else []
+    return sorted(covers[0]) if covers else []
+
+
+def stemmed_holders(request: str, view: CatalogView) -> dict[str, frozenset[str]]:
+    """Stemmed table or entity labels whose stems occur, in order, in the request's (none inside a
+    longer one found) -> the databases holding them."""
+    text = " " + " ".join(stems(request)) + " "
+    hit = {k: v for k, v in _stem_index(view).labels.items() if f" {k} " in text}
+    return {k: frozenset(v) for k, v in hit.items() if not any(k != o and f" {k} " in f" {o} " for o in hit)}

@@ -21,7 +21,7 @@ from dibench.routing.audit import audit as shortcut_audit
 from dibench.routing.build_common import BuildContext
 from dibench.routing.environment import CatalogIndexes
 from dibench.routing.execution import OracleSql, RouteExecutor, SqlWriter, TextToSql
-from dibench.routing.generate import DEFAULT_N, GenerationReport, generate
+from dibench.routing.generate import DEFAULT_N, STRICT_SET_REPEATS, GenerationReport, generate
 from dibench.routing.models import Contract
 from dibench.routing.pool import UnitPool
 from dibench.routing.sqlite_exec import SqliteExecutor
@@ -53,7 +53,7 @@ def release_size(root: Path) -> int:
 
 def run_generate(graph: Graph, *, catalog: str, root: Path, n: int = DEFAULT_N, seed: int = 42,
                  out: Path | None = None, public_dir: Path | None = None, llm: BaseChatModel | None = None,
-                 only_databases: set[str] | None = None, shortcuts: bool = True,
+                 only_databases: set[str] | None = None, shortcuts: bool = True, strict: bool = False,
                  unit_progress: Progress | None = None, contract_progress: Progress | None = None,
                  audit_progress: Progress | None = None) -> GenerateSummary:
     """Build units and contracts for `catalog` (whose databases must be ingested) and store them.
@@ -61,7 +61,9 @@ def run_generate(graph: Graph, *, catalog: str, root: Path, n: int = DEFAULT_N, 
     only_databases: restrict units to these catalog ids (tests use a small catalog subset).
     out: the contracts (private: gold SQL, the intended reading). public_dir: what routers may see
     (requests and the catalog under the benchmark's ids). shortcuts: run the shortcut audit on the
-    published contracts and store its chance levels with the benchmark.
+    published contracts and store its chance levels with the benchmark. strict: keep out every request
+    whose sources a word-matching of the catalog's names finds (routing/word_match.py) and let no
+    gold set repeat more than STRICT_SET_REPEATS times per behaviour.
     """
     view = CatalogView.load(graph, catalog)
     locations = Locations.load(graph, catalog)
@@ -76,8 +78,10 @@ def run_generate(graph: Graph, *, catalog: str, root: Path, n: int = DEFAULT_N, 
         started = time.perf_counter()
         pool = UnitPool.build(view, units.units)
         ctx = BuildContext(catalog, pool, locations, executor, random.Random(seed), seed)
-        validator = Validator(view, locations, executor, {u.unit_id: u for u in units.units})
-        report = generate(ctx, validator, n, llm=llm, progress=contract_progress)
+        validator = Validator(view, locations, executor, {u.unit_id: u for u in units.units},
+                              refuse_word_matched=strict)
+        report = generate(ctx, validator, n, llm=llm, progress=contract_progress,
+                          set_repeats=STRICT_SET_REPEATS if strict else None)
         ids = benchmark.mint(view.ids())
         benchmark.store(graph, catalog, ids)
         published = benchmark.publish(report.contracts, ids)

@@ -31,8 +31,10 @@ COVER_ASKS = ("Which sources, taken together, hold {caps}, with as few of them a
               "Find the smallest set of sources that between them hold {caps}.",
               "I need as few sources as possible that together record {caps}.",
               "Point me to a minimal set of sources holding {caps}.")
-# joining two asks inside one sentence, with no word or with one
-INNER_BARE = (", ", " - ")
+# joining two asks inside one sentence, with no word or with one (never a dash: "... than 200 -
+# what are ..." fuses two questions; a semicolon would end a sentence for a layout reader, and
+# the number of sentences is drawn apart from the number of asks)
+INNER_BARE = (", ",)
 INNER_WORD = (", and ", ", also ")
 # the sentences around the asks carry no word a catalog search could match: at most one opening
 # remark and one closing (never two closings in a row); some carry a joining word
@@ -107,7 +109,7 @@ def template_request(c: Contract, view: CatalogView | None = None) -> str:
         if caps is None:
             raise ContractInvalid(c.task_id, "wording", "no description of its capabilities keeps the cover unique")
         rng.shuffle(caps)
-        intents.insert(rng.randint(0, len(intents)), rng.choice(COVER_ASKS).format(caps=" as well as ".join(caps)))
+        intents.insert(rng.randint(0, len(intents)), rng.choice(COVER_ASKS).format(caps=", ".join(caps)))
     return laid_out(intents, rng)
 
 

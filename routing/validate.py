@@ -3,7 +3,9 @@
 Checks, in order: structure (per behaviour), ownership, schema references, read-only SQL,
 acyclic dependencies, bindings declared, execution (every unit reproduces its fingerprint,
 bindings satisfied by a single upstream value of the declared type). After wording, a second
-check makes sure the request states no bound value and names no database.
+check makes sure the request keeps the wording rules (routing/wording_rules.py), states no bound
+value, names no database, and (when asked) that no
+word-matching of the catalog's names finds its sources (routing/word_match.py).
 """
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from dibench.routing.sqlite_exec import SqliteExecutor
 from dibench.routing.sqltree import parse_select, placeholders, schema_problems
 from dibench.routing.task_store import base_unit_id
 from dibench.routing.view import CatalogView, Locations
+from dibench.routing.word_match import matcher_finding
+from dibench.routing.wording_rules import broken_rule
 
 MIN_REQUEST_CHARS = 20
 
@@ -33,6 +37,7 @@ class Validator:
     executor: SqliteExecutor
     registry: dict[str, SourceUnit]
     bound_values: dict[str, list[Any]] = field(default_factory=dict)  # task id -> values bound at execution
+    refuse_word_matched: bool = False  # refuse a request whose sources a word-matching of names finds
 
     def validate(self, c: Contract) -> None:
         """Raise ContractInvalid naming the first failed check."""
@@ -191,11 +196,19 @@ class Validator:
         text = c.request
         if len(text.strip()) < MIN_REQUEST_CHARS:
             raise ContractInvalid(c.task_id, "wording", "request is shorter than 20 characters")
+        rule = broken_rule(text)
+        if rule:
+            raise ContractInvalid(c.task_id, "wording", f"the request {rule}")
         for value in self.bound_values.get(c.task_id, []):
             if re.search(rf"(?<!\w){re.escape(str(value))}(?!\w)", text, re.IGNORECASE):
                 raise ContractInvalid(c.task_id, "wording", "the request states a bound value")
         if re.search(r"\bdb_[0-9a-f]{10}\b", text):
             raise ContractInvalid(c.task_id, "wording", "the request names a database id")
+        if self.refuse_word_matched and c.behaviour != "interactive":  # an interactive request's readings are split by the turn alone
+            found = matcher_finding(text, frozenset(c.required_databases()), self.view)
+            if found:
+                raise ContractInvalid(c.task_id, "word-match", f"a word-matching of the catalog's names ({found}) "
+                                                               "finds the request's sources")
         asked = [u.intent for u in c.units() if self._is_question(u.unit_id)]
         for name in self.locations.ids:
             if any(names_database(text, spelling) and not any(names_database(q, spelling) for q in asked)

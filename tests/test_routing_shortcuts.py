@@ -63,6 +63,54 @@ def test_label_lookup_takes_the_smallest_cover_of_labels_named_verbatim() -> Non
     assert looked_up_words("song names, and the breeds", view) == ["db_a", "db_b"]
 
 
+def test_a_reviewers_word_routers_read_stems_of_the_catalogs_names() -> None:
+    from dibench.routing.shortcuts.overlap import WordOverlapTopK, overlap_ranked, stemmed_labels
+
+    view = _view()
+    # stems undo plural and suffix: "singers'" and "weighing" find `singers` and `weight`'s stem
+    assert stemmed_labels("the singers' best concerts", view) == ["db_a"]
+    assert stemmed_labels("every dog, and each singer", view) == ["db_c"]
+    assert overlap_ranked("the breeds and weights of dogs", view)[0] == "db_b"
+    assert overlap_ranked("nothing of the sort", view) == []
+    env = RoutingEnvironment(CatalogIndexes(view))
+    # k is the request's count of asks: two asks, two databases
+    route = WordOverlapTopK("parallel").route(
+        RouterTask("t", "What breeds and weights do dogs have? Which song names do singers sing?"), env)
+    assert route.behaviour == "parallel" and route.branches[0].databases == ["db_a", "db_b"]
+
+
+def test_a_request_whose_sources_a_word_matching_finds_is_refused() -> None:
+    from dibench.routing.errors import ContractInvalid
+    from dibench.routing.sqlite_exec import SqliteExecutor
+    from dibench.routing.validate import Validator
+    from dibench.routing.view import Locations
+    from dibench.routing.word_match import matcher_finding
+
+    view = _view()
+    # `singer` is held by two databases: a lookup leaves two covers, one of them the gold
+    assert matcher_finding("How many singers are there?", frozenset({"db_c"}), view) == "tables named verbatim"
+    assert matcher_finding("Which breed is commonest?", frozenset({"db_b"}), view) == "columns named verbatim"
+    assert matcher_finding("the songs' names, please", frozenset({"db_a"}), view) == "column words"
+    assert matcher_finding("Who weighs more than ten?", frozenset({"db_b"}), view) is None
+    # a ranking gives the set when the gold can be its top k under some order of ties
+    assert matcher_finding("weights of things by concerts", frozenset({"db_a", "db_b"}), view) == "name-stem overlap"
+    assert matcher_finding("weights of things by concerts", frozenset({"db_b", "db_c"}), view) is None
+    c = _contract("t1", "single", ["db_b"], "Which breeds are there, and how many of each?")
+    with SqliteExecutor() as ex:
+        Validator(view, Locations({}), ex, {}).validate_wording(c)  # off unless asked
+        with pytest.raises(ContractInvalid, match="word-match"):
+            Validator(view, Locations({}), ex, {}, refuse_word_matched=True).validate_wording(c)
+
+
+def test_a_strict_benchmark_repeats_no_gold_set_more_than_twice() -> None:
+    from dibench.cli import routing as cli_routing
+    from dibench.routing.generate import STRICT_SET_REPEATS
+
+    assert set_cap(291) == 29 and set_cap(291, STRICT_SET_REPEATS) == 2 and set_cap(5, STRICT_SET_REPEATS) == 1
+    res = CliRunner().invoke(main, ["routing", "generate", "--help"], terminal_width=200)
+    assert "--strict" in res.output and any(p.name == "strict" for p in cli_routing.routing_generate.params)
+
+
 def test_an_exploratory_cover_is_described_in_other_words_than_its_labels() -> None:
     from dibench.routing.describe import paraphrase
 
@@ -92,7 +140,9 @@ def test_every_family_is_registered() -> None:
     assert len(names) == len(set(names))
     for family in ("random", "select-all", "layout-only", "constant-database", "constant-set", "largest-by-rows",
                    "count-asks", "count-sentences", "count-question-marks", "label-lookup", "column-lookup-as-exploratory",
-                   "column-words-as-exploratory", "surface-learned", "surface-learned+labels"):
+                   "column-words-as-exploratory", "surface-learned", "surface-learned+labels",
+                   "word-overlap-top-k", "word-overlap-top-k-as-exploratory", "stemmed-label-lookup",
+                   "stemmed-label-lookup-as-exploratory"):
         assert family in names
 
 
@@ -171,6 +221,27 @@ def test_wording_is_natural_around_the_asks() -> None:
     down.unit.intent = "Find the id of the pet owned by student whose last name is \u2018Smith\u2019."
     lit.value, lit.column = "Smith", "LName"
     assert _downstream_intent(down, lit, "x") == "Find the id of the pet owned by student whose last name is the one found above."  # type: ignore[arg-type]
+
+
+def test_validation_refuses_a_request_that_breaks_a_wording_rule() -> None:
+    import random
+
+    from dibench.routing.describe import paraphrase
+    from dibench.routing.render import laid_out
+    from dibench.routing.wording_rules import broken_rule
+
+    assert broken_rule("How many singers are there? Thanks. That is all.") == "stacks two closings"
+    assert broken_rule("List the names of of singers.") == "repeats the word 'of'"
+    assert broken_rule("Hold records with a as well as data giving b as well as c.") == "stacks 'as well as'"
+    assert broken_rule("Which dogs weigh more than 20 - what are their names?") == "fuses two questions with a dash"
+    assert broken_rule("Hi. How many singers are there, and what is the oldest dog? Thanks.") is None
+    # the template keeps them: asks share a sentence through a comma or a joining word, never a dash
+    asks = ["How many singers are there?", "List the dogs.", "What is the oldest dog?", "Name each concert."]
+    for seed in range(200):
+        text = laid_out(asks[: 1 + seed % 4], random.Random(seed))
+        assert broken_rule(text) is None and " - " not in text, text
+    assert paraphrase("final table made") == "final table made"
+    assert paraphrase("number products") == "numbers of products"
 
 
 def test_rendered_intents_read_as_an_analyst_writes() -> None:
