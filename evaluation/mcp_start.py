@@ -85,6 +85,7 @@ def serve_at_once(open_session: Callable[[], Session], transport: Transport, *, 
             server.run()
     finally:
         finished.set()
+        answered.set()  # a server that stopped (Ctrl-C, port taken) waits no longer: the run opens and closes
         loader.join()
     if pending.session is None:
         raise pending.error or RuntimeError("the session was not opened")

@@ -59,7 +59,8 @@ def _counterfactual(task: TaskRecord, rows: Rows, base: Rows) -> dict[str, Any] 
     if "empty_period" in task.facts:  # by month on the window's calendar, as generation computed it
         periods = answers.months(str(_fact(task, "start")), str(_fact(task, "end")))
         return answers.counterfactual(rows, base, task.rounding, periods, task.facts["empty_period"])
-    return answers.counterfactual(rows, base, task.rounding)
+    # by group: every group the data has without rules, as generation listed them (older tasks: the rows' own)
+    return answers.counterfactual(rows, base, task.rounding, groups=task.facts.get("all_groups"))
 
 
 def _decomposition(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:

@@ -183,7 +183,7 @@ def test_keyword_dump_passes_no_knowledge_task(eval_domain: EvalDomain, graph: G
     the facts, and is no typed answer (one number, date or name is asked) or a list with extras."""
     result = _run("keyword-dump", eval_domain, graph, warehouse, tmp_path)
     knowledge = result.report.by_analysis_type["knowledge_retrieval"]
-    assert knowledge.total >= 3 and knowledge.passed == 0
+    assert knowledge.total >= 1 and knowledge.passed == 0  # few: a knowledge task a lazy reader answers is refused
     line = every_value(kb)
     assert len(line.split()) > 10 and "2023-01-01" in line
     reasons = [t.verdict.reason for t in result.report.tasks if t.analysis_type == "knowledge_retrieval"]

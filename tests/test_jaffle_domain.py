@@ -4,9 +4,7 @@ spot values, every rule effect changes an answer, and it ingests and generates e
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import shutil
-import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -31,12 +29,9 @@ from dibench.sqlops.dialect import parse, render
 from dibench.stores.graph import Graph, delete_domain
 from dibench.stores.warehouse import Warehouse
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("metricflow_agreement", ROOT / "bench" / "metricflow_agreement.py")
-assert _spec is not None and _spec.loader is not None
-agreement_tool = importlib.util.module_from_spec(_spec)
-sys.modules["metricflow_agreement"] = agreement_tool  # its dataclasses look their module up
-_spec.loader.exec_module(agreement_tool)
+import bench.metricflow_agreement as agreement_tool
+
+
 PACK = load_pack("jaffle")
 MANIFEST = Settings().data_dir / "jaffle" / "target" / "semantic_manifest.json"
 TEXT_DIMENSIONS = {"stg_locations.location_name", "stg_products.product_name", "stg_products.product_type",

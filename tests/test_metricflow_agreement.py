@@ -8,8 +8,6 @@ offset and time-spine ones): one generation at target 6, two MetricFlow
 processes, no `dbt build`."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 from dibench.core.pack import load_pack
@@ -20,12 +18,9 @@ from dibench.ingest.pipeline import ingest_pack
 from dibench.stores.graph import Graph, delete_domain
 from dibench.stores.warehouse import Warehouse
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("metricflow_agreement", ROOT / "bench" / "metricflow_agreement.py")
-assert _spec is not None and _spec.loader is not None
-agreement_tool = importlib.util.module_from_spec(_spec)
-sys.modules["metricflow_agreement"] = agreement_tool  # its dataclasses look their module up
-_spec.loader.exec_module(agreement_tool)
+import bench.metricflow_agreement as agreement_tool
+
+
 PACK = load_pack("jaffle")
 
 
