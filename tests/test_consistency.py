@@ -258,8 +258,12 @@ def test_an_outage_of_postgresql_during_generate_shrinks_nothing(tmp_path: Path,
         done_at_cut = sum(p["state"] == "done" for p in plans)
         # What the interrupted run wrote before the outage is what the uninterrupted run wrote:
         # nothing computed while the store was out of reach was stored (as a rejection or else).
+        # (A task admitted when written may still be refused by the run's closing checks, which look at
+        # all its tasks at once: lazy-reader knowledge refusals, near-duplicates; `got == want` below.)
         written = {k: t["status"] for k, t in tasks(graph, OUT).items() if t["run_key"] == run_key}
-        assert written and written == {k: statuses[k] for k in written}
+        assert written and set(written) <= set(statuses)
+        assert all(v == statuses[k] or (v, statuses[k]) == ("admitted", "rejected") for k, v in written.items()), \
+            {k: (v, statuses[k]) for k, v in written.items() if v != statuses[k]}
         proxy.restore()
         again = cli("generate", str(root), "--target", str(TARGET), "--min-per-type", "0", "--json", env=env)
         out, _ = again.communicate(timeout=600)
