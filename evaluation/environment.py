@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from dibench.evaluation.agents.tools import Toolbox, jsonable
 from dibench.evaluation.kb import KnowledgeBase

@@ -28,6 +28,7 @@ from dibench.core.errors import (
     ConfigError, QueryTimeout, ReadOnlyViolation, ServiceError, WarehouseError,
 )
 from dibench.sqlops.transpile import typed_params
+from dibench.stores.engines import DISPLAY_NAMES
 from dibench.stores.warehouse import (
     ForeignKey, QueryResult, ResultCap, TableShape, Warehouse, _fetch_to_cap, parse_query, statement_kind,
 )
@@ -200,7 +201,7 @@ class DuckDBWarehouse(Warehouse):
     """A DuckDB file as the warehouse (see the module's docstring)."""
 
     engine_name = "duckdb"
-    display_name = "DuckDB"
+    display_name = DISPLAY_NAMES["duckdb"]
     dialect = "duckdb"
     advises_indexes = False  # a column store: scans are what its indexes would serve
     isolation = "a read-only open of one file per domain, external access off, configuration locked"

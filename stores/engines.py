@@ -5,7 +5,7 @@ from __future__ import annotations
 
 # scheme -> the engine's class; any other scheme is PostgreSQL's (stores/warehouse.py)
 ENGINES = {"duckdb": "dibench.stores.duckdb_warehouse:DuckDBWarehouse"}
-DISPLAY_NAMES = {"duckdb": "DuckDB"}  # each class's display_name, PostgreSQL's for any other scheme
+DISPLAY_NAMES = {"postgresql": "PostgreSQL", "duckdb": "DuckDB"}  # each engine class's display_name
 
 
 def engine_scheme(url: str) -> str:
@@ -14,4 +14,4 @@ def engine_scheme(url: str) -> str:
 
 def display_name(url: str) -> str:
     """The name of the engine `url` names, as its warehouse class says it."""
-    return DISPLAY_NAMES.get(engine_scheme(url), "PostgreSQL")
+    return DISPLAY_NAMES.get(engine_scheme(url), DISPLAY_NAMES["postgresql"])

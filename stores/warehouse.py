@@ -36,7 +36,7 @@ from dibench.core.errors import (
 from dibench.sqlops import pglex
 from dibench.sqlops.dialect import parse
 from dibench.sqlops.pglex import SqlScanError
-from dibench.stores.engines import ENGINES, engine_scheme
+from dibench.stores.engines import DISPLAY_NAMES, ENGINES, engine_scheme
 from dibench.stores.pgroles import ensure_all_readonly_roles, ensure_readonly_role, readonly_role
 
 # Functions with side effects, that reach outside the database or other sessions, or that run SQL
@@ -348,7 +348,7 @@ class Warehouse:
     """The PostgreSQL engine (and the seam's reference implementation)."""
 
     engine_name = "postgresql"
-    display_name = "PostgreSQL"
+    display_name = DISPLAY_NAMES["postgresql"]
     dialect = "postgres"        # the sqlglot dialect this engine's SQL is rendered in
     advises_indexes = True      # `domain check` proposes indexes for it (ingest/indexes.py)
     isolation = "a read-only role per domain schema (stores/pgroles.py)"
