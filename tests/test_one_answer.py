@@ -225,3 +225,16 @@ def test_two_knowledge_tasks_with_one_typed_value_are_kept_once() -> None:
              Asked("k:4", "What limit makes a handle time a timer error? Give the number and its unit.",
                    "knowledge_retrieval", {"value": 60, "unit": "minute", "text": "More than 60 minutes."}, 2)]
     assert same_answers(tasks) == {"k:2": "k:1"}
+
+
+def test_a_comparison_whose_values_only_round_alike_is_not_asked() -> None:
+    # pagila inventory turns, Classics 2.43317 and Documentary 2.43262: the gold said "equal",
+    # an agent comparing the exact values names Classics
+    from dibench.generation.analyses.comparison import rounded_together
+
+    rows = [("Classics", 2.4331683168316833, 983), ("Documentary", 2.4326241134751774, 1029)]
+    assert rounded_together(rows, "Classics", "Documentary", 2)
+    assert not rounded_together(rows, "Classics", "Documentary", 4)
+    # equal exactly (two counts of 5) is one answer: "equal"
+    assert not rounded_together([("a", 5, 5), ("b", 5, 5)], "a", "b", 0)
+    assert not rounded_together([("a", 5, 5)], "a", "b", 0)
