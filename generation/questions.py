@@ -81,6 +81,12 @@ def plural_name(name: str) -> bool:
     return any(re.fullmatch(r"[a-z]+[^siu]s", w) for w in name.lower().split())
 
 
+def metric_words(name: str) -> str:
+    """A metric's name inside a sentence: lower case, but an acronym keeps its capitals
+    ("First-response SLA attainment" -> "first-response SLA attainment")."""
+    return " ".join(w if sum(ch.isupper() for ch in w) >= 2 else w.lower() for w in name.split())
+
+
 def figure_name(name: str) -> str:
     """The metric as the subject of a question: a plural name as its figure ("the active borrowers
     figure"), so that "What was the ...", "the higher ..." and "the trend of the ..." agree."""
@@ -94,7 +100,7 @@ def _pick(rng: random.Random, options: list[str]) -> str:
 def template_question(analysis: str, metric_name: str, dim_label: str, facts: dict[str, Any],
                       rng: random.Random, unit: str, dimension_type: str = "categorical",
                       labels: dict[str, str] | None = None) -> str:
-    name = figure_name(metric_name.lower())
+    name = figure_name(metric_words(metric_name))
     when = period_words(facts["start"], facts["end"]) if "start" in facts else ""
     g = facts.get("group")
     on = f" {slice_words(dim_label, g, dimension_type)}" if g is not None else ""

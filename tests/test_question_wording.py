@@ -40,3 +40,16 @@ def test_groups_are_named_with_their_label_after_them() -> None:
     assert "between the Harbour Reading Room and Willow Park branches in 2024?" in sig
     (spatial,) = asked("significance_testing", "Late return rate", {"group_a": "East", "group_b": "South"}, "spatial")
     assert "between East and South in 2024?" in spatial
+
+
+def test_an_acronym_in_a_metric_name_keeps_its_capitals() -> None:
+    # the demo asked about "the first-response sla attainment"
+    import random
+
+    from dibench.generation.questions import metric_words, template_question
+
+    assert metric_words("First-response SLA attainment") == "first-response SLA attainment"
+    assert metric_words("Net satisfaction score") == "net satisfaction score"
+    q = template_question("point_query", "Resolution SLA attainment", "region", {"start": "2024-01-01",
+                          "end": "2024-04-01"}, random.Random(1), "percent")
+    assert "resolution SLA attainment" in q and "sla" not in q
