@@ -327,6 +327,26 @@ def test_a_small_group_is_suppressed_in_the_decomposition(pack: Pack, warehouse:
                for o in outs)
 
 
+def test_a_breakdown_the_policy_withholds_whole_is_not_asked(pack: Pack, warehouse: Warehouse) -> None:
+    # library fines by branch in a quarter: every branch under the privacy rule's minimum, a gold of
+    # nulls alone, which a constant answer passes
+    import dataclasses
+    import json
+
+    sk = skeleton(pack, "MINI-SAT-001", "customers.region", ["MINI-R-PRIVACY"])
+    [ref] = sk.rules
+    effects = json.loads(ref.op)
+    for e in effects if isinstance(effects, list) else [effects]:
+        e["min_n"] = 10 ** 9
+    whole = dataclasses.replace(ref, op=json.dumps(effects))
+    sk = dataclasses.replace(sk, rules=(whole,), policy=tuple(whole if r.rule_id == ref.rule_id else r
+                                                                  for r in sk.policy))
+    for seed in SEEDS:
+        ctx = context(pack, warehouse, sk, seed)
+        assert decomposition.build(ctx) is None
+        assert counterfactual.build(context(pack, warehouse, sk, seed)) is not None  # lifted: the values return
+
+
 # Each mini rule document and the one thing its knowledge task asks for, typed: the outlier cap
 # (written "2,000"), the slice of the conditional rule, the minimum group size, and the date of
 # effect of the temporal rule ("1 June 2024").

@@ -39,6 +39,8 @@ def build(ctx: Context) -> Outcome | None:
     groups = None if temporal else sorted(r["group"] for r in grouped_rows(pair.base_rows, digits))
     gold = answer(pair.gold_rows, pair.lifted_rows, digits, periods, empty, groups)
     base = answer(pair.base_rows, pair.base_rows, digits, periods, empty, groups)
+    if all(r["current"] is None and r["hypothetical"] is None for r in gold["rows"]):
+        return None  # withheld with the rule and without it: nulls alone, which a constant gives
     featured = ctx.skeleton.rules[0]
     doc = ctx.rule_docs.get(featured.rule_id)
     facts = {**window_facts(window), "rules": [featured.rule_id], "by_month": temporal,

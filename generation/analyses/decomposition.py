@@ -25,4 +25,6 @@ def build(ctx: Context) -> Outcome | None:
     base = answer(pair.base_rows, ctx.metric.rounding, groups)
     if len(gold["rows"]) < 2 and len(base["rows"]) < 2:
         return None
+    if all(r["value"] is None for r in gold["rows"]):
+        return None  # the policy withholds every group: an answer of nulls alone, which a constant gives
     return outcome(gold, base, pair, {**window_facts(window), "all_groups": groups})
