@@ -21,9 +21,11 @@ def _loader(pack: Pack) -> Any:
                            hint=f"`dibench domain check {pack.name}` reports what it finds there")
     module_name, func_name = pack.spec.loader.entry.split(":")
     try:
+        if module_name.endswith(".py"):  # "load.py:load": the pack's own file, never a module elsewhere
+            raise ImportError(f"no module named {module_name!r}")
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        local = pack.root / f"{module_name.rsplit('.', 1)[-1]}.py"
+        local = pack.root / (module_name if module_name.endswith(".py") else f"{module_name.rsplit('.', 1)[-1]}.py")
         if not local.is_file():
             raise DibenchError(f"{pack.root}/pack.yaml: loader.entry: cannot import {module_name}: {exc}") from exc
         spec = importlib.util.spec_from_file_location(f"dibench_pack_{pack.name}", local)

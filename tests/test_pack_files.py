@@ -207,3 +207,18 @@ def test_the_http_api_never_runs_a_loader(tmp_path: Path, graph: Graph, warehous
         assert not marker.exists()
     finally:
         delete_domain(graph, "mini_pf_loader")
+
+
+def test_a_loader_entry_may_name_the_packs_own_file(tmp_path: Path) -> None:
+    # "load.py:load" was read as a module "load.py" and failed with "No module named 'load'"
+    from dibench.ingest.database import _loader
+
+    root = copy_pack(tmp_path / "pack", "mini_pf_file_entry")
+    (root / "own_loader.py").write_text("def load(engine, schema, **options):\n    return {'tables': {}}\n")
+    text = (root / "pack.yaml").read_text()
+    (root / "pack.yaml").write_text(text.replace("entry: tests.fixtures.minipack.load:load",
+                                                 "entry: own_loader.py:load"))
+    assert _loader(load_pack(root)).__module__ == "dibench_pack_mini_pf_file_entry"
+    (root / "pack.yaml").write_text(text.replace("entry: tests.fixtures.minipack.load:load", "entry: gone.py:load"))
+    with pytest.raises(DibenchError, match=r"loader.entry: cannot import gone.py"):
+        _loader(load_pack(root))
