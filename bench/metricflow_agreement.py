@@ -167,8 +167,21 @@ def _close(a: float | None, b: float | None) -> bool:
     return abs(a - b) <= max(ABS_TOL, REL_TOL * max(abs(a), abs(b)))
 
 
-def agreement(project: Path, pack: Pack, wh: Warehouse, months: tuple[str, ...] = MONTHS) -> list[Row]:
-    """One Row per (metric, grouping) of every imported metric (all MetricFlow answers)."""
+@dataclass(frozen=True)
+class Plan:
+    """The MetricFlow requests of an agreement check, one per (grouping, cumulative or not)."""
+
+    groupings: list[str | None]
+    chosen: dict[str | None, list[Any]]
+    keys: list[tuple[str | None, bool]]
+    requests: list[dict[str, list[str]]]
+    as_of: dict[str, str]
+    days: dict[tuple[str, str], str]
+    names: dict[str, str]
+
+
+def agreement_plan(project: Path, pack: Pack, months: tuple[str, ...] = MONTHS) -> Plan:
+    """Every imported metric (not an input made for one) by each grouping MetricFlow names."""
     names = group_names(project)
     manifest = json.loads((project / "target" / "semantic_manifest.json").read_text())["metrics"]
     known = {m["name"] for m in manifest}
@@ -191,10 +204,19 @@ def agreement(project: Path, pack: Pack, wh: Warehouse, months: tuple[str, ...] 
                 requests.append({"metrics": wanted, "group_by": ["metric_time__day" if cumulative else
                                                                  "metric_time__month", *([names[d]] if d else [])],
                                  **({"where": where} if cumulative else {})})
-    answers = dict(zip(keys, mf_queries(project, requests)))
+    return Plan(groupings, chosen, keys, requests, as_of, days, names)
+
+
+def agreement(project: Path, pack: Pack, wh: Warehouse, months: tuple[str, ...] = MONTHS,
+              answered: list[list[dict[str, str | None]]] | None = None) -> list[Row]:
+    """One Row per (metric, grouping) of every imported metric (all MetricFlow answers); with
+    `answered`, MetricFlow's rows of `agreement_plan(...).requests`, asked by the caller."""
+    plan = agreement_plan(project, pack, months)
+    names, as_of, days = plan.names, plan.as_of, plan.days
+    answers = dict(zip(plan.keys, answered if answered is not None else mf_queries(project, plan.requests)))
     rows: list[Row] = []
-    for dimension in groupings:
-        for m in chosen[dimension]:
+    for dimension in plan.groupings:
+        for m in plan.chosen[dimension]:
             name = m.id.removeprefix("mf.")
             row = Row(m.id, dimension or "(none)")
             mf_rows = answers[(dimension, name in as_of)]
