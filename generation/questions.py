@@ -273,13 +273,16 @@ def fitting_documents(payload: dict[str, Any], texts: list[str], context: int) -
 NUMERIC = frozenset({"point_query", "comparison", "ranking", "threshold_crossing", "counterfactual", "decomposition"})
 
 
-def answer_format(analysis: str, rounding: int | None = None) -> str:
+def answer_format(analysis: str, rounding: int | None = None, as_of: str | None = None) -> str:
     """The answer format an agent is shown; with `rounding`, how the metric's values are rounded
-    (the gold rounds the exact value half away from zero, as PostgreSQL's ROUND)."""
+    (the gold rounds the exact value half away from zero, as PostgreSQL's ROUND); with `as_of`,
+    what a value of a metric read on one day of the period is (a running total's day)."""
     shape = _shape(analysis)
     if rounding is not None and analysis in NUMERIC:
         shape += (f"; metric values rounded to {rounding} decimal{'s' if rounding != 1 else ''}, half away from "
                   "zero (2.345 -> 2.35; on such an exact tie half to even, 2.34, passes too)")
+    if as_of is not None and analysis != "knowledge_retrieval":
+        shape += f"; {as_of}"
     return shape
 
 

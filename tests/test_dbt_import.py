@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from sqlglot import exp
 
 from dibench.cli.main import main
+from dibench.generation.questions import answer_format
 from dibench.core.config import Settings
 from dibench.ingest.dbt.manifest import parse_manifest
 from dibench.ingest.dbt.pack import build, import_manifest
@@ -304,6 +305,9 @@ def test_cumulative_metric_reads_the_running_value_as_of_one_day(params: dict[st
     m = cat.metrics[0]
     assert words in m.formula and m.time_column == "orders.ordered_at"
     assert _run(m.template, *FEB) == value
+    # the answer format says which day a value is read on, the same for every group
+    assert m.as_of is not None and f"read on the period's {params['period_agg']} day" in m.as_of
+    assert "the same day for every group" in answer_format("ranking", m.rounding, m.as_of)
 
 
 def test_offset_input_reads_the_period_moved_back() -> None:

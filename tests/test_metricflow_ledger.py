@@ -30,6 +30,9 @@ SCHEMA = "mf_ledger"  # the manifest's schema_name; the DuckDB file is ledger.du
 MONTHS = ("2024-01", "2024-02", "2024-03")
 TABLES = ("balances", "transactions")
 SEMI_ADDITIVE = ("mf.total_balance", "mf.opening_balance", "mf.account_last_balance", "mf.account_first_balance")
+CUMULATIVE = ("amount_to_date", "amount_to_date_last", "amount_last_7_days", "amount_last_7_days_last", "amount_mtd_last")
+# MetricFlow's cumulative metrics at month grain, ungrouped and by channel (after the agreement's requests)
+MONTH_GRAIN = [{"metrics": list(CUMULATIVE), "group_by": ["metric_time__month", *by]} for by in ([], ["txn__channel"])]
 
 
 def build_duckdb(project: Path) -> Path:
@@ -55,8 +58,9 @@ def build_postgres(warehouse: Warehouse) -> None:
 
 class Ledger:
     def __init__(self, project: Path, pack: Pack, report: ImportReport, answers: list[list[dict[str, str | None]]],
-                 duck: DuckDBWarehouse) -> None:
+                 month_grain: list[list[dict[str, str | None]]], duck: DuckDBWarehouse) -> None:
         self.project, self.pack, self.report, self.answers, self.duck = project, pack, report, answers, duck
+        self.month_grain = month_grain
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +73,12 @@ def ledger(tmp_path_factory: pytest.TempPathFactory, warehouse: Warehouse) -> It
     report = import_manifest(project / "target" / "semantic_manifest.json", tmp / "pack", name="ledger")
     pack = load_pack(tmp / "pack")
     # MetricFlow writes to the file's lock: it runs (and ends) before this process opens its reader.
-    answers = agreement_tool.mf_queries(project, agreement_tool.agreement_plan(project, pack, MONTHS).requests)
+    answers = agreement_tool.mf_queries(project, agreement_tool.agreement_plan(project, pack, MONTHS).requests
+                                        + MONTH_GRAIN)
     duck = open_warehouse(get_settings().model_copy(update={"database_url": f"duckdb://{duck_path}"}))
     assert isinstance(duck, DuckDBWarehouse)
     try:
-        yield Ledger(project, pack, report, answers, duck)
+        yield Ledger(project, pack, report, answers[:-len(MONTH_GRAIN)], answers[-len(MONTH_GRAIN):], duck)
     finally:
         duck.dispose()
         warehouse.drop_schema(SCHEMA)
@@ -102,3 +107,32 @@ def test_rule_free_answers_equal_metricflow(ledger: Ledger, warehouse: Warehouse
     for metric in ("mf.median_amount", "mf.p90_amount", "mf.p25_amount", "mf.amount_per_txn", "mf.items_per_txn",
                    "mf.net_per_item"):
         assert compared[(metric, "transactions.channel")] == 9, metric
+
+
+def test_month_grain_cumulative_differs_from_metricflow_only_where_its_answer_is_not_the_periods(
+        ledger: Ledger) -> None:
+    # MetricFlow's month value of a cumulative metric is the running value on the first (last) day
+    # of the month on which the group has one; dibench's is the value on the period's first (last)
+    # day, the same day for every group. They are equal wherever the group has a value on that
+    # day; elsewhere MetricFlow reads each group on a day of its own, so its groups no longer add
+    # up to its total: the answer dibench does not give.
+    total, by_channel = ledger.month_grain
+    equal = differ = 0
+    for name in CUMULATIVE:
+        for month in MONTHS:
+            ours = agreement_tool.dibench_answers(ledger.duck, ledger.pack, "mf." + name, "transactions.channel", month)
+            theirs = {str(r["txn__channel"]): float(str(r[name])) for r in by_channel
+                      if str(r["metric_time__month"]).startswith(month) and r[name] is not None}
+            for channel, value in theirs.items():
+                if channel in ours:
+                    assert ours[channel] == value, (name, month, channel)
+                    equal += 1
+                else:  # no row of the channel up to the period's first day: dibench has no value
+                    assert name in ("amount_to_date", "amount_last_7_days") and month == "2024-01"
+                    differ += 1
+            whole = next(float(str(r[name])) for r in total if str(r["metric_time__month"]).startswith(month))
+            if ours:
+                assert sum(theirs.values()) == whole == sum(ours.values()), (name, month)
+            else:  # MetricFlow's January: web and phone on 2 January, branch on 6 January
+                assert (sum(theirs.values()), whole) == (40.0, 49.0), name
+    assert (equal, differ) == (39, 6)

@@ -50,6 +50,18 @@ class Window:
     grain_to_date: str | None = None
     period_agg: str = "first"
 
+    @property
+    def as_of(self) -> str | None:
+        """What a value of a cumulative metric is, for the answer format: the running value on one
+        day of the period, the same day for every group (MetricFlow's month grain reads each group
+        on the first (last) day of the month on which that group has a value, so its groups do not
+        add up to its total: docs/architecture.md)."""
+        if self.kind != "cumulative":
+            return None
+        day = "first" if self.period_agg == "first" else "last"
+        return (f"each value is read on the period's {day} day (the rows of its window up to and including that "
+                "day), the same day for every group; a group with no rows in that window has no value")
+
     def predicates(self, col: exp.Expression) -> list[exp.Expression]:
         """The conditions on `col` (the time column, qualified) for one period."""
         if self.kind == "period":
