@@ -167,6 +167,13 @@ def _close(a: float | None, b: float | None) -> bool:
     return abs(a - b) <= max(ABS_TOL, REL_TOL * max(abs(a), abs(b)))
 
 
+def read_on_a_day(manifest: list[dict[str, Any]]) -> dict[str, str]:
+    """{cumulative metric: its period_agg} of each one read on one day of the period (first or last)."""
+    aggs = {m["name"]: ((m["type_params"].get("cumulative_type_params") or {}).get("period_agg") or "first")
+            for m in manifest if m["type"] == "cumulative"}
+    return {name: agg for name, agg in aggs.items() if agg in ("first", "last")}
+
+
 @dataclass(frozen=True)
 class Plan:
     """The MetricFlow requests of an agreement check, one per (grouping, cumulative or not)."""
@@ -186,9 +193,9 @@ def agreement_plan(project: Path, pack: Pack, months: tuple[str, ...] = MONTHS) 
     manifest = json.loads((project / "target" / "semantic_manifest.json").read_text())["metrics"]
     known = {m["name"] for m in manifest}
     # A cumulative metric's template reads the running value as of one day of the period (its
-    # period_agg's): MetricFlow's value at that day is the one to compare.
-    as_of = {m["name"]: ((m["type_params"].get("cumulative_type_params") or {}).get("period_agg") or "first")
-             for m in manifest if m["type"] == "cumulative"}
+    # period_agg's): MetricFlow's value at that day is the one to compare (a mean over the period's
+    # days is MetricFlow's month value).
+    as_of = read_on_a_day(manifest)
     metrics = [m for m in pack.metrics if m.id.removeprefix("mf.") in known]  # not an input made for one
     groupings: list[str | None] = [None, *sorted({d for m in metrics for d in m.dimensions if d in names})]
     chosen = {d: [m for m in metrics if d is None or d in m.dimensions] for d in groupings}
@@ -291,8 +298,7 @@ def task_agreement(project: Path, pack: Pack, records: list[Any]) -> tuple[int, 
         else:
             chosen.append(rec)
     manifest = json.loads((project / "target" / "semantic_manifest.json").read_text())["metrics"]
-    as_of = {m["name"]: ((m["type_params"].get("cumulative_type_params") or {}).get("period_agg") or "first")
-             for m in manifest if m["type"] == "cumulative"}
+    as_of = read_on_a_day(manifest)
     offset = {m["name"] for m in manifest if any(i.get("offset_window") for i in m["type_params"].get("metrics") or [])}
     where = "{{{{ TimeDimension('metric_time', 'day') }}}} >= '{start}' AND {{{{ TimeDimension('metric_time', 'day') }}}} < '{end}'"
     requests = []

@@ -202,8 +202,8 @@ def test_derived_metric_over_aliases() -> None:
      "period_agg 'average'"),
     (_metric("c", "cumulative", measure=_ref("order_count"),
              cumulative_type_params={"window": {"count": 7, "granularity": "fortnight"}}), "'fortnight'"),
-    (_metric("b", "simple", ["{{ Dimension('order_id__channel') }} = 'web'"], measure=_ref("balance")),
-     "a filter on a measure with non_additive_dimension"),
+    (_metric("b", "simple", ["{{ Dimension('customer__customer_type') }} = 'new'"], measure=_ref("balance")),
+     "a filter on another semantic model's dimension of a measure with non_additive_dimension"),
     (_metric("a", "simple", measure=_ref("avg_total")) | {"type": "conversion"}, "metric type 'conversion'"),
     (_metric("r", "ratio", numerator=_ref("d2"), denominator=_ref("orders")), "d2 is a derived metric"),
 ])

@@ -1,13 +1,13 @@
 """The time window a metric template reads, on the tree: the task's period itself, the period
 shifted back (a MetricFlow offset input), or the rows of a cumulative metric as of one day of
-the period (its `period_agg`).
+the period (its `period_agg`: first or last), or, over all time, their mean over the period's
+days (`average`).
 
-A pack metric is evaluated for a period [:start_date, :end_date). MetricFlow's cumulative metric
-at a period grain takes the running value at one day of the period: its first day
-(`period_agg: first`, the default) or its last (`last`). That day `d` reads the rows whose day is
-in (d - window, d] (a trailing window), in [DATE_TRUNC(grain, d), d] (grain to date) or up to d
-(all time). A MetricFlow offset input of `count granularity` reads the same period moved back by
-that much. Each shape says in words what it reads; nothing is approximated."""
+A pack metric is evaluated for a period [:start_date, :end_date). Day `d` of a cumulative metric
+reads the rows whose day is in (d - window, d] (a trailing window), in [DATE_TRUNC(grain, d), d]
+(grain to date) or up to d (all time). An offset input of `count granularity` reads the period
+moved back by that much. Each shape says in words what it reads; nothing is approximated
+(docs/architecture.md, "Windows other than the period")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -58,6 +58,10 @@ class Window:
         add up to its total: docs/architecture.md)."""
         if self.kind != "cumulative":
             return None
+        if self.period_agg == "average":
+            return ("each value is the mean of the running total (all rows up to and including the day) over the "
+                    "period's days from the group's first row on; a group with no rows by the period's end has no "
+                    "value")
         day = "first" if self.period_agg == "first" else "last"
         return (f"each value is read on the period's {day} day (the rows of its window up to and including that "
                 "day), the same day for every group; a group with no rows in that window has no value")
@@ -71,6 +75,8 @@ class Window:
             shift = interval(self.count, self.granularity, "offset")
             return [exp.GTE(this=col.copy(), expression=exp.Sub(this=_date("start_date"), expression=shift.copy())),
                     exp.LT(this=col.copy(), expression=exp.Sub(this=_date("end_date"), expression=shift.copy()))]
+        if self.period_agg == "average":  # all time (cumulative_window refuses a window or a grain)
+            return [exp.LT(this=col.copy(), expression=exp.Placeholder(this="end_date"))]
         # The day, stated with both of the period's placeholders: its first, or its last (never
         # before its first); the rows never past the period's end.
         day = _date("start_date") if self.period_agg == "first" else \
@@ -86,6 +92,20 @@ class Window:
         upper = exp.func("LEAST", exp.Add(this=day.copy(), expression=_days(1)), _date("end_date"))
         out.append(exp.LT(this=col.copy(), expression=upper))
         return out
+
+
+    def days_holding(self, col: exp.Expression) -> exp.Expression:
+        """For `period_agg: average` (all time): the number of the period's days whose running
+        total holds a row of day `col`, the row's weight in the mean: from its day (or the
+        period's first) to the period's end."""
+        return exp.Sub(this=_date("end_date"), expression=exp.func(
+            "GREATEST", exp.Cast(this=col.copy(), to=exp.DataType.build("DATE")), _date("start_date")))
+
+    def days_with_value(self, col: exp.Expression) -> exp.Expression:
+        """The period's days on which the rows aggregated have a running total (MetricFlow's mean
+        is over those days): from the first row's day (or the period's first) to its end."""
+        return exp.Sub(this=_date("end_date"), expression=exp.func(
+            "GREATEST", exp.Min(this=exp.Cast(this=col.copy(), to=exp.DataType.build("DATE"))), _date("start_date")))
 
 
 PERIOD = Window("period", "falls in the period")
@@ -105,11 +125,17 @@ def offset_window(offset: dict[str, Any], what: str) -> Window:
 def cumulative_window(params: dict[str, Any], what: str) -> Window:
     """A MetricFlow cumulative metric's window ({window, grain_to_date, period_agg})."""
     agg = params.get("period_agg") or "first"
-    if agg not in ("first", "last"):
-        raise WindowUnsupported(f"{what}: period_agg {agg!r} is the mean of the running value over the period's "
-                                "days, not one aggregate over rows")
-    day = "the period's first day" if agg == "first" else "the period's last day"
+    if agg not in ("first", "last", "average"):
+        raise WindowUnsupported(f"{what}: period_agg {agg!r}")
+    day = {"first": "the period's first day", "last": "the period's last day",
+           "average": "each day of the period, averaged over its days from the first row on"}[agg]
     window, grain = params.get("window"), params.get("grain_to_date")
+    if agg == "average" and (window or grain):
+        # MetricFlow's mean is over the days whose window holds a row: with a window (or a grain)
+        # those days are a union of intervals per group, which no one aggregate over rows states.
+        raise WindowUnsupported(f"{what}: period_agg 'average' over a {'window' if window else 'grain_to_date'} "
+                                "(MetricFlow's mean is over the days whose window holds a row: a union of windows "
+                                "per group, not one aggregate)")
     if window:
         count, gran = window.get("count"), str(window.get("granularity"))
         interval(count, gran, what)
