@@ -299,7 +299,8 @@ def task_agreement(project: Path, pack: Pack, records: list[Any]) -> tuple[int, 
             chosen.append(rec)
     manifest = json.loads((project / "target" / "semantic_manifest.json").read_text())["metrics"]
     as_of = read_on_a_day(manifest)
-    offset = {m["name"] for m in manifest if any(i.get("offset_window") for i in m["type_params"].get("metrics") or [])}
+    offset = {m["name"] for m in manifest if any(i.get("offset_window") or i.get("offset_to_grain")
+                                                 for i in m["type_params"].get("metrics") or [])}
     where = "{{{{ TimeDimension('metric_time', 'day') }}}} >= '{start}' AND {{{{ TimeDimension('metric_time', 'day') }}}} < '{end}'"
     requests = []
     for r in list(chosen):

@@ -195,8 +195,8 @@ def test_derived_metric_over_aliases() -> None:
 
 @pytest.mark.parametrize(("metric", "reason"), [
     (_metric("g", "derived", expr="a - b", metrics=[_ref("orders", alias="a"),
-                                                    _ref("orders", alias="b", offset_to_grain="month")]),
-     "offset_to_grain 'month'"),
+                                                    _ref("orders", alias="b", offset_to_grain="fortnight")]),
+     "offset_to_grain 'fortnight'"),
     (_metric("c7", "cumulative", measure=_ref("order_count"),
              cumulative_type_params={"window": {"count": 7, "granularity": "day"}, "period_agg": "average"}),
      "period_agg 'average'"),
@@ -321,6 +321,16 @@ def test_offset_input_reads_the_period_moved_back() -> None:
     assert "moved back 1 month" in ids["growth.prev"].formula
     assert _run(ids["growth.prev"].template, *FEB) == sum(range(25, 32))  # January's orders
     assert _run(ids["total"].template, *FEB) == 1 + 2 + 3
+
+
+def test_offset_to_grain_input_reads_the_period_moved_to_the_start_of_its_grain() -> None:
+    cat, report = _one(_metric("since", "derived", expr="cur - first",
+                               metrics=[_ref("total", alias="cur"), _ref("total", alias="first", offset_to_grain="quarter")]),
+                       _metric("total", "simple", measure=_ref("order_total")))
+    assert report.skipped == [] and report.helpers == ["since.first"]
+    first = {m.id: m for m in cat.metrics}["since.first"]
+    assert "moved back to the start of its quarter" in first.formula
+    assert _run(first.template, *FEB) == sum(range(25, 32))  # the quarter's first month, January, as long as February
 
 
 def test_join_to_timespine_with_fill_nulls_is_zero_for_a_period_without_rows() -> None:

@@ -1,8 +1,9 @@
 """dibench agrees with MetricFlow (its engine, in its own environment) on a small ledger of our own,
 `tests/fixtures/mf_ledger`: a hand-written semantic manifest over 51 balance and 133 transaction
 rows, with what the Jaffle Shop lacks: semi-additive measures (non_additive_dimension, window_choice
-min and max, with and without window_groupings, with and without a filter), an exact median and exact percentiles (continuous
-and discrete), a ratio and derived metrics dividing integer measures, and cumulative metrics
+min and max, with and without window_groupings, with and without a filter), an exact median and
+exact percentiles (continuous and discrete), a ratio and derived metrics dividing integer
+measures, derived metrics with an offset_to_grain input (quarter, month), and cumulative metrics
 (all time, a 7-day window, month to date; period_agg first and last, and average over all time).
 Each imported metric's rule-free answer over three months, ungrouped and by each categorical
 dimension, equals MetricFlow's (tolerance 0.005 absolute or 1e-6 relative) on DuckDB and on
@@ -89,10 +90,11 @@ def test_every_expressible_metric_of_the_ledger_is_imported(ledger: Ledger) -> N
     assert [(name, reason.split(" (")[0]) for name, reason in ledger.report.skipped] == [
         ("amount_last_7_days_avg", "metric amount_last_7_days_avg: period_agg 'average' over a window"),
         ("txn_count_mtd_avg", "metric txn_count_mtd_avg: period_agg 'average' over a grain_to_date")]
-    assert len(ledger.report.imported) == 22
+    assert len(ledger.report.imported) == 24
     kinds = dict(ledger.report.imported)
     assert kinds["mf.amount_per_txn"] == "ratio" and kinds["mf.items_per_txn"] == "derived"
     assert kinds["mf.amount_to_date_last"] == "cumulative" and kinds["mf.median_amount"] == "simple"
+    assert "mf.amount_since_quarter_start.quarter_first_month" in ledger.report.helpers
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "postgresql"])
@@ -102,7 +104,7 @@ def test_rule_free_answers_equal_metricflow(ledger: Ledger, warehouse: Warehouse
     print("\n" + agreement_tool.table(rows))
     assert [(r.metric, r.grouping, r.examples) for r in rows if r.compared != r.equal] == []
     compared = {(r.metric, r.grouping): r.compared for r in rows}
-    assert len({m for m, _ in compared}) == 22 and sum(compared.values()) == 232
+    assert len({m for m, _ in compared}) == 24 and sum(compared.values()) == 256
     for metric in SEMI_ADDITIVE:  # three months, ungrouped and by region
         assert compared[(metric, "(none)")] == 3 and compared[(metric, "balances.region")] >= 3, metric
     # filtered: the last (first) rows are chosen among the north's rows, as MetricFlow filters first
@@ -111,7 +113,8 @@ def test_rule_free_answers_equal_metricflow(ledger: Ledger, warehouse: Warehouse
     # window_groupings: each account's last (first) balance, so every region has one each month
     assert compared[("mf.account_last_balance", "balances.region")] == 8
     for metric in ("mf.median_amount", "mf.p90_amount", "mf.p25_amount", "mf.amount_per_txn", "mf.items_per_txn",
-                   "mf.net_per_item", "mf.amount_to_date_avg", "mf.txn_count_to_date_avg"):
+                   "mf.net_per_item", "mf.amount_to_date_avg", "mf.txn_count_to_date_avg",
+                   "mf.amount_since_quarter_start", "mf.amount_month_to_grain"):
         assert compared[(metric, "transactions.channel")] == 9, metric
 
 

@@ -6,8 +6,9 @@ days (`average`).
 A pack metric is evaluated for a period [:start_date, :end_date). Day `d` of a cumulative metric
 reads the rows whose day is in (d - window, d] (a trailing window), in [DATE_TRUNC(grain, d), d]
 (grain to date) or up to d (all time). An offset input of `count granularity` reads the period
-moved back by that much. Each shape says in words what it reads; nothing is approximated
-(docs/architecture.md, "Windows other than the period")."""
+moved back by that much, an `offset_to_grain` to the start of its grain. Each shape says in
+words what it reads; nothing is approximated (docs/architecture.md, "Windows other than the
+period")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ def _days(n: int) -> exp.Interval:
 class Window:
     """How the period's placeholders bound the time column; `words` completes "rows whose <time> ..."."""
 
-    kind: str  # period, offset, cumulative
+    kind: str  # period, offset, grain_start, cumulative
     words: str
     count: int = 0
     granularity: str = "day"
@@ -75,6 +76,13 @@ class Window:
             shift = interval(self.count, self.granularity, "offset")
             return [exp.GTE(this=col.copy(), expression=exp.Sub(this=_date("start_date"), expression=shift.copy())),
                     exp.LT(this=col.copy(), expression=exp.Sub(this=_date("end_date"), expression=shift.copy()))]
+        if self.kind == "grain_start":
+            start = exp.Cast(this=exp.func("DATE_TRUNC", exp.Literal.string(str(self.grain_to_date)),
+                                            _date("start_date")), to=exp.DataType.build("DATE"))
+            length = exp.func("AGE", _date("end_date"), _date("start_date"))
+            return [exp.GTE(this=col.copy(), expression=start),
+                    exp.LT(this=col.copy(), expression=exp.Cast(this=exp.Add(this=start.copy(), expression=length),
+                                                                to=exp.DataType.build("DATE")))]
         if self.period_agg == "average":  # all time (cumulative_window refuses a window or a grain)
             return [exp.LT(this=col.copy(), expression=exp.Placeholder(this="end_date"))]
         # The day, stated with both of the period's placeholders: its first, or its last (never
@@ -111,11 +119,18 @@ class Window:
 PERIOD = Window("period", "falls in the period")
 
 
-def offset_window(offset: dict[str, Any], what: str) -> Window:
-    """A MetricFlow `offset_window` ({count, granularity}) as the period moved back."""
+def offset_window(offset: dict[str, Any] | str, what: str) -> Window:
+    """A MetricFlow `offset_window` ({count, granularity}) as the period moved back; an
+    `offset_to_grain` (a grain's name) as the period moved back to the start of its grain, as long
+    as the period: [DATE_TRUNC(grain, start), that + AGE(end, start)), which for a calendar month
+    is MetricFlow's month-grain value (the grain's first month)."""
+    if isinstance(offset, str):
+        if offset not in GRANULARITIES:
+            raise WindowUnsupported(f"{what}: offset_to_grain {offset!r} (one of {', '.join(GRANULARITIES)})")
+        return Window("grain_start", f"falls in the period moved back to the start of its {offset} (as long as the "
+                                     "period)", grain_to_date=offset)
     if not isinstance(offset, dict) or "count" not in offset:
-        raise WindowUnsupported(f"{what}: offset_to_grain {offset!r} (the value at the start of a grain) is not "
-                                "expressible as one window of the period")
+        raise WindowUnsupported(f"{what}: offset {offset!r} is neither an offset_window nor an offset_to_grain")
     count, gran = offset.get("count"), str(offset.get("granularity"))
     interval(count, gran, what)  # type: ignore[arg-type]
     return Window("offset", f"falls in the period moved back {count} {gran}{'s' if count != 1 else ''}",
