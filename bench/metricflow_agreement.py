@@ -167,15 +167,35 @@ def _close(a: float | None, b: float | None) -> bool:
     return abs(a - b) <= max(ABS_TOL, REL_TOL * max(abs(a), abs(b)))
 
 
-def agreement(project: Path, pack: Pack, wh: Warehouse, months: tuple[str, ...] = MONTHS) -> list[Row]:
-    """One Row per (metric, grouping) of every imported metric (all MetricFlow answers)."""
+def read_on_a_day(manifest: list[dict[str, Any]]) -> dict[str, str]:
+    """{cumulative metric: its period_agg} of each one read on one day of the period (first or last)."""
+    aggs = {m["name"]: ((m["type_params"].get("cumulative_type_params") or {}).get("period_agg") or "first")
+            for m in manifest if m["type"] == "cumulative"}
+    return {name: agg for name, agg in aggs.items() if agg in ("first", "last")}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The MetricFlow requests of an agreement check, one per (grouping, cumulative or not)."""
+
+    groupings: list[str | None]
+    chosen: dict[str | None, list[Any]]
+    keys: list[tuple[str | None, bool]]
+    requests: list[dict[str, list[str]]]
+    as_of: dict[str, str]
+    days: dict[tuple[str, str], str]
+    names: dict[str, str]
+
+
+def agreement_plan(project: Path, pack: Pack, months: tuple[str, ...] = MONTHS) -> Plan:
+    """Every imported metric (not an input made for one) by each grouping MetricFlow names."""
     names = group_names(project)
     manifest = json.loads((project / "target" / "semantic_manifest.json").read_text())["metrics"]
     known = {m["name"] for m in manifest}
     # A cumulative metric's template reads the running value as of one day of the period (its
-    # period_agg's): MetricFlow's value at that day is the one to compare.
-    as_of = {m["name"]: ((m["type_params"].get("cumulative_type_params") or {}).get("period_agg") or "first")
-             for m in manifest if m["type"] == "cumulative"}
+    # period_agg's): MetricFlow's value at that day is the one to compare (a mean over the period's
+    # days is MetricFlow's month value).
+    as_of = read_on_a_day(manifest)
     metrics = [m for m in pack.metrics if m.id.removeprefix("mf.") in known]  # not an input made for one
     groupings: list[str | None] = [None, *sorted({d for m in metrics for d in m.dimensions if d in names})]
     chosen = {d: [m for m in metrics if d is None or d in m.dimensions] for d in groupings}
@@ -191,10 +211,19 @@ def agreement(project: Path, pack: Pack, wh: Warehouse, months: tuple[str, ...] 
                 requests.append({"metrics": wanted, "group_by": ["metric_time__day" if cumulative else
                                                                  "metric_time__month", *([names[d]] if d else [])],
                                  **({"where": where} if cumulative else {})})
-    answers = dict(zip(keys, mf_queries(project, requests)))
+    return Plan(groupings, chosen, keys, requests, as_of, days, names)
+
+
+def agreement(project: Path, pack: Pack, wh: Warehouse, months: tuple[str, ...] = MONTHS,
+              answered: list[list[dict[str, str | None]]] | None = None) -> list[Row]:
+    """One Row per (metric, grouping) of every imported metric (all MetricFlow answers); with
+    `answered`, MetricFlow's rows of `agreement_plan(...).requests`, asked by the caller."""
+    plan = agreement_plan(project, pack, months)
+    names, as_of, days = plan.names, plan.as_of, plan.days
+    answers = dict(zip(plan.keys, answered if answered is not None else mf_queries(project, plan.requests)))
     rows: list[Row] = []
-    for dimension in groupings:
-        for m in chosen[dimension]:
+    for dimension in plan.groupings:
+        for m in plan.chosen[dimension]:
             name = m.id.removeprefix("mf.")
             row = Row(m.id, dimension or "(none)")
             mf_rows = answers[(dimension, name in as_of)]
@@ -269,9 +298,9 @@ def task_agreement(project: Path, pack: Pack, records: list[Any]) -> tuple[int, 
         else:
             chosen.append(rec)
     manifest = json.loads((project / "target" / "semantic_manifest.json").read_text())["metrics"]
-    as_of = {m["name"]: ((m["type_params"].get("cumulative_type_params") or {}).get("period_agg") or "first")
-             for m in manifest if m["type"] == "cumulative"}
-    offset = {m["name"] for m in manifest if any(i.get("offset_window") for i in m["type_params"].get("metrics") or [])}
+    as_of = read_on_a_day(manifest)
+    offset = {m["name"] for m in manifest if any(i.get("offset_window") or i.get("offset_to_grain")
+                                                 for i in m["type_params"].get("metrics") or [])}
     where = "{{{{ TimeDimension('metric_time', 'day') }}}} >= '{start}' AND {{{{ TimeDimension('metric_time', 'day') }}}} < '{end}'"
     requests = []
     for r in list(chosen):

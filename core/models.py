@@ -103,6 +103,9 @@ class MetricSpec(Strict):
     rounding: int = Field(2, ge=0, le=6)
     higher_is_better: bool = True
     target: float | None = Field(None, description="business target, used for threshold-crossing tasks")
+    as_of: str | None = Field(None, min_length=10, max_length=300,
+                              description="for a metric whose value is read on one day of the period (a running "
+                                          "total): what a value is, shown with the task's answer format")
 
     @field_validator("dimensions")
     @classmethod

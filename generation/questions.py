@@ -284,9 +284,10 @@ NUMERIC = frozenset({"point_query", "comparison", "ranking", "threshold_crossing
 GROUPED = frozenset({"ranking", "counterfactual", "decomposition"})
 
 
-def answer_format(analysis: str, rounding: int | None = None) -> str:
+def answer_format(analysis: str, rounding: int | None = None, as_of: str | None = None) -> str:
     """The answer format an agent is shown; with `rounding`, how the metric's values are rounded
-    (the gold rounds the exact value half away from zero, as PostgreSQL's ROUND)."""
+    (the gold rounds the exact value half away from zero, as PostgreSQL's ROUND); with `as_of`,
+    what a value of a metric read on one day of the period is (a running total's day)."""
     shape = _shape(analysis)
     if analysis in GROUPED:
         shape += "; records whose group is not recorded (null) belong to no group and are left out"
@@ -294,6 +295,8 @@ def answer_format(analysis: str, rounding: int | None = None) -> str:
         tie, up, even = rounding_example(rounding)
         shape += (f"; metric values rounded to {rounding} decimal{'s' if rounding != 1 else ''}, half away from "
                   f"zero ({tie} -> {up}; on such an exact tie half to even, {even}, passes too)")
+    if as_of is not None and analysis != "knowledge_retrieval":
+        shape += f"; {as_of}"
     return shape
 
 

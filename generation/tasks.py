@@ -226,7 +226,7 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
         analysis_type=analysis, tier=tier, metric_id=metric.id, rule_ids=used,
         rule_versions=[f"{r}@{refs[r].version}#{refs[r].content_hash[:12]}" for r in used if r in refs],
         dimension=sk.dimension, dimension_type=sk.dimension_type, question=question,
-        answer_format=answer_format(analysis, metric.rounding), gold_answer=result.gold_answer,
+        answer_format=answer_format(analysis, metric.rounding, metric.as_of), gold_answer=result.gold_answer,
         base_answer=result.base_answer if tier == "K+A+R" else None,
         gold_sql=result.gold_sql, base_sql=result.base_sql, gold_params=result.gold_params,
         base_params=result.base_params, tables=list(sk.tables), facts=result.facts, rounding=metric.rounding,

@@ -22,6 +22,10 @@ from urllib.parse import unquote, urlsplit
 from sqlalchemy import Engine
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify_columns import qualify_columns
+from sqlglot.optimizer.qualify_tables import qualify_tables
+from sqlglot.schema import MappingSchema
 
 from dibench.core.config import Settings, get_settings
 from dibench.core.errors import (
@@ -110,15 +114,61 @@ def _engine_tree(tree: exp.Expression) -> exp.Expression:
 
 
 @dataclass(frozen=True)
+class Catalog:
+    """The column types of a DuckDB file, (schema, table, column, type) rows, and the schema an
+    unqualified table is read from (the statement's search path)."""
+
+    columns: tuple[tuple[str, str, str, str], ...]
+    search: str | None = None
+
+    @property
+    def mapping(self) -> MappingSchema:
+        tables: dict[str, dict[str, dict[str, str]]] = {}
+        for schema, table, column, type_ in self.columns:
+            tables.setdefault(schema, {}).setdefault(table, {})[column] = type_
+        return MappingSchema(tables, dialect="duckdb")
+
+
+def integer_division(tree: exp.Expression, catalog: Catalog) -> exp.Expression:
+    """PostgreSQL divides two integers as integers, truncating toward zero (7 / 2 is 3, -7 / 2 is
+    -3); DuckDB's `/` always divides as real numbers. Each division of our own (PostgreSQL) tree
+    whose two operands are integers by the file's catalog is given its operand types, so that
+    sqlglot renders it as a truncating integer division for DuckDB, and both engines give the same
+    number. The types are found on a qualified copy; the statement itself keeps its text. A
+    division whose operand types cannot be told (a name the catalog lacks) stays DuckDB's."""
+    divisions = list(tree.find_all(exp.Div))
+    if not divisions:
+        return tree
+    for i, node in enumerate(divisions):
+        node.meta["division"] = i
+    typed = tree.copy()
+    try:
+        mapping = catalog.mapping
+        qualify_tables(typed, db=catalog.search, dialect="postgres")
+        qualify_columns(typed, mapping, expand_alias_refs=False, expand_stars=False,
+                        allow_partial_qualification=True, dialect="postgres")
+        annotate_types(typed, schema=mapping, dialect="postgres")
+    except SqlglotError:
+        return tree
+    for node in typed.find_all(exp.Div):
+        i = node.meta.get("division")
+        if isinstance(i, int) and node.left.is_type(*exp.DataType.INTEGER_TYPES) \
+                and node.right.is_type(*exp.DataType.INTEGER_TYPES):
+            divisions[i].left.type, divisions[i].right.type = node.left.type, node.right.type
+    return tree
+
+
+@dataclass(frozen=True)
 class Rendered:
     sql: str
     names: tuple[str, ...]  # the placeholders it binds
 
 
 @lru_cache(maxsize=4096)
-def checked_duckdb(sql: str, agent: bool = False) -> Rendered:
-    """`sql` checked and rendered for DuckDB, once per distinct text. Our own SQL is PostgreSQL
-    (the trees the stages build); an agent's is DuckDB's own, as its schema description says.
+def checked_duckdb(sql: str, agent: bool = False, catalog: Catalog | None = None) -> Rendered:
+    """`sql` checked and rendered for DuckDB, once per distinct text (and catalog). Our own SQL is
+    PostgreSQL (the trees the stages build), its integer divisions PostgreSQL's when `catalog`
+    types their operands; an agent's is DuckDB's own, as its schema description says.
     Raises ReadOnlyViolation unless it is one side-effect-free query."""
     tree = parse_query(sql, read="duckdb" if agent else "postgres")
     for node in tree.walk():
@@ -126,6 +176,8 @@ def checked_duckdb(sql: str, agent: bool = False) -> Rendered:
         if reason is not None:
             raise ReadOnlyViolation(reason, sql)
     tree = _engine_tree(tree)
+    if catalog is not None and not agent:
+        tree = integer_division(tree, catalog)
     names = tuple(dict.fromkeys(p.name for p in tree.find_all(exp.Placeholder) if p.name))
     try:
         return Rendered(tree.sql(dialect="duckdb"), names)
@@ -215,6 +267,7 @@ class DuckDBWarehouse(Warehouse):
         self._role_engines: dict[str, Engine] = {}
         self.default_schema: str | None = None
         self.parallel_workers: int | None = None
+        self._columns: tuple[tuple[int, int], tuple[tuple[str, str, str, str], ...]] | None = None
 
     def execute_readonly(self, sql: str, params: dict[str, Any] | None = None,
                          *, timeout_s: float | None = None, schema: str | None = None,
@@ -223,8 +276,8 @@ class DuckDBWarehouse(Warehouse):
         statement's cursor; a timer interrupts a statement past its timeout."""
         import duckdb
 
-        rendered = checked_duckdb(sql, agent)
         schema = schema if schema is not None else self.default_schema
+        rendered = checked_duckdb(sql, agent, None if agent or "/" not in sql else self.catalog(schema))
         timeout = timeout_s if timeout_s is not None else self.settings.statement_timeout_s
         values = typed_params({k: v for k, v in (params or {}).items() if k in rendered.names})
         missing = [n for n in rendered.names if n not in values]
@@ -253,6 +306,17 @@ class DuckDBWarehouse(Warehouse):
             cur.close()
         plain = (lambda row: tuple(row)) if exact else (lambda row: tuple(_plain(v) for v in row))
         return QueryResult(columns, [plain(r) for r in rows], time.perf_counter() - started, cut)
+
+    def catalog(self, search: str | None) -> Catalog:
+        """The file's column types (read again when the file has changed), with `search` as the
+        schema of an unqualified table."""
+        stat = self.path.stat()
+        key = (stat.st_mtime_ns, stat.st_size)
+        if self._columns is None or self._columns[0] != key:
+            rows = self._catalog("SELECT schema_name, table_name, column_name, data_type FROM duckdb_columns() "
+                                 "WHERE database_name = current_database() ORDER BY ALL", [])
+            self._columns = (key, tuple((str(a), str(b), str(c), str(d)) for a, b, c, d in rows))
+        return Catalog(self._columns[1], search)
 
     def _catalog(self, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
         """Our own catalog query (not an agent's: the read-only check does not apply to it)."""

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from sqlglot import exp
 
 from dibench.cli.main import main
+from dibench.generation.questions import answer_format
 from dibench.core.config import Settings
 from dibench.ingest.dbt.manifest import parse_manifest
 from dibench.ingest.dbt.pack import build, import_manifest
@@ -194,15 +195,15 @@ def test_derived_metric_over_aliases() -> None:
 
 @pytest.mark.parametrize(("metric", "reason"), [
     (_metric("g", "derived", expr="a - b", metrics=[_ref("orders", alias="a"),
-                                                    _ref("orders", alias="b", offset_to_grain="month")]),
-     "offset_to_grain 'month'"),
+                                                    _ref("orders", alias="b", offset_to_grain="fortnight")]),
+     "offset_to_grain 'fortnight'"),
     (_metric("c7", "cumulative", measure=_ref("order_count"),
              cumulative_type_params={"window": {"count": 7, "granularity": "day"}, "period_agg": "average"}),
      "period_agg 'average'"),
     (_metric("c", "cumulative", measure=_ref("order_count"),
              cumulative_type_params={"window": {"count": 7, "granularity": "fortnight"}}), "'fortnight'"),
-    (_metric("b", "simple", ["{{ Dimension('order_id__channel') }} = 'web'"], measure=_ref("balance")),
-     "a filter on a measure with non_additive_dimension"),
+    (_metric("b", "simple", ["{{ Dimension('customer__customer_type') }} = 'new'"], measure=_ref("balance")),
+     "a filter on another semantic model's dimension of a measure with non_additive_dimension"),
     (_metric("a", "simple", measure=_ref("avg_total")) | {"type": "conversion"}, "metric type 'conversion'"),
     (_metric("r", "ratio", numerator=_ref("d2"), denominator=_ref("orders")), "d2 is a derived metric"),
 ])
@@ -304,6 +305,9 @@ def test_cumulative_metric_reads_the_running_value_as_of_one_day(params: dict[st
     m = cat.metrics[0]
     assert words in m.formula and m.time_column == "orders.ordered_at"
     assert _run(m.template, *FEB) == value
+    # the answer format says which day a value is read on, the same for every group
+    assert m.as_of is not None and f"read on the period's {params['period_agg']} day" in m.as_of
+    assert "the same day for every group" in answer_format("ranking", m.rounding, m.as_of)
 
 
 def test_offset_input_reads_the_period_moved_back() -> None:
@@ -317,6 +321,16 @@ def test_offset_input_reads_the_period_moved_back() -> None:
     assert "moved back 1 month" in ids["growth.prev"].formula
     assert _run(ids["growth.prev"].template, *FEB) == sum(range(25, 32))  # January's orders
     assert _run(ids["total"].template, *FEB) == 1 + 2 + 3
+
+
+def test_offset_to_grain_input_reads_the_period_moved_to_the_start_of_its_grain() -> None:
+    cat, report = _one(_metric("since", "derived", expr="cur - first",
+                               metrics=[_ref("total", alias="cur"), _ref("total", alias="first", offset_to_grain="quarter")]),
+                       _metric("total", "simple", measure=_ref("order_total")))
+    assert report.skipped == [] and report.helpers == ["since.first"]
+    first = {m.id: m for m in cat.metrics}["since.first"]
+    assert "moved back to the start of its quarter" in first.formula
+    assert _run(first.template, *FEB) == sum(range(25, 32))  # the quarter's first month, January, as long as February
 
 
 def test_join_to_timespine_with_fill_nulls_is_zero_for_a_period_without_rows() -> None:

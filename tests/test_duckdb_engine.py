@@ -65,17 +65,26 @@ def test_our_postgres_sql_runs_rendered_for_duckdb(duck: DuckDBWarehouse) -> Non
     assert res.columns == ["avg_price", "n"] and res.rows[0][1] > 0 and isinstance(res.rows[0][0], float)
 
 
-def test_integer_division_is_each_engines_own(duck: DuckDBWarehouse, warehouse: Warehouse) -> None:
-    # PostgreSQL divides two integers as integers (truncating), DuckDB as real numbers: the tree
-    # holds no column types to tell them apart, so a template that divides integers gives a
-    # different value per engine. A cast to NUMERIC (DOUBLE on DuckDB) makes them agree, and
-    # import-dbt's ratio and derived metrics cast every dividend.
+def test_integer_division_is_postgresqls_on_both_engines(duck: DuckDBWarehouse, warehouse: Warehouse) -> None:
+    # PostgreSQL divides two integers as integers, truncating toward zero; DuckDB's `/` divides as
+    # real numbers. Our own SQL (a PostgreSQL tree) is typed from the DuckDB file's catalog and a
+    # division of two integers rendered as DuckDB's truncating one: both engines give PostgreSQL's.
     rows = "FROM (VALUES (1), (2), (4)) AS t(x)"
     bare, cast = f"SELECT SUM(x) / COUNT(*) AS v {rows}", f"SELECT CAST(SUM(x) AS NUMERIC) / COUNT(*) AS v {rows}"
-    assert warehouse.execute_readonly(bare).rows[0][0] == 2 and duck.execute_readonly(bare).rows[0][0] == 7 / 3
+    assert warehouse.execute_readonly(bare).rows[0][0] == 2 and duck.execute_readonly(bare).rows[0][0] == 2
     assert float(warehouse.execute_readonly(cast).rows[0][0]) == pytest.approx(duck.execute_readonly(cast).rows[0][0])
     negative = "SELECT -7 / 2 AS v"
-    assert (warehouse.execute_readonly(negative).rows[0][0], duck.execute_readonly(negative).rows[0][0]) == (-3, -3.5)
+    assert (warehouse.execute_readonly(negative).rows[0][0], duck.execute_readonly(negative).rows[0][0]) == (-3, -3)
+    # integer columns of the file, qualified or found on the search path; a decimal divides as a real number
+    counts = "SELECT SUM(customers.count_lifetime_orders) / COUNT(*) AS v FROM {}customers AS customers"
+    real = duck.execute_readonly(counts.format("jaffle."), agent=True).rows[0][0]  # DuckDB's own division
+    assert real != int(real)
+    for prefix, schema in (("jaffle.", None), ("", "jaffle")):
+        assert duck.execute_readonly(counts.format(prefix), schema=schema).rows[0][0] == int(real)
+    money = duck.execute_readonly("SELECT SUM(order_total) / COUNT(*) AS v FROM jaffle.orders").rows[0][0]
+    assert money != int(money)
+    # an agent's SQL on DuckDB is DuckDB's own, as its schema description says
+    assert duck.execute_readonly("SELECT 7 / 2 AS v", agent=True).rows[0][0] == 3.5
 
 
 def test_the_schema_is_the_search_path(duck: DuckDBWarehouse) -> None:

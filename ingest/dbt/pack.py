@@ -88,7 +88,7 @@ class _Builder:
         return MetricSpec(id=mid, name=name or label, tier=1, description=description or desc, formula=formula,
                           sql=t.sql, time_column=t.time_column,
                           dimensions=self._dims_of({t.model.table, *(m.table for m in t.joined)}),
-                          unit=unit_of(metric, t.measure))  # type: ignore[arg-type]
+                          unit=unit_of(metric, t.measure), as_of=t.window.as_of)  # type: ignore[arg-type]
 
     def _input(self, parent: Metric, ref: MetricInput, role: str) -> str:
         """The id of the metric an input reads: the referenced simple metric itself, or an input

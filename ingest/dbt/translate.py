@@ -231,8 +231,9 @@ def aggregate(model: SemanticModel, m: Measure, s: Settings) -> exp.Expression:
     if m.agg in ("median", "percentile"):
         p = m.agg_params or {}
         if p.get("use_approximate_percentile"):
-            raise Unsupported(f"measure {m.name}: an approximate percentile is the engine's own estimate; "
-                              "an exact percentile would be a different number")
+            raise Unsupported(f"measure {m.name}: use_approximate_percentile is true: MetricFlow asks the engine "
+                              "for its own estimate (approx_quantile on DuckDB; none on PostgreSQL), which no exact "
+                              "percentile equals")
         q = 0.5 if m.agg == "median" else p.get("percentile")
         if not isinstance(q, (int, float)) or not 0 <= q <= 1:
             raise Unsupported(f"measure {m.name}: percentile {q!r} is not a number in [0, 1]")
@@ -263,12 +264,13 @@ def semi_additive(scope: Scope, measure: Measure, window: Window, predicates: li
     """A measure with a non_additive_dimension as a condition: only the rows at the last (or first)
     value of that dimension in the window, per window_groupings entity (MetricFlow's semi-additive
     join: after the filters and the window, before the aggregate), as a correlated subquery over the
-    same table. Returns (condition, words)."""
+    same table, under the same filters. Returns (condition, words)."""
     nad = measure.non_additive or {}
     model, t = scope.model, scope.model.table
-    if predicates:
-        raise Unsupported(f"{what}: a filter on a measure with non_additive_dimension (the last rows would be "
-                          "chosen among the filtered rows, which one subquery over the table does not state)")
+    if any(col.table != t for p in predicates for col in p.find_all(exp.Column)):
+        raise Unsupported(f"{what}: a filter on another semantic model's dimension of a measure with "
+                          "non_additive_dimension (the last rows are chosen among the filtered rows: the subquery "
+                          "over the measure's table would need the joins too)")
     dim = model.dimension(str(nad.get("name")))
     if dim is None or dim.type != "time":
         raise Unsupported(f"{what}: non_additive_dimension {nad.get('name')!r} is not a time dimension of "
@@ -284,13 +286,35 @@ def semi_additive(scope: Scope, measure: Measure, window: Window, predicates: li
             raise Unsupported(f"{what}: window_groupings entity {ent!r} is not an entity of {model.name}")
         keys.append(exp.EQ(this=exp.column(e.column, table=inner), expression=exp.column(e.column, table=t)))
     fn = exp.Max if choice == "max" else exp.Min
+    filters = [_qualify_as(exp.paren(p) if isinstance(p, exp.Or) else p, t, inner) for p in predicates]
     sub = exp.select(fn(this=_qualify_as(dimension_tree(model, dim, scope.s), t, inner))).from_(
         exp.table_(t, db=scope.s.schema, alias=inner)).where(
-        exp.and_(*_time_window(scope, measure, window, inner), *keys))
+        exp.and_(*_time_window(scope, measure, window, inner), *filters, *keys))
     cond = exp.EQ(this=dimension_tree(model, dim, scope.s), expression=exp.Subquery(this=sub))
     per = f" of each {', '.join(str(e) for e in nad.get('window_groupings') or [])}" if keys else ""
-    words = f"only the rows at the {'last' if choice == 'max' else 'first'} {dim.name}{per} in that window"
+    among = " among the filtered rows" if predicates else ""
+    words = f"only the rows at the {'last' if choice == 'max' else 'first'} {dim.name}{per} in that window{among}"
     return cond, words
+
+
+def daily_mean(value: exp.Expression, window: Window, time_col: exp.Expression, what: str) -> exp.Expression:
+    """The mean, over the period's days from the first row's on (MetricFlow's `period_agg:
+    average`), of the all-time sum (count) of the rows up to each day: one sum over the rows, each
+    weighted by the days whose running total holds it (`days_holding`), divided by those days. A
+    mean of a min, a max, an average or a distinct count is not a sum over rows."""
+    weight = window.days_holding(time_col)
+    if isinstance(value, exp.Sum):
+        total: exp.Expression = exp.Sum(this=exp.Mul(this=exp.paren(value.this.copy()), expression=exp.paren(weight)))
+    elif isinstance(value, exp.Count) and isinstance(value.this, exp.Star):
+        total = exp.Sum(this=weight)
+    elif isinstance(value, exp.Count) and not isinstance(value.this, exp.Distinct):
+        total = exp.Sum(this=exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=value.this.copy(), expression=exp.null())),
+                                                  true=weight)], default=exp.Literal.number(0)))
+    else:
+        raise Unsupported(f"{what}: period_agg 'average' of a {value.key} (the mean over days of a sum or a count "
+                          "is one weighted sum over rows; of this aggregate it is not)")
+    return exp.Div(this=exp.Cast(this=total, to=exp.DataType.build("DOUBLE PRECISION")),
+                   expression=exp.func("NULLIF", window.days_with_value(time_col), exp.Literal.number(0)))
 
 
 def _qualify_as(tree: exp.Expression, old: str, new: str) -> exp.Expression:
@@ -311,6 +335,10 @@ def simple_template(manifest: Manifest, ref: MetricInput, filters: tuple[str, ..
     model, measure = found
     scope = Scope(manifest, model, s)
     value: exp.Expression = aggregate(model, measure, s)
+    if window.period_agg == "average" and window.kind == "cumulative":
+        if measure.non_additive is not None:
+            raise Unsupported(f"{what}: period_agg 'average' of a measure with non_additive_dimension")
+        value = daily_mean(value, window, exp.column(scope.time_column(measure), table=model.table), what)
     notes: list[str] = []
     if ref.fill_nulls_with is not None:
         if not isinstance(ref.fill_nulls_with, (int, float)):
