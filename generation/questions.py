@@ -19,6 +19,7 @@ from dibench.core.answers import TREND_FLAT_PCT, TREND_PCT_DIGITS
 from dibench.core.config import get_settings
 from dibench.core.contracts import P_VALUE_ABS_TOL, P_VALUE_REL_TOL, T_ABS_TOL
 from dibench.core.models import KNOWN_UNITS
+from dibench.core.typed_answers import known_unit
 from dibench.stores.llm import ask_structured, estimate_tokens, shape_text
 
 PROMPT_VERSION = "phrase/3"
@@ -80,6 +81,17 @@ def plural_name(name: str) -> bool:
     return any(re.fullmatch(r"[a-z]+[^siu]s", w) for w in name.lower().split())
 
 
+def metric_words(name: str) -> str:
+    """A metric's name as words inside a sentence: lower case, but an acronym stays one
+    ("First-response SLA attainment" -> "first-response SLA attainment", not "sla")."""
+    def word(part: str) -> str:
+        return part if _ACRONYM.fullmatch(part) else part.lower()
+    return " ".join("-".join(word(p) for p in w.split("-")) for w in name.split(" "))
+
+
+_ACRONYM = re.compile(r"[A-Z][A-Z0-9&/]*[A-Z0-9]s?")
+
+
 def figure_name(name: str) -> str:
     """The metric as the subject of a question: a plural name as its figure ("the active borrowers
     figure"), so that "What was the ...", "the higher ..." and "the trend of the ..." agree."""
@@ -93,7 +105,7 @@ def _pick(rng: random.Random, options: list[str]) -> str:
 def template_question(analysis: str, metric_name: str, dim_label: str, facts: dict[str, Any],
                       rng: random.Random, unit: str, dimension_type: str = "categorical",
                       labels: dict[str, str] | None = None) -> str:
-    name = figure_name(metric_name.lower())
+    name = figure_name(metric_words(metric_name))
     when = period_words(facts["start"], facts["end"]) if "start" in facts else ""
     g = facts.get("group")
     on = f" {slice_words(dim_label, g, dimension_type)}" if g is not None else ""
@@ -113,7 +125,8 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
     if analysis == "comparison":
         a, b = facts["group_a"], facts["group_b"]
         return _pick(rng, [f"Which {dim_label} had the higher {name} {when}: {a} or {b}? Give both values.",
-                           f"Compare the {name} of {a if spatial else f'the {a} {dim_label}'} with that of {b} {when}."])
+                           f"Compare the {name} of {a if spatial else f'the {a} {dim_label}'} with that of "
+                           f"{b if spatial else f'the {b} {dim_label}'} {when}."])
     if analysis == "ranking":
         k = facts["k"]
         best = "highest" if facts.get("higher_is_better", True) else "lowest"
@@ -144,7 +157,7 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
 # the column the rule singles out.
 _LEFT_OUT = {"exclude": "left out of", "where": "counted in", "having": "counted in"}
 _ASKS = {
-    "threshold": "What value does our policy set for the {column} of the {name}?",
+    "threshold": "What {column} does our policy set for the {name}{where}?",
     "min_n": "What is the smallest group size for which our policy lets the {name} be shown?",
     "cutoff": "What limit does our policy use to decide which records are {verb} the {name}?",
     "cutoff-formula": "What limit does our policy write into the calculation of the {name}?",
@@ -154,7 +167,8 @@ _ASKS = {
     "statistic-formula": "Which statistic does our policy use to report the {name}?",
     "flags": "Which {kinds} of records does our policy say are {verb} the {name}?",
     "weight": "By what factor does our policy weight the records it singles out in the {name}?",
-    "columns": "Which figure does our policy bring into the calculation of the {name}?",
+    "columns": "Which {fields}, beyond those of the catalog's definition, does our policy bring into the calculation "
+               "of the {name}?",
     "slice": "Which {column} does our policy's special treatment of the {name} concern?",
     "date": "From which date does our policy {change} the {name}{about}?",
 }
@@ -165,6 +179,28 @@ _CHANGES = {"exclude": "leave some records out of", "where": "narrow the records
             "adjust": "adjust", "weight": "weight records differently in"}
 _GIVE = {"number": " Give the number and its unit, if it has one.", "date": " Give the date.",
          "name": " Give its name.", "list": " List every one of them."}
+
+
+def parameter_words(words: str) -> str:
+    """A rule parameter as an analyst names it: an abbreviation in capitals ("sla hours" -> "SLA
+    limit in hours"), a parameter in a unit of time as a limit in that unit."""
+    parts = words.split()
+    if len(parts) > 1 and known_unit(parts[-1]):
+        return f"{' '.join(_abbreviated(p) for p in parts[:-1])} limit in {parts[-1]}"
+    return " ".join(_abbreviated(p) for p in parts)
+
+
+def _abbreviated(word: str) -> str:
+    """A short word with no vowel but y, or of three letters or fewer that is no English word, is
+    an abbreviation ("lgd", "sla", "kpi")."""
+    if word.isalpha() and word.islower() and len(word) <= 4 and (not re.search(r"[aeiou]", word)
+                                                                  or word in _ABBREVIATIONS):
+        return word.upper()
+    return word
+
+
+# Lower-case abbreviations with a vowel that rule parameters use.
+_ABBREVIATIONS = frozenset({"sla", "kpi", "apr", "ltv", "roi", "eur", "usd", "aov", "arpu", "nps", "csat", "ecl"})
 
 
 def labelled(column: str | None, labels: dict[str, str] | None) -> str | None:
@@ -193,9 +229,15 @@ def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
     columns = [str(c) for c in topic.get("columns") or []]
     change = _CHANGES.get(op, "change").format(column=" and ".join(columns) or "threshold")
     about = f", depending on their {' and '.join(columns)}" if columns and op in _LEFT_OUT else ""
+    if what == "threshold":
+        column = parameter_words(column or "value")
+    where = ""
+    if what != "slice" and asks.get("slice_value") is not None and asks.get("slice"):
+        # a value the rule sets for one slice only: another slice has another (the catalog's)
+        where = f" where the {labelled(str(asks['slice']), labels)} is {asks['slice_value']}"
     text = _ASKS.get(key, "What does our policy set for the {name}?").format(
-        name=name, verb=verb, column=column or "value", change=change, about=about,
-        values="value" if one else "values", kinds="kind" if one else "kinds")
+        name=name, verb=verb, column=column or "value", change=change, about=about, where=where,
+        values="value" if one else "values", kinds="kind" if one else "kinds", fields="field" if one else "fields")
     # The wording is chosen by what is asked, not by the skeleton: every skeleton of one metric
     # and rule asks the same knowledge question, so its copies are found and kept once.
     del rng

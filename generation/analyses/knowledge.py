@@ -6,6 +6,7 @@ far as the document states it. The reference text is the document's whole senten
 No SQL. {"value", "unit" (numbers), "text"}"""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from dibench.generation.analyses.base import Outcome
 from dibench.generation.document_text import plain, sentences
 from dibench.generation.grounding import Context
 from dibench.generation.knowledge_admission import lazy_problem
-from dibench.generation.questions import knowledge_question
+from dibench.generation.questions import figure_name, knowledge_question, metric_words
 from dibench.generation.shortcuts.dumps import in_words
 from dibench.generation.skeletons import Skeleton
 from dibench.sqlops.dialect import parse_expression
@@ -166,6 +167,8 @@ class Asked:
     column: str | None
     facts: tuple[str, ...]
     unit: str | None = None  # the unit the effect itself gives (an interval's, a parameter's)
+    # the slice the effect applies to (dimension words, value), when it applies to one only
+    slice: tuple[str, str] | None = None
 
 
 def _interval_unit(expression: str, value: str) -> str | None:
@@ -216,6 +219,7 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
             out.append(Asked("date", "date", str(effects[0].get("op")), None, (dates[0],)))
     for e in effects:
         op = str(e.get("op"))
+        at = len(out)
         if op == "threshold" and isinstance(e.get("value"), (int, float)) and not isinstance(e.get("value"), bool):
             out.append(Asked("number", "threshold", op, str(e["param"]).replace("_", " "), (_number_text(e["value"]),),
                              unit_named(str(e["param"])) or unit_named(metric_unit or "")))
@@ -247,9 +251,11 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
                 cols = list(dict.fromkeys(new_columns(e[k], metric_sql)))
                 if cols:
                     out.append(Asked("list" if len(cols) > 1 else "name", "columns", op, None, tuple(cols)))
-        if e.get("applies_when"):
-            out.append(Asked("name", "slice", op, natural(str(e["applies_when"]["dimension"])),
-                             (str(e["applies_when"]["value"]),)))
+        when = e.get("applies_when")
+        if when:
+            where = (natural(str(when["dimension"])), str(when["value"]))
+            out[at:] = [dataclasses.replace(a, slice=where) for a in out[at:]]
+            out.append(Asked("name", "slice", op, where[0], (where[1],)))
     return out
 
 
@@ -294,6 +300,8 @@ def asks_of(asked: Asked) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": asked.kind, "what": asked.what, "op": asked.op, "column": asked.column}
     if asked.facts == ("median",):
         out["value"] = "median"
+    if asked.slice is not None:
+        out["slice"], out["slice_value"] = asked.slice
     return out
 
 
@@ -318,7 +326,7 @@ def build(ctx: Context) -> Outcome | None:
     # a fact the question names (the column it asks about) is no evidence of retrieval; a date
     # is asked only of a metric no other rule dates, or "from which date" has two answers
     stated_ones = [a for a in candidates(effects, temporal, ctx.metric.sql, ctx.metric.unit)
-                   if stated_in(doc, a, [a.column] if a.column else [])
+                   if stated_in(doc, a, [w for w in (a.column, a.slice[1] if a.slice else None) if w])
                    and not (a.what == "date" and other_dated_rule(ctx.rule_docs, rule.rule_id, ctx.metric.id))]
     if not stated_ones:
         return None
@@ -330,7 +338,7 @@ def build(ctx: Context) -> Outcome | None:
     for a in stated_ones:
         asks = {**about, "asks": asks_of(a)}
         gold = typed_gold(doc, a)
-        if lazy_problem(knowledge_question(ctx.metric.name.lower(), asks, ctx.rng), gold, own, texts) is None:
+        if lazy_problem(knowledge_question(figure_name(metric_words(ctx.metric.name)), asks, ctx.rng), gold, own, texts) is None:
             asked, answer = a, gold
             break
     about = {**about, "asks": asks_of(asked)}
