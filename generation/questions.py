@@ -163,7 +163,7 @@ _ASKS = {
     "cutoff-formula": "What limit does our policy write into the calculation of the {name}?",
     "values": "Which {column} does our policy single out to decide which records are {verb} the {name}?",
     "cutoff-date": "Which date does our policy use to decide which records are {verb} the {name}?",
-    "values-formula": "Which {values} does our policy's calculation of the {name} single out?",
+    "values-formula": "Which {values}{of} does our policy's calculation of the {name} single out{where}?",
     "statistic-formula": "Which statistic does our policy use to report the {name}?",
     "flags": "Which {kinds} of records does our policy say are {verb} the {name}?",
     "weight": "By what factor does our policy weight the records it singles out in the {name}?",
@@ -217,7 +217,12 @@ def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
     apart from the metric's other rules by what it asks for, never by its document; it ends by
     saying what kind of answer it wants. `labels`: the pack's dimension labels by column words."""
     asks = topic.get("asks") or {}
-    what, op, column = str(asks.get("what")), str(asks.get("op")), labelled(asks.get("column"), labels)
+    what, op = str(asks.get("what")), str(asks.get("op"))
+    refs = [str(r) for r in asks.get("column_refs") or []]
+    # a column the rule names with its table is labelled as that table's dimension: two tables'
+    # `k_symbol` are the transaction purpose and the standing order purpose
+    column = (" and ".join(labels[r] for r in refs) if refs and labels and all(r in labels for r in refs)
+              else labelled(asks.get("column"), labels))
     formula = op in ("override", "adjust", "weight") and what in ("cutoff", "values")
     key = f"{what}-formula" if formula else what
     if key == "values-formula" and asks.get("value") == "median":
@@ -234,9 +239,15 @@ def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
     where = ""
     if what != "slice" and asks.get("slice_value") is not None and asks.get("slice"):
         # a value the rule sets for one slice only: another slice has another (the catalog's)
-        where = f" where the {labelled(str(asks['slice']), labels)} is {asks['slice_value']}"
-    text = _ASKS.get(key, "What does our policy set for the {name}?").format(
-        name=name, verb=verb, column=column or "value", change=change, about=about, where=where,
+        ref = str(asks.get("slice_ref") or "")
+        label = labels[ref] if labels and ref in labels else labelled(str(asks["slice"]), labels)
+        where = f" where the {label} is {asks['slice_value']}"
+    of = f" of the {column}" if key == "values-formula" and column else ""
+    template = _ASKS.get(key, "What does our policy set for the {name}?")
+    if where and "{where}" not in template:
+        template = template[:-1] + "{where}?"
+    text = template.format(
+        name=name, verb=verb, column=column or "value", change=change, about=about, where=where, of=of,
         values="value" if one else "values", kinds="kind" if one else "kinds", fields="field" if one else "fields")
     # The wording is chosen by what is asked, not by the skeleton: every skeleton of one metric
     # and rule asks the same knowledge question, so its copies are found and kept once.

@@ -37,7 +37,8 @@ def vocabulary(pack: Pack, columns: dict[str, list[str]]) -> Vocabulary:
     ids.update(m.id.lower() for m in pack.metrics)
     ids.update(r.id.lower() for r in pack.rules)
     ids.add(pack.schema.lower() + ".")
-    return Vocabulary(frozenset(ids), {r.id: rule_condition_numbers(r) for r in pack.rules})
+    return Vocabulary(frozenset(ids), {r.id: rule_condition_numbers(r) for r in pack.rules},
+                      {r.id: f"{r.front.title}\n{r.body}" for r in pack.rules})
 
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w])")
@@ -209,7 +210,8 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
         # A failed grounding has no facts (windows, groups) to phrase a question with.
         question = f"({analysis} of {metric.name}: not grounded)" if failed else template_question(
             analysis, metric.name, sk.dimension_label, result.facts, rng, metric.unit, sk.dimension_type,
-            {natural(d.column): d.label for d in pack.spec.dimensions})
+            {**{natural(d.column): d.label for d in pack.spec.dimensions},
+             **{d.column: d.label for d in pack.spec.dimensions}})
         if phrased and llm is not None:
             # A failed model call is this candidate's problem, never the run's: the candidate keeps
             # the template question and is rejected with the reason (an exhausted call budget only

@@ -106,11 +106,15 @@ def answer_text(doc: Any, facts: list[str]) -> str:
     stating it, each sentence once, in the document's order. It states what is asked and little
     else, so an answer is compared with an answer, not with a summary of the whole document."""
     body = sentences(doc.body)
+    core = rule_sentences(body)
     picked: set[int] = set()
     for fact in facts:
+        # the sentence that states the rule first (under "Core rule", or set in bold), then any;
         # a fact a full stop cuts in two ("SANKC. UROK") is stated by the sentences around it
-        for span in (1, 2, 3):
-            at = next((i for i in range(len(body) - span + 1) if fact_found(fact, " ".join(body[i:i + span]))), None)
+        for among in (core, set(range(len(body)))):
+            at, span = next(((i, n) for n in (1, 2, 3) for i in range(len(body) - n + 1)
+                             if set(range(i, i + n)) <= among and fact_found(fact, " ".join(body[i:i + n]))),
+                            (None, 0))
             if at is not None:
                 picked.update(range(at, at + span))
                 break
@@ -118,6 +122,25 @@ def answer_text(doc: Any, facts: list[str]) -> str:
     said = [body[i] if body[i].endswith((".", "!", "?", ":")) or i == max(picked) else body[i] + "."
             for i in sorted(picked)]
     return plain(" ".join(said))
+
+
+def rule_sentences(body: list[str]) -> set[int]:
+    """The sentences that state the rule itself: those of its "Core rule" section (the headings
+    `sentences` keeps are the section bounds) and those set in bold; not the background."""
+    out: set[int] = set()
+    section = ""
+    for i, s in enumerate(body):
+        if s.lower().strip(" #:") in _SECTIONS:
+            section = s.lower().strip(" #:")
+            continue
+        if section == "core rule" or s.startswith("**"):
+            out.add(i)
+    return out
+
+
+# The section headings of a rule document (the headings `sentences` returns as sentences).
+_SECTIONS = frozenset({"core rule", "scope", "exceptions", "rationale", "expected impact", "purpose", "background",
+                       "definitions", "definition", "examples", "example", "history", "context", "worked example"})
 
 
 def natural(column: str) -> str:
@@ -167,8 +190,9 @@ class Asked:
     column: str | None
     facts: tuple[str, ...]
     unit: str | None = None  # the unit the effect itself gives (an interval's, a parameter's)
-    # the slice the effect applies to (dimension words, value), when it applies to one only
-    slice: tuple[str, str] | None = None
+    # the slice the effect applies to (dimension words, value, dimension), when it applies to one only
+    slice: tuple[str, str, str] | None = None
+    refs: tuple[str, ...] = ()  # the table-qualified columns `column` names, where known
 
 
 def _interval_unit(expression: str, value: str) -> str | None:
@@ -184,8 +208,16 @@ def _interval_unit(expression: str, value: str) -> str | None:
     return None
 
 
-def _compared_column(predicate: str, value: str) -> str | None:
-    """The column a predicate compares with the string `value` ("t.category = 'general'")."""
+def table_aliases(sql: str | None) -> dict[str, str]:
+    """{alias or name: table} of the tables a metric's SQL reads ("FROM berka.trans t" -> t: trans)."""
+    tree = _parsed(f"({sql})") if sql else None
+    return {t.alias_or_name: t.name for t in tree.find_all(exp.Table)} if tree is not None else {}
+
+
+def _compared_column(predicate: str, value: str, aliases: dict[str, str] | None = None) -> tuple[str, str | None] | None:
+    """The column a predicate compares with the string `value` ("t.category = 'general'"), as
+    words, with its table-qualified name where the metric's SQL names its table ("trans.k_symbol":
+    two tables' `k_symbol` are two dimensions with two labels)."""
     tree = _parsed(predicate)
     if tree is None:
         return None
@@ -195,7 +227,10 @@ def _compared_column(predicate: str, value: str) -> str | None:
             while node is not None and not isinstance(node, exp.Predicate):
                 node = node.parent
             col = next(node.find_all(exp.Column), None) if node is not None else None
-            return natural(col.name) if col is not None else None
+            if col is None:
+                return None
+            table = (aliases or {}).get(col.table) if col.table else None
+            return natural(col.name), f"{table}.{col.name}" if table else None
     return None
 
 
@@ -213,6 +248,7 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
     first; then per effect what it sets. A part holding several numbers (a formula's weights)
     has no one number to ask for; several names are asked for as a list."""
     out: list[Asked] = []
+    aliases = table_aliases(metric_sql)
     if temporal:
         dates = [str(e["from_date"]) for e in effects if e.get("from_date")]
         if dates and len(set(dates)) == 1:
@@ -233,9 +269,10 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
                 out.append(Asked("date", "cutoff-date", op, None, (str(parse_fact(dates[0]).date),)))  # type: ignore[union-attr]
             if names:
                 # the columns the values are of, each named: "member type and kind" for 'child', 'overdue'
-                cols = [c for c in dict.fromkeys(_compared_column(e["predicate"], n) for n in names) if c]
+                by = [c for c in dict.fromkeys(_compared_column(e["predicate"], n, aliases) for n in names) if c]
                 out.append(Asked("list" if len(names) > 1 else "name", "values", op,
-                                 " and ".join(cols) or None, tuple(names)))
+                                 " and ".join(c[0] for c in by) or None, tuple(names),
+                                 refs=tuple(c[1] for c in by if c[1]) if all(c[1] for c in by) else ()))
             flags = flag_names(e["predicate"])
             if flags:
                 out.append(Asked("list" if len(flags) > 1 else "name", "flags", op, None, tuple(flags)))
@@ -247,13 +284,17 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
                     out.append(Asked("number", "weight" if k == "weight" else "cutoff", op, None, (nums[0],),
                                      _interval_unit(e[k], nums[0])))
                 if names:
-                    out.append(Asked("list" if len(names) > 1 else "name", "values", op, None, tuple(names)))
+                    # the column the values are of ("f.rating IN ('G', 'PG')": film ratings)
+                    of = [c for c in dict.fromkeys(_compared_column(e[k], n, aliases) for n in names) if c]
+                    out.append(Asked("list" if len(names) > 1 else "name", "values", op,
+                                     " and ".join(c[0] for c in of) or None, tuple(names),
+                                     refs=tuple(c[1] for c in of if c[1]) if all(c[1] for c in of) else ()))
                 cols = list(dict.fromkeys(new_columns(e[k], metric_sql)))
                 if cols:
                     out.append(Asked("list" if len(cols) > 1 else "name", "columns", op, None, tuple(cols)))
         when = e.get("applies_when")
         if when:
-            where = (natural(str(when["dimension"])), str(when["value"]))
+            where = (natural(str(when["dimension"])), str(when["value"]), str(when["dimension"]))
             out[at:] = [dataclasses.replace(a, slice=where) for a in out[at:]]
             out.append(Asked("name", "slice", op, where[0], (where[1],)))
     return out
@@ -301,7 +342,9 @@ def asks_of(asked: Asked) -> dict[str, Any]:
     if asked.facts == ("median",):
         out["value"] = "median"
     if asked.slice is not None:
-        out["slice"], out["slice_value"] = asked.slice
+        out["slice"], out["slice_value"], out["slice_ref"] = asked.slice
+    if asked.refs:
+        out["column_refs"] = list(asked.refs)
     return out
 
 
