@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import random
 import re
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -82,14 +83,9 @@ def plural_name(name: str) -> bool:
 
 
 def metric_words(name: str) -> str:
-    """A metric's name as words inside a sentence: lower case, but an acronym stays one
-    ("First-response SLA attainment" -> "first-response SLA attainment", not "sla")."""
-    def word(part: str) -> str:
-        return part if _ACRONYM.fullmatch(part) else part.lower()
-    return " ".join("-".join(word(p) for p in w.split("-")) for w in name.split(" "))
-
-
-_ACRONYM = re.compile(r"[A-Z][A-Z0-9&/]*[A-Z0-9]s?")
+    """A metric's name inside a sentence: lower case, but an acronym keeps its capitals
+    ("First-response SLA attainment" -> "first-response SLA attainment")."""
+    return " ".join(w if sum(ch.isupper() for ch in w) >= 2 else w.lower() for w in name.split())
 
 
 def figure_name(name: str) -> str:
@@ -118,8 +114,10 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
         return _pick(rng, [f"Did the {name}{on} {when} meet the target of {cmp} {t}? Answer PASS or FAIL with the value.",
                            f"Against a target of {cmp} {t}, did the {name}{on} pass {when}?"])
     if analysis == "trend_analysis":
-        return _pick(rng, [f"How did the {name} develop month by month {when}: rising, falling or flat, by how much overall, and which month peaked?",
-                           f"Looking at each month {when}, what is the trend of the {name}, its total change in percent and its peak month?"])
+        # The gold compares the first month with the last: the question asks exactly that, so a
+        # series that swings in between is not called "rising" by a reading of the whole curve.
+        return _pick(rng, [f"{when[:1].upper()}{when[1:]}, comparing the first month with the last, did the {name} rise, fall or stay flat, by how much in percent, and which month peaked?",
+                           f"By how much in percent did the {name} change {when}, comparing the last month with the first, in which direction, and which month was its peak?"])
     # Places go by their names ("Japan"), other values with their label ("the premium service plan").
     spatial = dimension_type == "spatial"
     if analysis == "comparison":
@@ -324,16 +322,29 @@ def fitting_documents(payload: dict[str, Any], texts: list[str], context: int) -
 
 
 NUMERIC = frozenset({"point_query", "comparison", "ranking", "threshold_crossing", "counterfactual", "decomposition"})
+# Answers listing groups: a NULL group is never one of them (core.answers.grouped_rows).
+GROUPED = frozenset({"ranking", "counterfactual", "decomposition"})
 
 
 def answer_format(analysis: str, rounding: int | None = None) -> str:
     """The answer format an agent is shown; with `rounding`, how the metric's values are rounded
     (the gold rounds the exact value half away from zero, as PostgreSQL's ROUND)."""
     shape = _shape(analysis)
+    if analysis in GROUPED:
+        shape += "; records whose group is not recorded (null) belong to no group and are left out"
     if rounding is not None and analysis in NUMERIC:
+        tie, up, even = rounding_example(rounding)
         shape += (f"; metric values rounded to {rounding} decimal{'s' if rounding != 1 else ''}, half away from "
-                  "zero (2.345 -> 2.35; on such an exact tie half to even, 2.34, passes too)")
+                  f"zero ({tie} -> {up}; on such an exact tie half to even, {even}, passes too)")
     return shape
+
+
+def rounding_example(digits: int) -> tuple[str, str, str]:
+    """An exact tie at `digits` decimals with an even digit before the 5, then the tie rounded
+    half away from zero and half to even: (2.345, 2.35, 2.34) for 2, (2.5, 3, 2) for 0."""
+    tie = Decimal("2.5") if digits <= 0 else Decimal("2." + "3" * (digits - 1) + "45")
+    step = Decimal(1).scaleb(-max(digits, 0))
+    return str(tie), str(tie.quantize(step, ROUND_HALF_UP)), str(tie.quantize(step, ROUND_HALF_EVEN))
 
 
 def _shape(analysis: str) -> str:

@@ -68,6 +68,37 @@ def test_answer_formats_state_how_the_gold_is_computed() -> None:
     assert "scored exactly" in answer_format("knowledge_retrieval", 2)
 
 
+def test_the_rounding_example_has_the_metrics_digits() -> None:
+    # a ranking rounded to whole numbers showed "2.345 -> 2.35", a tie at two decimals
+    assert "(2.5 -> 3; on such an exact tie half to even, 2, passes too)" in answer_format("ranking", 0)
+    assert "(2.45 -> 2.5; on such an exact tie half to even, 2.4, passes too)" in answer_format("point_query", 1)
+    assert "(2.345 -> 2.35; on such an exact tie half to even, 2.34, passes too)" in answer_format("comparison", 2)
+
+
+def test_a_group_not_recorded_is_said_to_be_left_out() -> None:
+    # berka's transactions with no purpose recorded are the largest "group" of a ranking by purpose;
+    # the gold leaves them out (core.answers.grouped_rows), and the answer format must say so
+    from dibench.core.answers import grouped_rows
+
+    assert [r["group"] for r in grouped_rows([(None, 21628, 21628), ("SIPO", 5020, 5020)], 0)] == ["SIPO"]
+    for analysis in ("ranking", "decomposition", "counterfactual"):
+        assert "not recorded (null) belong to no group and are left out" in answer_format(analysis, 2)
+    assert "no group" not in answer_format("comparison", 2)
+
+
+def test_a_trend_question_asks_for_the_first_and_last_month_comparison_its_gold_is() -> None:
+    import random
+
+    from dibench.generation.questions import template_question
+
+    facts = {"start": "1995-06-01", "end": "1995-12-01"}
+    asked = {template_question("trend_analysis", "Card sales units", "region", facts, random.Random(seed), "count")
+             for seed in range(20)}
+    assert len(asked) == 2
+    # a series 7, 6.5, 2, 7.5, 1.5, 8 is "increasing" by the stated method, not by a look at each month
+    assert all("first" in q and "last" in q and "month by month" not in q for q in asked), asked
+
+
 def test_a_constant_significance_verdict_and_a_constant_trend_direction_fail() -> None:
     sig = task_contract("significance_testing", 2)
     gold = {"significant": False, "p_value": 0.41, "t_statistic": 0.84, "test_name": "Welch's t-test (two-tailed)",
@@ -194,3 +225,16 @@ def test_two_knowledge_tasks_with_one_typed_value_are_kept_once() -> None:
              Asked("k:4", "What limit makes a handle time a timer error? Give the number and its unit.",
                    "knowledge_retrieval", {"value": 60, "unit": "minute", "text": "More than 60 minutes."}, 2)]
     assert same_answers(tasks) == {"k:2": "k:1"}
+
+
+def test_a_comparison_whose_values_only_round_alike_is_not_asked() -> None:
+    # pagila inventory turns, Classics 2.43317 and Documentary 2.43262: the gold said "equal",
+    # an agent comparing the exact values names Classics
+    from dibench.generation.analyses.comparison import rounded_together
+
+    rows = [("Classics", 2.4331683168316833, 983), ("Documentary", 2.4326241134751774, 1029)]
+    assert rounded_together(rows, "Classics", "Documentary", 2)
+    assert not rounded_together(rows, "Classics", "Documentary", 4)
+    # equal exactly (two counts of 5) is one answer: "equal"
+    assert not rounded_together([("a", 5, 5), ("b", 5, 5)], "a", "b", 0)
+    assert not rounded_together([("a", 5, 5)], "a", "b", 0)
