@@ -162,6 +162,7 @@ _ASKS = {
     "values": "Which {column} does our policy single out to decide which records are {verb} the {name}?",
     "cutoff-date": "Which date does our policy use to decide which records are {verb} the {name}?",
     "values-formula": "Which {values}{of} does our policy's calculation of the {name} single out{where}?",
+    "values-counted": "Which {values}{of} does our policy count in the {name}{where}?",
     "statistic-formula": "Which statistic does our policy use to report the {name}?",
     "flags": "Which {kinds} of records does our policy say are {verb} the {name}?",
     "weight": "By what factor does our policy weight the records it singles out in the {name}?",
@@ -240,7 +241,7 @@ def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
         ref = str(asks.get("slice_ref") or "")
         label = labels[ref] if labels and ref in labels else labelled(str(asks["slice"]), labels)
         where = f" where the {label} is {asks['slice_value']}"
-    of = f" of the {column}" if key == "values-formula" and column else ""
+    of = f" of the {column}" if key in ("values-formula", "values-counted") and column else ""
     template = _ASKS.get(key, "What does our policy set for the {name}?")
     if where and "{where}" not in template:
         template = template[:-1] + "{where}?"
@@ -250,7 +251,7 @@ def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
     # The wording is chosen by what is asked, not by the skeleton: every skeleton of one metric
     # and rule asks the same knowledge question, so its copies are found and kept once.
     del rng
-    return text + _GIVE.get(str(asks.get("kind")), "")
+    return text + (" Give its number." if asks.get("numbered") else _GIVE.get(str(asks.get("kind")), ""))
 
 
 # The no-rule variant's opt-out: its answer is the catalog's plain metric, and the question says so.

@@ -200,7 +200,9 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
     featured = sk.featured
     tier = tier_of(analysis, g.policy_changes)
     # USES_RULE goes to the decisive rules; a knowledge task is about its featured document.
-    used = [featured.rule_id] if analysis == KNOWLEDGE and featured else g.decisive
+    # (the rule whose document it asks about: the featured one or another rule in force on the metric)
+    used = ([str(result.facts.get("rule") or featured.rule_id)] if analysis == KNOWLEDGE and featured
+            else g.decisive)
     refs = {r.rule_id: r for r in sk.policy}
     rule_texts = [docs[r].body for r in used if r in docs]
     llm_failure: str | None = None

@@ -212,8 +212,32 @@ def test_a_values_question_over_a_sliced_override_names_the_slice_and_the_column
     rule = next(d for d in pack.rules if d.front.id == "RULE-FAMILY-ZONE")
     effect = next(e.model_dump() for e in rule.front.effects or [])
     metric = pack.metric_by_id[effect["metric"]]
-    values = next(a for a in candidates([effect], False, metric.sql) if a.what == "values")
+    values = next(a for a in candidates([effect], False, metric.sql) if a.what == "values-counted")
     labels = {d.column: d.label for d in pack.spec.dimensions}
     q = knowledge_question(metric.name.lower(), {"op": effect["op"], "asks": asks_of(values)}, random.Random(0), labels)
-    assert q.startswith("Which values of the film rating does our policy's calculation of the family-friendly "
-                        "rental share single out where the rental store is 2?"), q
+    assert q.startswith("Which values of the film rating does our policy count in the family-friendly rental share "
+                        "where the rental store is 2?"), q
+
+
+def test_values_a_formula_counts_are_asked_as_counted_and_a_numbered_slice_by_its_number() -> None:
+    """Demo's "Which values does our policy's calculation of the escalation rate single out?"
+    (transfer, named in the same sentence, is as fair a reading): the values the formula counts,
+    asked as counted, with what they are of; pagila's store 2 is asked for by its number."""
+    demo = load_pack("demo")
+    rule = next(d for d in demo.rules if d.front.id == "RULE-ESC-TRANSFER")
+    effect = next(e.model_dump() for e in rule.front.effects or [])
+    metric = demo.metric_by_id[effect["metric"]]
+    counted = next(a for a in candidates([effect], False, metric.sql) if a.facts == ("engineering", "management"))
+    q = knowledge_question(metric.name.lower(), {"op": effect["op"], "asks": asks_of(counted)}, random.Random(0))
+    assert q == "Which values of the escalation type does our policy count in the escalation rate? List every one of them."
+    # a value in a CASE branch plays a part no few words name: not asked
+    case = {"metric": "M", "op": "override", "expression": "SUM(CASE WHEN t.kind = 'a' THEN 2 ELSE 1 END)"}
+    assert not [a for a in candidates([case], False) if a.what.startswith("values")]
+    pagila = load_pack("pagila")
+    zone = next(d for d in pagila.rules if d.front.id == "RULE-FAMILY-ZONE")
+    effect = next(e.model_dump() for e in zone.front.effects or [])
+    store = next(a for a in candidates([effect], False) if a.what == "slice")
+    labels = {d.column: d.label for d in pagila.spec.dimensions}
+    q = knowledge_question("family-friendly rental share", {"op": "override", "asks": asks_of(store)}, random.Random(0),
+                           labels)
+    assert q.endswith("concern? Give its number.") and f"Which {labels['inventory.store_id']} " in q, q

@@ -7,6 +7,7 @@ No SQL. {"value", "unit" (numbers), "text"}"""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -234,6 +235,16 @@ def _compared_column(predicate: str, value: str, aliases: dict[str, str] | None 
     return None
 
 
+def _counted(expression: str, value: str) -> bool:
+    """Whether the string `value` is compared inside an aggregate's FILTER: the rows it selects
+    are the ones the formula counts."""
+    tree = _parsed(expression)
+    for lit in tree.find_all(exp.Literal) if tree is not None else ():
+        if lit.is_string and str(lit.this) == value:
+            return lit.find_ancestor(exp.Filter) is not None
+    return False
+
+
 def _split(values: list[str]) -> tuple[list[str], list[str], list[str]]:
     """(numbers, dates, names) among literal values."""
     parsed = {v: parse_fact(v) for v in values}
@@ -283,11 +294,14 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
                 if len(nums) == 1:
                     out.append(Asked("number", "weight" if k == "weight" else "cutoff", op, None, (nums[0],),
                                      _interval_unit(e[k], nums[0])))
-                if names:
-                    # the column the values are of ("f.rating IN ('G', 'PG')": film ratings)
+                # values a formula counts (FILTER (WHERE f.rating IN ('G', 'PG'))), asked with the
+                # column they are of; values in any other place (a CASE branch) play a part no
+                # question names in a few words, so they are not asked; a median is a statistic
+                counted = names and all(_counted(e[k], n) for n in names)
+                if counted or names == ["median"]:
                     of = [c for c in dict.fromkeys(_compared_column(e[k], n, aliases) for n in names) if c]
-                    out.append(Asked("list" if len(names) > 1 else "name", "values", op,
-                                     " and ".join(c[0] for c in of) or None, tuple(names),
+                    out.append(Asked("list" if len(names) > 1 else "name", "values-counted" if counted else "values",
+                                     op, " and ".join(c[0] for c in of) or None, tuple(names),
                                      refs=tuple(c[1] for c in of if c[1]) if all(c[1] for c in of) else ()))
                 cols = list(dict.fromkeys(new_columns(e[k], metric_sql)))
                 if cols:
@@ -296,7 +310,7 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
         if when:
             where = (natural(str(when["dimension"])), str(when["value"]), str(when["dimension"]))
             out[at:] = [dataclasses.replace(a, slice=where) for a in out[at:]]
-            out.append(Asked("name", "slice", op, where[0], (where[1],)))
+            out.append(Asked("name", "slice", op, where[0], (where[1],), refs=(where[2],)))
     return out
 
 
@@ -345,6 +359,8 @@ def asks_of(asked: Asked) -> dict[str, Any]:
         out["slice"], out["slice_value"], out["slice_ref"] = asked.slice
     if asked.refs:
         out["column_refs"] = list(asked.refs)
+    if asked.kind == "name" and asked.facts[0].isdigit():
+        out["numbered"] = True  # a group known by its number (store 2) is asked for its number
     return out
 
 
@@ -358,34 +374,66 @@ def other_dated_rule(docs: dict[str, Any], rule_id: str, metric_id: str) -> bool
     return any(rid != rule_id and dated(d) for rid, d in docs.items())
 
 
-def build(ctx: Context) -> Outcome | None:
-    rule = ctx.skeleton.rules[0]
+@dataclass(frozen=True)
+class Option:
+    """One thing a knowledge task of the metric may ask: of which rule, what, the question and gold."""
+
+    rule: Any  # the RuleEdge
+    doc: Any
+    effects: list[dict[str, Any]]
+    about: dict[str, Any]
+    asked: Asked
+    question: str
+    gold: dict[str, Any]
+
+
+def options(ctx: Context, rule: Any) -> list[Option]:
+    """What the rule's document states of what it sets for the metric, each with its question."""
     doc = ctx.rule_docs.get(rule.rule_id)
     if doc is None:
-        return None
+        return []
     effects = [e for e in rule.effects_json() if e.get("metric") == ctx.metric.id] or rule.effects_json()
     temporal = rule.rule_type == "temporal"
     about = topic(effects, temporal)
-    # a fact the question names (the column it asks about) is no evidence of retrieval; a date
-    # is asked only of a metric no other rule dates, or "from which date" has two answers
-    stated_ones = [a for a in candidates(effects, temporal, ctx.metric.sql, ctx.metric.unit)
-                   if stated_in(doc, a, [w for w in (a.column, a.slice[1] if a.slice else None) if w])
-                   and not (a.what == "date" and other_dated_rule(ctx.rule_docs, rule.rule_id, ctx.metric.id))]
-    if not stated_ones:
+    name = figure_name(metric_words(ctx.metric.name))
+    out = []
+    # a fact the question names (the column it asks about, the slice) is no evidence of
+    # retrieval; a date is asked only of a metric no other rule dates, or "from which date" has two answers
+    for a in candidates(effects, temporal, ctx.metric.sql, ctx.metric.unit):
+        if stated_in(doc, a, [w for w in (a.column, a.slice[1] if a.slice else None) if w]) \
+                and not (a.what == "date" and other_dated_rule(ctx.rule_docs, rule.rule_id, ctx.metric.id)):
+            asks = {**about, "asks": asks_of(a)}
+            out.append(Option(rule, doc, effects, asks, a, knowledge_question(name, asks, ctx.rng), typed_gold(doc, a)))
+    return out
+
+
+def pick(key: str, choices: list[Option]) -> Option:
+    """One of `choices`, the same for the same skeleton, spread over the skeletons of a metric."""
+    return choices[int(hashlib.sha256(key.encode()).hexdigest(), 16) % len(choices)]
+
+
+def build(ctx: Context) -> Outcome | None:
+    featured = ctx.skeleton.rules[0]
+    mine = options(ctx, featured)
+    if not mine:
         return None
-    # the first a lazy reader cannot pick out by its place (knowledge_admission); else the first,
-    # which the run's admission then refuses with its reason
+    # Every rule in force on the metric states facts a knowledge task may ask about: the
+    # skeletons of one metric ask different ones. A question two rules would answer differently
+    # (two exclusions of the metric, each with its limit) has no one answer: not asked.
+    every = mine + [o for r in ctx.skeleton.policy if r.rule_id != featured.rule_id for o in options(ctx, r)]
+    golds: dict[str, set[str]] = {}
+    for o in every:
+        golds.setdefault(o.question, set()).add(json.dumps(o.gold.get("value"), sort_keys=True, default=str))
     texts = [f"{d.front.title}\n{d.body}" for d in ctx.rule_docs.values()]
-    own = f"{doc.front.title}\n{doc.body}"
-    asked, answer = stated_ones[0], typed_gold(doc, stated_ones[0])
-    for a in stated_ones:
-        asks = {**about, "asks": asks_of(a)}
-        gold = typed_gold(doc, a)
-        if lazy_problem(knowledge_question(figure_name(metric_words(ctx.metric.name)), asks, ctx.rng), gold, own, texts) is None:
-            asked, answer = a, gold
-            break
-    about = {**about, "asks": asks_of(asked)}
+    # those a lazy reader cannot pick out by their place (knowledge_admission), the featured
+    # rule's first; none: the featured rule's first, which stage 1 then refuses with its reason
+    safe = [o for o in every if len(golds[o.question]) == 1
+            and lazy_problem(o.question, o.gold, f"{o.doc.front.title}\n{o.doc.body}", texts) is None]
+    own = [o for o in safe if o.rule.rule_id == featured.rule_id]
+    chosen = pick(ctx.skeleton.key, own or safe) if safe else mine[0]
+    doc, answer, asked = chosen.doc, chosen.gold, chosen.asked
     return Outcome(answer, {**answer, "value": None} if asked.kind != "list" else {**answer, "value": []},
                    None, None, {}, {},
-                   {"rule": rule.rule_id, "title": doc.front.title, "effective_date": doc.front.effective_date.isoformat(),
-                    "effects": json.dumps(effects), "topic": about})
+                   {"rule": chosen.rule.rule_id, "title": doc.front.title,
+                    "effective_date": doc.front.effective_date.isoformat(),
+                    "effects": json.dumps(chosen.effects), "topic": chosen.about})
