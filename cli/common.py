@@ -177,3 +177,15 @@ def print_shortcut_audit(audit: Any, rejected: dict[str, int] | None = None) -> 
     if rejected:
         click.echo(f"not admitted, a shortcut passing more than {table.limit_pct:g}% of the family: "
                    + ", ".join(f"{family} {n}" for family, n in rejected.items()))
+
+
+def print_holdout_audit(audit: Any) -> None:
+    """The hold-out strategies (never used to admit a task) on the admitted knowledge tasks."""
+    if not audit or not audit.get("cells"):
+        return
+    from dibench.generation.shortcuts.audit import AUDIT_COLUMNS, ShortcutAudit, audit_rows
+
+    table = ShortcutAudit.model_validate(audit)
+    rows = [r[:-1] for r in audit_rows(table)]  # the hold-out admits nothing: no verdict column
+    print_table(f"hold-out: best of {table.strategies} strategies never used to admit a knowledge task",
+                AUDIT_COLUMNS[:-1], rows)

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
+from dibench.core.facts import fact_found
 from dibench.core.typed_answers import kind_of, name_matches, unit_in, unit_key
 from dibench.generation.shortcuts import AuditTask, Corpus, Shortcut, passes
 from dibench.generation.shortcuts.dumps import nearest_document
@@ -21,6 +22,7 @@ from dibench.generation.shortcuts.retrieval import all_sentences, dates, nearest
 KNOWLEDGE = "knowledge_retrieval"
 LAZY = "knowledge_lazy_retrieval"
 ANSWERED = "knowledge_shortcut"
+LEAK = "knowledge_leak"
 # Refusals feed the leave-one-out strategies' distributions: a few rounds reach the fixed point.
 MAX_ROUNDS = 4
 
@@ -84,17 +86,33 @@ def lazy_problem(question: str, gold: dict[str, Any], own: str | None, documents
     return None
 
 
+def named_answer(question: str, gold: dict[str, Any]) -> str | None:
+    """The value asked for (or one of its list) that the question itself states, or None."""
+    value = gold.get("value")
+    values = value if isinstance(value, list) else [value]
+    for v in values:
+        if v is None or isinstance(v, bool):
+            continue
+        text = format(Decimal(str(v)).normalize(), "f") if isinstance(v, (int, float)) else str(v)
+        if fact_found(text, question):
+            return text
+    return None
+
+
 def own_document(task: AuditTask, documents: Sequence[str]) -> str | None:
     title = str(task.facts.get("title") or "")
     return next((d for d in documents if title and d.split("\n", 1)[0] == title), None)
 
 
 def refusals(tasks: Sequence[AuditTask], documents: Sequence[str], shortcuts: Sequence[Shortcut]) -> dict[str, str]:
-    """{task key: reason} for every standard knowledge task a lazy reader or a shortcut answers."""
+    """{task key: reason} for every standard knowledge task whose question names its answer, or
+    that a lazy reader or a shortcut answers (the question as stored: as shipped, rephrased or not)."""
     out: dict[str, str] = {}
     for t in tasks:
         if t.analysis_type == KNOWLEDGE and t.variant == "standard" and t.contract.fact is not None:
-            problem = lazy_problem(t.question, t.gold, own_document(t, documents), documents)
+            named = named_answer(t.question, t.gold)
+            problem = (f"{LEAK}: the question names the answer ({named})" if named is not None
+                       else lazy_problem(t.question, t.gold, own_document(t, documents), documents))
             if problem is not None:
                 out[t.key] = problem
     for _ in range(MAX_ROUNDS):

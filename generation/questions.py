@@ -20,6 +20,7 @@ from dibench.core.answers import TREND_FLAT_PCT, TREND_PCT_DIGITS
 from dibench.core.config import get_settings
 from dibench.core.contracts import P_VALUE_ABS_TOL, P_VALUE_REL_TOL, T_ABS_TOL
 from dibench.core.models import KNOWN_UNITS
+from dibench.core.typed_answers import known_unit
 from dibench.stores.llm import ask_structured, estimate_tokens, shape_text
 
 PROMPT_VERSION = "phrase/3"
@@ -122,7 +123,8 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
     if analysis == "comparison":
         a, b = facts["group_a"], facts["group_b"]
         return _pick(rng, [f"Which {dim_label} had the higher {name} {when}: {a} or {b}? Give both values.",
-                           f"Compare the {name} of {a if spatial else f'the {a} {dim_label}'} with that of {b} {when}."])
+                           f"Compare the {name} of {a if spatial else f'the {a} {dim_label}'} with that of "
+                           f"{b if spatial else f'the {b} {dim_label}'} {when}."])
     if analysis == "ranking":
         k = facts["k"]
         best = "highest" if facts.get("higher_is_better", True) else "lowest"
@@ -153,17 +155,19 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
 # the column the rule singles out.
 _LEFT_OUT = {"exclude": "left out of", "where": "counted in", "having": "counted in"}
 _ASKS = {
-    "threshold": "What value does our policy set for the {column} of the {name}?",
+    "threshold": "What {column} does our policy set for the {name}{where}?",
     "min_n": "What is the smallest group size for which our policy lets the {name} be shown?",
     "cutoff": "What limit does our policy use to decide which records are {verb} the {name}?",
     "cutoff-formula": "What limit does our policy write into the calculation of the {name}?",
     "values": "Which {column} does our policy single out to decide which records are {verb} the {name}?",
     "cutoff-date": "Which date does our policy use to decide which records are {verb} the {name}?",
-    "values-formula": "Which {values} does our policy's calculation of the {name} single out?",
+    "values-formula": "Which {values}{of} does our policy's calculation of the {name} single out{where}?",
+    "values-counted": "Which {values}{of} does our policy count in the {name}{where}?",
     "statistic-formula": "Which statistic does our policy use to report the {name}?",
     "flags": "Which {kinds} of records does our policy say are {verb} the {name}?",
     "weight": "By what factor does our policy weight the records it singles out in the {name}?",
-    "columns": "Which figure does our policy bring into the calculation of the {name}?",
+    "columns": "Which {fields}, beyond those of the catalog's definition, does our policy bring into the calculation "
+               "of the {name}?",
     "slice": "Which {column} does our policy's special treatment of the {name} concern?",
     "date": "From which date does our policy {change} the {name}{about}?",
 }
@@ -174,6 +178,28 @@ _CHANGES = {"exclude": "leave some records out of", "where": "narrow the records
             "adjust": "adjust", "weight": "weight records differently in"}
 _GIVE = {"number": " Give the number and its unit, if it has one.", "date": " Give the date.",
          "name": " Give its name.", "list": " List every one of them."}
+
+
+def parameter_words(words: str) -> str:
+    """A rule parameter as an analyst names it: an abbreviation in capitals ("sla hours" -> "SLA
+    limit in hours"), a parameter in a unit of time as a limit in that unit."""
+    parts = words.split()
+    if len(parts) > 1 and known_unit(parts[-1]):
+        return f"{' '.join(_abbreviated(p) for p in parts[:-1])} limit in {parts[-1]}"
+    return " ".join(_abbreviated(p) for p in parts)
+
+
+def _abbreviated(word: str) -> str:
+    """A short word with no vowel but y, or of three letters or fewer that is no English word, is
+    an abbreviation ("lgd", "sla", "kpi")."""
+    if word.isalpha() and word.islower() and len(word) <= 4 and (not re.search(r"[aeiou]", word)
+                                                                  or word in _ABBREVIATIONS):
+        return word.upper()
+    return word
+
+
+# Lower-case abbreviations with a vowel that rule parameters use.
+_ABBREVIATIONS = frozenset({"sla", "kpi", "apr", "ltv", "roi", "eur", "usd", "aov", "arpu", "nps", "csat", "ecl"})
 
 
 def labelled(column: str | None, labels: dict[str, str] | None) -> str | None:
@@ -190,7 +216,12 @@ def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
     apart from the metric's other rules by what it asks for, never by its document; it ends by
     saying what kind of answer it wants. `labels`: the pack's dimension labels by column words."""
     asks = topic.get("asks") or {}
-    what, op, column = str(asks.get("what")), str(asks.get("op")), labelled(asks.get("column"), labels)
+    what, op = str(asks.get("what")), str(asks.get("op"))
+    refs = [str(r) for r in asks.get("column_refs") or []]
+    # a column the rule names with its table is labelled as that table's dimension: two tables'
+    # `k_symbol` are the transaction purpose and the standing order purpose
+    column = (" and ".join(labels[r] for r in refs) if refs and labels and all(r in labels for r in refs)
+              else labelled(asks.get("column"), labels))
     formula = op in ("override", "adjust", "weight") and what in ("cutoff", "values")
     key = f"{what}-formula" if formula else what
     if key == "values-formula" and asks.get("value") == "median":
@@ -202,13 +233,25 @@ def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
     columns = [str(c) for c in topic.get("columns") or []]
     change = _CHANGES.get(op, "change").format(column=" and ".join(columns) or "threshold")
     about = f", depending on their {' and '.join(columns)}" if columns and op in _LEFT_OUT else ""
-    text = _ASKS.get(key, "What does our policy set for the {name}?").format(
-        name=name, verb=verb, column=column or "value", change=change, about=about,
-        values="value" if one else "values", kinds="kind" if one else "kinds")
+    if what == "threshold":
+        column = parameter_words(column or "value")
+    where = ""
+    if what != "slice" and asks.get("slice_value") is not None and asks.get("slice"):
+        # a value the rule sets for one slice only: another slice has another (the catalog's)
+        ref = str(asks.get("slice_ref") or "")
+        label = labels[ref] if labels and ref in labels else labelled(str(asks["slice"]), labels)
+        where = f" where the {label} is {asks['slice_value']}"
+    of = f" of the {column}" if key in ("values-formula", "values-counted") and column else ""
+    template = _ASKS.get(key, "What does our policy set for the {name}?")
+    if where and "{where}" not in template:
+        template = template[:-1] + "{where}?"
+    text = template.format(
+        name=name, verb=verb, column=column or "value", change=change, about=about, where=where, of=of,
+        values="value" if one else "values", kinds="kind" if one else "kinds", fields="field" if one else "fields")
     # The wording is chosen by what is asked, not by the skeleton: every skeleton of one metric
     # and rule asks the same knowledge question, so its copies are found and kept once.
     del rng
-    return text + _GIVE.get(str(asks.get("kind")), "")
+    return text + (" Give its number." if asks.get("numbered") else _GIVE.get(str(asks.get("kind")), ""))
 
 
 # The no-rule variant's opt-out: its answer is the catalog's plain metric, and the question says so.

@@ -37,7 +37,8 @@ def vocabulary(pack: Pack, columns: dict[str, list[str]]) -> Vocabulary:
     ids.update(m.id.lower() for m in pack.metrics)
     ids.update(r.id.lower() for r in pack.rules)
     ids.add(pack.schema.lower() + ".")
-    return Vocabulary(frozenset(ids), {r.id: rule_condition_numbers(r) for r in pack.rules})
+    return Vocabulary(frozenset(ids), {r.id: rule_condition_numbers(r) for r in pack.rules},
+                      {r.id: f"{r.front.title}\n{r.body}" for r in pack.rules})
 
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w])")
@@ -199,7 +200,9 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
     featured = sk.featured
     tier = tier_of(analysis, g.policy_changes)
     # USES_RULE goes to the decisive rules; a knowledge task is about its featured document.
-    used = [featured.rule_id] if analysis == KNOWLEDGE and featured else g.decisive
+    # (the rule whose document it asks about: the featured one or another rule in force on the metric)
+    used = ([str(result.facts.get("rule") or featured.rule_id)] if analysis == KNOWLEDGE and featured
+            else g.decisive)
     refs = {r.rule_id: r for r in sk.policy}
     rule_texts = [docs[r].body for r in used if r in docs]
     llm_failure: str | None = None
@@ -209,7 +212,8 @@ def candidate(sk: Skeleton, pack: Pack, analysis: str, g: Grounded, rng: random.
         # A failed grounding has no facts (windows, groups) to phrase a question with.
         question = f"({analysis} of {metric.name}: not grounded)" if failed else template_question(
             analysis, metric.name, sk.dimension_label, result.facts, rng, metric.unit, sk.dimension_type,
-            {natural(d.column): d.label for d in pack.spec.dimensions})
+            {**{natural(d.column): d.label for d in pack.spec.dimensions},
+             **{d.column: d.label for d in pack.spec.dimensions}})
         if phrased and llm is not None:
             # A failed model call is this candidate's problem, never the run's: the candidate keeps
             # the template question and is rejected with the reason (an exhausted call budget only

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from dibench.core.contracts import check_answer, shape_problems, task_contract
 from dibench.generation.fidelity import fidelity_problems
+from dibench.generation.knowledge_admission import lazy_problem, named_answer
 from dibench.stores.llm import ask_structured
 
 
@@ -77,6 +78,9 @@ class Vocabulary:
 
     identifiers: frozenset[str]
     conditions: dict[str, frozenset[float]] = field(default_factory=dict)
+    # each rule document as a reader sees it (title, then body), by rule id: what the knowledge
+    # admission checks a knowledge question against
+    documents: dict[str, str] = field(default_factory=dict)
 
 
 Check = Callable[[Candidate, Vocabulary], str | None]
@@ -147,6 +151,24 @@ def not_naturalised(c: Candidate, v: Vocabulary) -> str | None:
     return "question contains a raw column-style name (underscore)" if "_" in text else None
 
 
+def knowledge_leak(c: Candidate, v: Vocabulary) -> str | None:
+    """A knowledge question that states what it asks for (a rephrased question may): the echo
+    answers it."""
+    if c.analysis_type != "knowledge_retrieval":
+        return None
+    named = named_answer(c.question, c.gold_answer)
+    return f"the question names the answer ({named})" if named else None
+
+
+def knowledge_lazy_retrieval(c: Candidate, v: Vocabulary) -> str | None:
+    """A knowledge question, as shipped (templated or rephrased), whose answer a lazy reader finds
+    by its place (generation/knowledge_admission.py)."""
+    if c.analysis_type != "knowledge_retrieval" or not v.documents or not c.rule_ids:
+        return None
+    problem = lazy_problem(c.question, c.gold_answer, v.documents.get(c.rule_ids[0]), tuple(v.documents.values()))
+    return problem.split(": ", 1)[1] if problem else None
+
+
 # The counterfactual filter (generation/tasks.py `candidate`): a rule task is admitted only if its
 # featured rule is decisive under the metric's whole policy. Its rejections start with this name.
 NOT_DISCRIMINATIVE = "rule_not_discriminative"
@@ -161,7 +183,8 @@ def phrasing_fidelity(c: Candidate, v: Vocabulary) -> str | None:
 
 
 STAGE1: tuple[Check, ...] = (missing_gold, unscorable, too_short, leaked_identifiers,
-                             datetime_as_category, short_knowledge, not_naturalised, phrasing_fidelity)
+                             datetime_as_category, short_knowledge, not_naturalised, phrasing_fidelity, knowledge_leak,
+                             knowledge_lazy_retrieval)
 
 
 def stage1(c: Candidate, v: Vocabulary) -> list[str]:

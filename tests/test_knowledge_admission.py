@@ -8,7 +8,7 @@ from typing import Any
 
 from dibench.core.contracts import task_contract
 from dibench.core.pack import load_pack
-from dibench.generation.analyses.knowledge import answer_text, candidates, other_dated_rule
+from dibench.generation.analyses.knowledge import answer_text, asks_of, candidates, natural, other_dated_rule
 from dibench.generation.document_text import plain
 from dibench.generation.knowledge_admission import ANSWERED, LAZY, lazy_problem, position_problem, refusals
 from dibench.generation.questions import knowledge_question
@@ -110,7 +110,17 @@ def test_reference_text_is_prose_without_markdown() -> None:
     text = answer_text(children, ["2024-04-01"])
     assert "**" not in text and text.startswith("From 1 April 2024, overdue fines")
     both = answer_text(children, ["child", "overdue"])
-    assert "April 2024. Any overdue fine" in both  # a heading stated with a sentence ends as one
+    # the rule's own sentences, not the title heading that also names them
+    assert both.startswith("From 1 April 2024, overdue fines are no longer charged on children's cards. Any overdue")
+
+
+def test_the_reference_text_is_the_sentence_stating_the_rule_not_the_background() -> None:
+    """Berka's interest-credit rule: UROK is named first in the background ("Until the end of
+    1993 the inflow figures included every credit ..."); the reference is the core rule's sentence
+    that excludes it."""
+    rule = next(d for d in load_pack("berka").rules if d.front.id == "RULE-BRK-06")
+    text = answer_text(rule, ["UROK"])
+    assert "excluded" in text and not text.startswith("Until the end of 1993"), text
 
 
 def test_the_values_question_names_every_column_its_values_are_of() -> None:
@@ -177,3 +187,57 @@ def test_the_columns_a_question_names_go_by_the_packs_labels() -> None:
     q = knowledge_question("fines assessed figure", topic, random.Random(0), labels)
     assert q.startswith("Which values of the card type and fine type does our policy single out")
     assert "member type" in knowledge_question("fines assessed figure", topic, random.Random(0))
+
+
+def test_a_column_two_tables_share_is_labelled_as_the_rule_s_table() -> None:
+    """Berka's `trans.k_symbol` (transaction purpose) and `permanent_order.k_symbol` (standing
+    order purpose): the interest-credit rule filters `t.k_symbol`, `t` being the transactions of
+    the credit inflow, so the question asks for the transaction purpose."""
+    pack = load_pack("berka")
+    rule = next(d for d in pack.rules if d.front.id == "RULE-BRK-06")
+    effect = next(e.model_dump() for e in rule.front.effects or [])
+    metric = pack.metric_by_id[effect["metric"]]
+    values = next(a for a in candidates([effect], False, metric.sql) if a.what == "values")
+    assert values.refs == ("trans.k_symbol",)
+    labels = {**{natural(d.column): d.label for d in pack.spec.dimensions},
+              **{d.column: d.label for d in pack.spec.dimensions}}
+    q = knowledge_question(metric.name.lower(), {"op": effect["op"], "asks": asks_of(values)}, random.Random(0), labels)
+    assert "Which value of the transaction purpose does our policy single out" in q, q
+
+
+def test_a_values_question_over_a_sliced_override_names_the_slice_and_the_column() -> None:
+    """Pagila's family-zone override holds for store 2 only (the chain's definition is G and PG):
+    the question names the store and what the values are of."""
+    pack = load_pack("pagila")
+    rule = next(d for d in pack.rules if d.front.id == "RULE-FAMILY-ZONE")
+    effect = next(e.model_dump() for e in rule.front.effects or [])
+    metric = pack.metric_by_id[effect["metric"]]
+    values = next(a for a in candidates([effect], False, metric.sql) if a.what == "values-counted")
+    labels = {d.column: d.label for d in pack.spec.dimensions}
+    q = knowledge_question(metric.name.lower(), {"op": effect["op"], "asks": asks_of(values)}, random.Random(0), labels)
+    assert q.startswith("Which values of the film rating does our policy count in the family-friendly rental share "
+                        "where the rental store is 2?"), q
+
+
+def test_values_a_formula_counts_are_asked_as_counted_and_a_numbered_slice_by_its_number() -> None:
+    """Demo's "Which values does our policy's calculation of the escalation rate single out?"
+    (transfer, named in the same sentence, is as fair a reading): the values the formula counts,
+    asked as counted, with what they are of; pagila's store 2 is asked for by its number."""
+    demo = load_pack("demo")
+    rule = next(d for d in demo.rules if d.front.id == "RULE-ESC-TRANSFER")
+    effect = next(e.model_dump() for e in rule.front.effects or [])
+    metric = demo.metric_by_id[effect["metric"]]
+    counted = next(a for a in candidates([effect], False, metric.sql) if a.facts == ("engineering", "management"))
+    q = knowledge_question(metric.name.lower(), {"op": effect["op"], "asks": asks_of(counted)}, random.Random(0))
+    assert q == "Which values of the escalation type does our policy count in the escalation rate? List every one of them."
+    # a value in a CASE branch plays a part no few words name: not asked
+    case = {"metric": "M", "op": "override", "expression": "SUM(CASE WHEN t.kind = 'a' THEN 2 ELSE 1 END)"}
+    assert not [a for a in candidates([case], False) if a.what.startswith("values")]
+    pagila = load_pack("pagila")
+    zone = next(d for d in pagila.rules if d.front.id == "RULE-FAMILY-ZONE")
+    effect = next(e.model_dump() for e in zone.front.effects or [])
+    store = next(a for a in candidates([effect], False) if a.what == "slice")
+    labels = {d.column: d.label for d in pagila.spec.dimensions}
+    q = knowledge_question("family-friendly rental share", {"op": "override", "asks": asks_of(store)}, random.Random(0),
+                           labels)
+    assert q.endswith("concern? Give its number.") and f"Which {labels['inventory.store_id']} " in q, q

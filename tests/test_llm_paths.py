@@ -13,10 +13,13 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
+from dibench.core.contracts import task_contract
 from dibench.core.errors import ExtractionError
 from dibench.core.pack import Pack, load_pack
 from dibench.generation.executor import Executor
+from dibench.generation.knowledge_admission import LEAK, refusals
 from dibench.generation.questions import llm_question, period_words
+from dibench.generation.shortcuts import AuditTask, registry
 from dibench.generation.tasks import build_candidates, run_judge, vocabulary
 from dibench.generation.validation import JUDGE_DIMENSIONS, Candidate, Vocabulary
 from dibench.stores.pack_data import schema_columns
@@ -246,3 +249,37 @@ def test_build_candidates_phrases_and_judges_with_the_model(pack: Pack, warehous
     for c in got:
         if not c.rejections:
             assert c.judge["stage2"] == "judged" and c.judge["failed"] == []
+
+
+def test_the_knowledge_checks_run_on_the_rephrased_question(pack: Pack, warehouse: Warehouse, vocab: Vocabulary,
+                                                             candidates: list[Candidate]) -> None:
+    """The knowledge admission reads the question shipped: a model that rephrases the knowledge
+    question into one naming its answer ("phone") has it rejected, though the template question
+    passes; the run's closing refusal reads the stored (rephrased) question as well."""
+    k = next(c for c in candidates if c.analysis_type == "knowledge_retrieval")
+    assert not k.rejections and k.gold_answer["value"] == "phone"
+    leaky = "Do we leave phone orders of basic customers out of the satisfaction rate? Give the sales channel's name."
+    responses: list[str] = []
+    for i, c in enumerate(candidates):
+        if c is k:
+            responses.append(phrased(leaky))
+            continue
+        responses.append(phrased(f"Question {chr(ord('A') + i)}: {c.question}"))
+        if c.no_rule_question is not None:
+            responses.append(phrased(f"Question {chr(ord('A') + i)}: {c.no_rule_question}"))
+        if not c.rejections:
+            responses.append(verdict())
+    llm, _ = fake(responses)
+    got = next(c for c in build_candidates(skeleton(pack, *SK), pack, Executor(warehouse), vocab, seed=42, llm=llm)
+               if c.analysis_type == "knowledge_retrieval")
+    assert got.question == leaky
+    assert got.rejections == ["knowledge_leak: the question names the answer (phone)"]
+    # the closing refusal, on the task as stored with the shipped question (no shortcut echoes a
+    # name out of a question, so the refusal checks for it itself)
+    stored = AuditTask(key="k", stem="k", analysis_type=got.analysis_type, tier=got.tier, variant="standard",
+                       question=got.question, metric_id=got.metric_id, dimension=got.dimension, gold=got.gold_answer,
+                       contract=task_contract(got.analysis_type, 2, got.gold_answer), facts=got.facts)
+    docs = tuple(f"{d.front.title}\n{d.body}" for d in pack.rules)
+    assert refusals([stored], docs, registry()) == {"k": f"{LEAK}: the question names the answer (phone)"}
+    template = AuditTask(**{**stored.__dict__, "question": k.question})
+    assert refusals([template], docs, registry()) == {}

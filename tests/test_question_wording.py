@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import random
 
-from dibench.generation.questions import plural_name, template_question
+from dibench.generation.analyses.knowledge import asks_of, candidates
+from dibench.generation.questions import knowledge_question, metric_words, plural_name, template_question
 
 YEAR = {"start": "2024-01-01", "end": "2025-01-01"}
 
@@ -35,11 +36,46 @@ def test_a_plural_metric_is_asked_about_as_its_figure() -> None:
 def test_groups_are_named_with_their_label_after_them() -> None:
     pair = {"group_a": "Harbour Reading Room", "group_b": "Willow Park"}
     compared = asked("comparison", "Late return rate", pair)
-    assert "Compare the late return rate of the Harbour Reading Room branch with that of Willow Park in 2024." in compared
+    # was "... with that of Willow Park": both groups of a comparison carry their label
+    assert ("Compare the late return rate of the Harbour Reading Room branch with that of the Willow Park branch "
+            "in 2024.") in compared
     (sig,) = asked("significance_testing", "Late return rate", pair)
     assert "between the Harbour Reading Room and Willow Park branches in 2024?" in sig
     (spatial,) = asked("significance_testing", "Late return rate", {"group_a": "East", "group_b": "South"}, "spatial")
     assert "between East and South in 2024?" in spatial
+
+
+def _knowledge(name: str, effects: list[dict[str, object]], metric_sql: str | None = None, pick: int = 0) -> str:
+    asked_for = candidates(effects, False, metric_sql)[pick]
+    return knowledge_question(name, {"op": effects[0]["op"], "asks": asks_of(asked_for)}, random.Random(0))
+
+
+def test_a_rule_parameter_is_asked_for_by_its_name_and_its_slice() -> None:
+    """Berka's "What value does our policy set for the lgd of the expected credit loss rate?":
+    the LGD the rule sets for Prague loans (the other regions keep the catalog's 45%), asked as an
+    analyst asks it, naming the slice it is set for."""
+    lgd = [{"metric": "BRK-PF-03", "op": "threshold", "param": "lgd", "value": 0.35,
+            "applies_when": {"dimension": "district.region", "value": "Prague"}}]
+    q = _knowledge("expected credit loss rate", lgd)
+    assert q.startswith("What LGD does our policy set for the expected credit loss rate where the region is Prague?"), q
+    sla = [{"metric": "M", "op": "threshold", "param": "sla_hours", "value": 1,
+            "applies_when": {"dimension": "t.priority", "value": "urgent"}}]
+    assert _knowledge("first-response SLA attainment", sla).startswith(
+        "What SLA limit in hours does our policy set for the first-response SLA attainment where the priority is "
+        "urgent?")
+    # the slice itself is asked for without naming it
+    assert "urgent" not in _knowledge("first-response SLA attainment", sla, pick=1)
+
+
+def test_a_column_a_formula_brings_in_is_asked_for_as_a_field() -> None:
+    """Demo's "Which figure does our policy bring into the calculation of the support health
+    index?" with the gold "escalation type": a field, not a figure, and one the catalog's
+    definition does not read."""
+    override = [{"metric": "MV-HLTH-001", "op": "override",
+                 "expression": "0.5 * AVG(s.score) + 0.5 * COUNT(*) FILTER (WHERE t.escalation_type IS NOT NULL)"}]
+    q = _knowledge("support health index", override, "SELECT AVG(s.score) FROM t", pick=-1)
+    assert q == ("Which field, beyond those of the catalog's definition, does our policy bring into the calculation "
+                 "of the support health index? Give its name."), q
 
 
 def test_an_acronym_in_a_metric_name_keeps_its_capitals() -> None:

@@ -6,6 +6,8 @@ far as the document states it. The reference text is the document's whole senten
 No SQL. {"value", "unit" (numbers), "text"}"""
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from dibench.generation.analyses.base import Outcome
 from dibench.generation.document_text import plain, sentences
 from dibench.generation.grounding import Context
 from dibench.generation.knowledge_admission import lazy_problem
-from dibench.generation.questions import knowledge_question
+from dibench.generation.questions import figure_name, knowledge_question, metric_words
 from dibench.generation.shortcuts.dumps import in_words
 from dibench.generation.skeletons import Skeleton
 from dibench.sqlops.dialect import parse_expression
@@ -105,11 +107,15 @@ def answer_text(doc: Any, facts: list[str]) -> str:
     stating it, each sentence once, in the document's order. It states what is asked and little
     else, so an answer is compared with an answer, not with a summary of the whole document."""
     body = sentences(doc.body)
+    core = rule_sentences(body)
     picked: set[int] = set()
     for fact in facts:
+        # the sentence that states the rule first (under "Core rule", or set in bold), then any;
         # a fact a full stop cuts in two ("SANKC. UROK") is stated by the sentences around it
-        for span in (1, 2, 3):
-            at = next((i for i in range(len(body) - span + 1) if fact_found(fact, " ".join(body[i:i + span]))), None)
+        for among in (core, set(range(len(body)))):
+            at, span = next(((i, n) for n in (1, 2, 3) for i in range(len(body) - n + 1)
+                             if set(range(i, i + n)) <= among and fact_found(fact, " ".join(body[i:i + n]))),
+                            (None, 0))
             if at is not None:
                 picked.update(range(at, at + span))
                 break
@@ -117,6 +123,25 @@ def answer_text(doc: Any, facts: list[str]) -> str:
     said = [body[i] if body[i].endswith((".", "!", "?", ":")) or i == max(picked) else body[i] + "."
             for i in sorted(picked)]
     return plain(" ".join(said))
+
+
+def rule_sentences(body: list[str]) -> set[int]:
+    """The sentences that state the rule itself: those of its "Core rule" section (the headings
+    `sentences` keeps are the section bounds) and those set in bold; not the background."""
+    out: set[int] = set()
+    section = ""
+    for i, s in enumerate(body):
+        if s.lower().strip(" #:") in _SECTIONS:
+            section = s.lower().strip(" #:")
+            continue
+        if section == "core rule" or s.startswith("**"):
+            out.add(i)
+    return out
+
+
+# The section headings of a rule document (the headings `sentences` returns as sentences).
+_SECTIONS = frozenset({"core rule", "scope", "exceptions", "rationale", "expected impact", "purpose", "background",
+                       "definitions", "definition", "examples", "example", "history", "context", "worked example"})
 
 
 def natural(column: str) -> str:
@@ -166,6 +191,9 @@ class Asked:
     column: str | None
     facts: tuple[str, ...]
     unit: str | None = None  # the unit the effect itself gives (an interval's, a parameter's)
+    # the slice the effect applies to (dimension words, value, dimension), when it applies to one only
+    slice: tuple[str, str, str] | None = None
+    refs: tuple[str, ...] = ()  # the table-qualified columns `column` names, where known
 
 
 def _interval_unit(expression: str, value: str) -> str | None:
@@ -181,8 +209,16 @@ def _interval_unit(expression: str, value: str) -> str | None:
     return None
 
 
-def _compared_column(predicate: str, value: str) -> str | None:
-    """The column a predicate compares with the string `value` ("t.category = 'general'")."""
+def table_aliases(sql: str | None) -> dict[str, str]:
+    """{alias or name: table} of the tables a metric's SQL reads ("FROM berka.trans t" -> t: trans)."""
+    tree = _parsed(f"({sql})") if sql else None
+    return {t.alias_or_name: t.name for t in tree.find_all(exp.Table)} if tree is not None else {}
+
+
+def _compared_column(predicate: str, value: str, aliases: dict[str, str] | None = None) -> tuple[str, str | None] | None:
+    """The column a predicate compares with the string `value` ("t.category = 'general'"), as
+    words, with its table-qualified name where the metric's SQL names its table ("trans.k_symbol":
+    two tables' `k_symbol` are two dimensions with two labels)."""
     tree = _parsed(predicate)
     if tree is None:
         return None
@@ -192,8 +228,21 @@ def _compared_column(predicate: str, value: str) -> str | None:
             while node is not None and not isinstance(node, exp.Predicate):
                 node = node.parent
             col = next(node.find_all(exp.Column), None) if node is not None else None
-            return natural(col.name) if col is not None else None
+            if col is None:
+                return None
+            table = (aliases or {}).get(col.table) if col.table else None
+            return natural(col.name), f"{table}.{col.name}" if table else None
     return None
+
+
+def _counted(expression: str, value: str) -> bool:
+    """Whether the string `value` is compared inside an aggregate's FILTER: the rows it selects
+    are the ones the formula counts."""
+    tree = _parsed(expression)
+    for lit in tree.find_all(exp.Literal) if tree is not None else ():
+        if lit.is_string and str(lit.this) == value:
+            return lit.find_ancestor(exp.Filter) is not None
+    return False
 
 
 def _split(values: list[str]) -> tuple[list[str], list[str], list[str]]:
@@ -210,12 +259,14 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
     first; then per effect what it sets. A part holding several numbers (a formula's weights)
     has no one number to ask for; several names are asked for as a list."""
     out: list[Asked] = []
+    aliases = table_aliases(metric_sql)
     if temporal:
         dates = [str(e["from_date"]) for e in effects if e.get("from_date")]
         if dates and len(set(dates)) == 1:
             out.append(Asked("date", "date", str(effects[0].get("op")), None, (dates[0],)))
     for e in effects:
         op = str(e.get("op"))
+        at = len(out)
         if op == "threshold" and isinstance(e.get("value"), (int, float)) and not isinstance(e.get("value"), bool):
             out.append(Asked("number", "threshold", op, str(e["param"]).replace("_", " "), (_number_text(e["value"]),),
                              unit_named(str(e["param"])) or unit_named(metric_unit or "")))
@@ -229,9 +280,10 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
                 out.append(Asked("date", "cutoff-date", op, None, (str(parse_fact(dates[0]).date),)))  # type: ignore[union-attr]
             if names:
                 # the columns the values are of, each named: "member type and kind" for 'child', 'overdue'
-                cols = [c for c in dict.fromkeys(_compared_column(e["predicate"], n) for n in names) if c]
+                by = [c for c in dict.fromkeys(_compared_column(e["predicate"], n, aliases) for n in names) if c]
                 out.append(Asked("list" if len(names) > 1 else "name", "values", op,
-                                 " and ".join(cols) or None, tuple(names)))
+                                 " and ".join(c[0] for c in by) or None, tuple(names),
+                                 refs=tuple(c[1] for c in by if c[1]) if all(c[1] for c in by) else ()))
             flags = flag_names(e["predicate"])
             if flags:
                 out.append(Asked("list" if len(flags) > 1 else "name", "flags", op, None, tuple(flags)))
@@ -242,14 +294,23 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
                 if len(nums) == 1:
                     out.append(Asked("number", "weight" if k == "weight" else "cutoff", op, None, (nums[0],),
                                      _interval_unit(e[k], nums[0])))
-                if names:
-                    out.append(Asked("list" if len(names) > 1 else "name", "values", op, None, tuple(names)))
+                # values a formula counts (FILTER (WHERE f.rating IN ('G', 'PG'))), asked with the
+                # column they are of; values in any other place (a CASE branch) play a part no
+                # question names in a few words, so they are not asked; a median is a statistic
+                counted = names and all(_counted(e[k], n) for n in names)
+                if counted or names == ["median"]:
+                    of = [c for c in dict.fromkeys(_compared_column(e[k], n, aliases) for n in names) if c]
+                    out.append(Asked("list" if len(names) > 1 else "name", "values-counted" if counted else "values",
+                                     op, " and ".join(c[0] for c in of) or None, tuple(names),
+                                     refs=tuple(c[1] for c in of if c[1]) if all(c[1] for c in of) else ()))
                 cols = list(dict.fromkeys(new_columns(e[k], metric_sql)))
                 if cols:
                     out.append(Asked("list" if len(cols) > 1 else "name", "columns", op, None, tuple(cols)))
-        if e.get("applies_when"):
-            out.append(Asked("name", "slice", op, natural(str(e["applies_when"]["dimension"])),
-                             (str(e["applies_when"]["value"]),)))
+        when = e.get("applies_when")
+        if when:
+            where = (natural(str(when["dimension"])), str(when["value"]), str(when["dimension"]))
+            out[at:] = [dataclasses.replace(a, slice=where) for a in out[at:]]
+            out.append(Asked("name", "slice", op, where[0], (where[1],), refs=(where[2],)))
     return out
 
 
@@ -294,6 +355,12 @@ def asks_of(asked: Asked) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": asked.kind, "what": asked.what, "op": asked.op, "column": asked.column}
     if asked.facts == ("median",):
         out["value"] = "median"
+    if asked.slice is not None:
+        out["slice"], out["slice_value"], out["slice_ref"] = asked.slice
+    if asked.refs:
+        out["column_refs"] = list(asked.refs)
+    if asked.kind == "name" and asked.facts[0].isdigit():
+        out["numbered"] = True  # a group known by its number (store 2) is asked for its number
     return out
 
 
@@ -307,34 +374,66 @@ def other_dated_rule(docs: dict[str, Any], rule_id: str, metric_id: str) -> bool
     return any(rid != rule_id and dated(d) for rid, d in docs.items())
 
 
-def build(ctx: Context) -> Outcome | None:
-    rule = ctx.skeleton.rules[0]
+@dataclass(frozen=True)
+class Option:
+    """One thing a knowledge task of the metric may ask: of which rule, what, the question and gold."""
+
+    rule: Any  # the RuleEdge
+    doc: Any
+    effects: list[dict[str, Any]]
+    about: dict[str, Any]
+    asked: Asked
+    question: str
+    gold: dict[str, Any]
+
+
+def options(ctx: Context, rule: Any) -> list[Option]:
+    """What the rule's document states of what it sets for the metric, each with its question."""
     doc = ctx.rule_docs.get(rule.rule_id)
     if doc is None:
-        return None
+        return []
     effects = [e for e in rule.effects_json() if e.get("metric") == ctx.metric.id] or rule.effects_json()
     temporal = rule.rule_type == "temporal"
     about = topic(effects, temporal)
-    # a fact the question names (the column it asks about) is no evidence of retrieval; a date
-    # is asked only of a metric no other rule dates, or "from which date" has two answers
-    stated_ones = [a for a in candidates(effects, temporal, ctx.metric.sql, ctx.metric.unit)
-                   if stated_in(doc, a, [a.column] if a.column else [])
-                   and not (a.what == "date" and other_dated_rule(ctx.rule_docs, rule.rule_id, ctx.metric.id))]
-    if not stated_ones:
+    name = figure_name(metric_words(ctx.metric.name))
+    out = []
+    # a fact the question names (the column it asks about, the slice) is no evidence of
+    # retrieval; a date is asked only of a metric no other rule dates, or "from which date" has two answers
+    for a in candidates(effects, temporal, ctx.metric.sql, ctx.metric.unit):
+        if stated_in(doc, a, [w for w in (a.column, a.slice[1] if a.slice else None) if w]) \
+                and not (a.what == "date" and other_dated_rule(ctx.rule_docs, rule.rule_id, ctx.metric.id)):
+            asks = {**about, "asks": asks_of(a)}
+            out.append(Option(rule, doc, effects, asks, a, knowledge_question(name, asks, ctx.rng), typed_gold(doc, a)))
+    return out
+
+
+def pick(key: str, choices: list[Option]) -> Option:
+    """One of `choices`, the same for the same skeleton, spread over the skeletons of a metric."""
+    return choices[int(hashlib.sha256(key.encode()).hexdigest(), 16) % len(choices)]
+
+
+def build(ctx: Context) -> Outcome | None:
+    featured = ctx.skeleton.rules[0]
+    mine = options(ctx, featured)
+    if not mine:
         return None
-    # the first a lazy reader cannot pick out by its place (knowledge_admission); else the first,
-    # which the run's admission then refuses with its reason
+    # Every rule in force on the metric states facts a knowledge task may ask about: the
+    # skeletons of one metric ask different ones. A question two rules would answer differently
+    # (two exclusions of the metric, each with its limit) has no one answer: not asked.
+    every = mine + [o for r in ctx.skeleton.policy if r.rule_id != featured.rule_id for o in options(ctx, r)]
+    golds: dict[str, set[str]] = {}
+    for o in every:
+        golds.setdefault(o.question, set()).add(json.dumps(o.gold.get("value"), sort_keys=True, default=str))
     texts = [f"{d.front.title}\n{d.body}" for d in ctx.rule_docs.values()]
-    own = f"{doc.front.title}\n{doc.body}"
-    asked, answer = stated_ones[0], typed_gold(doc, stated_ones[0])
-    for a in stated_ones:
-        asks = {**about, "asks": asks_of(a)}
-        gold = typed_gold(doc, a)
-        if lazy_problem(knowledge_question(ctx.metric.name.lower(), asks, ctx.rng), gold, own, texts) is None:
-            asked, answer = a, gold
-            break
-    about = {**about, "asks": asks_of(asked)}
+    # those a lazy reader cannot pick out by their place (knowledge_admission), the featured
+    # rule's first; none: the featured rule's first, which stage 1 then refuses with its reason
+    safe = [o for o in every if len(golds[o.question]) == 1
+            and lazy_problem(o.question, o.gold, f"{o.doc.front.title}\n{o.doc.body}", texts) is None]
+    own = [o for o in safe if o.rule.rule_id == featured.rule_id]
+    chosen = pick(ctx.skeleton.key, own or safe) if safe else mine[0]
+    doc, answer, asked = chosen.doc, chosen.gold, chosen.asked
     return Outcome(answer, {**answer, "value": None} if asked.kind != "list" else {**answer, "value": []},
                    None, None, {}, {},
-                   {"rule": rule.rule_id, "title": doc.front.title, "effective_date": doc.front.effective_date.isoformat(),
-                    "effects": json.dumps(effects), "topic": about})
+                   {"rule": chosen.rule.rule_id, "title": doc.front.title,
+                    "effective_date": doc.front.effective_date.isoformat(),
+                    "effects": json.dumps(chosen.effects), "topic": chosen.about})
