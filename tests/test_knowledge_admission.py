@@ -136,9 +136,10 @@ def test_the_date_question_names_the_change_and_is_not_asked_beside_another_date
                            random.Random(0))
     assert q == ("From which date does our policy leave some records out of the fines assessed, depending on their "
                  "member type and kind? Give the date.")
-    docs = {d.front.id: d for d in load_pack("library").rules}
+    docs = {d.front.id: d for d in load_pack("library").rules if d.front.id != "RULE-LIB-LOST-DEBT"}
     assert not other_dated_rule(docs, "RULE-LIB-CHILD-FINES", "LIB-FINE-001")
-    # a second temporal rule on the fines makes "from which date" two questions
+    # a second temporal rule on the fines makes "from which date" two questions (the pack has one:
+    # test_a_metric_two_rules_date_is_never_asked_from_which_date_on_the_library_pack)
     second = docs["RULE-LIB-CHILD-FINES"]
     assert other_dated_rule({**docs, "RULE-X": second}, "RULE-LIB-CHILD-FINES", "LIB-FINE-001")
     assert not other_dated_rule({**docs, "RULE-X": second}, "RULE-LIB-CHILD-FINES", "LIB-LATE-001")
@@ -241,3 +242,26 @@ def test_values_a_formula_counts_are_asked_as_counted_and_a_numbered_slice_by_it
     q = knowledge_question("family-friendly rental share", {"op": "override", "asks": asks_of(store)}, random.Random(0),
                            labels)
     assert q.endswith("concern? Give its number.") and f"Which {labels['inventory.store_id']} " in q, q
+
+
+def test_a_metric_two_rules_date_is_never_asked_from_which_date_on_the_library_pack() -> None:
+    """The library's fines assessed has two dated rules (children's overdue fines from 1 April
+    2024, lost items from 1 October 2024): "From which date ..." has two answers, so neither rule
+    is asked its date; each is asked what it singles out instead, by the column's label."""
+    pack = load_pack("library")
+    docs = {d.front.id: d for d in pack.rules}
+    dated = [r for r, d in docs.items() if any(e.metric == "LIB-FINE-001" and e.from_date for e in d.front.effects or [])]
+    assert sorted(dated) == ["RULE-LIB-CHILD-FINES", "RULE-LIB-LOST-DEBT"]
+    assert all(other_dated_rule(docs, r, "LIB-FINE-001") for r in dated)
+    metric = pack.metric_by_id["LIB-FINE-001"]
+    lost = docs["RULE-LIB-LOST-DEBT"]
+    effects = [e.model_dump() for e in lost.front.effects or []]
+    asked = candidates(effects, True, metric.sql)
+    assert asked[0].what == "date"  # a date is what a temporal rule would be asked first ...
+    values = next(a for a in asked if a.what == "values")
+    labels = {d.column: d.label for d in pack.spec.dimensions}
+    q = knowledge_question("fines assessed", {"op": "exclude", "asks": asks_of(values)}, random.Random(0), labels)
+    assert q.startswith("Which value of the fine type does our policy single out"), q
+    gold = {"value": "lost", "text": answer_text(lost, ["lost"])}
+    texts = [f"{d.front.title}\n{d.body}" for d in pack.rules]
+    assert lazy_problem(q, gold, f"{lost.front.title}\n{lost.body}", texts) is None  # ... and this is asked
