@@ -10,7 +10,7 @@ from dibench.core.contracts import task_contract
 from dibench.core.pack import load_pack
 from dibench.generation.analyses.knowledge import answer_text, asks_of, candidates, natural, other_dated_rule
 from dibench.generation.document_text import plain
-from dibench.generation.knowledge_admission import ANSWERED, LAZY, lazy_problem, position_problem, refusals
+from dibench.generation.knowledge_admission import ANSWERED, LAZY, lazy_problem, named_answer, position_problem, refusals
 from dibench.generation.questions import knowledge_question
 from dibench.generation.shortcuts import AuditTask, Corpus, passes, registry
 from dibench.generation.shortcuts.audit import JUDGED_TASKS, audit, audit_rows, over
@@ -265,3 +265,11 @@ def test_a_metric_two_rules_date_is_never_asked_from_which_date_on_the_library_p
     gold = {"value": "lost", "text": answer_text(lost, ["lost"])}
     texts = [f"{d.front.title}\n{d.body}" for d in pack.rules]
     assert lazy_problem(q, gold, f"{lost.front.title}\n{lost.body}", texts) is None  # ... and this is asked
+
+
+def test_the_answer_kind_the_question_asks_for_names_no_value() -> None:
+    """Pagila's "What limit ...? Give the number and its unit, if it has one." with the gold 1:
+    the closing "if it has one" is not the answer named."""
+    q = "What limit does our policy use to decide which records are counted in the rentals? "
+    assert named_answer(q + "Give the number and its unit, if it has one.", {"value": 1}) is None
+    assert named_answer("Is one rental the limit? Give the number and its unit, if it has one.", {"value": 1}) == "1"
