@@ -177,8 +177,8 @@ _CHANGES = {"exclude": "leave some records out of", "where": "narrow the records
             "suppress": "withhold small groups of", "override": "change how it calculates",
             "adjust": "adjust", "weight": "weight records differently in"}
 # What kind of answer a knowledge question wants, by the kind asked (a group known by its number: "numbered").
-GIVE = {"numbered": " Give its number.", "number": " Give the number and its unit, if it has one.", "date": " Give the date.",
-         "name": " Give its name.", "list": " List every one of them."}
+GIVE = {"numbered": " Give its number.", "number": " Give the number and its unit, if it has one.",
+        "date": " Give the date.", "name": " Give its name.", "list": " List every one of them."}
 
 
 def parameter_words(words: str) -> str:
