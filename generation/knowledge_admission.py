@@ -15,6 +15,7 @@ from typing import Any
 
 from dibench.core.facts import fact_found
 from dibench.core.typed_answers import kind_of, name_matches, unit_in, unit_key
+from dibench.generation.questions import GIVE
 from dibench.generation.shortcuts import AuditTask, Corpus, Shortcut, passes
 from dibench.generation.shortcuts.dumps import nearest_document
 from dibench.generation.shortcuts.retrieval import all_sentences, dates, nearest_sentence, number_words, numbers, terms
@@ -90,6 +91,8 @@ def named_answer(question: str, gold: dict[str, Any]) -> str | None:
     """The value asked for (or one of its list) that the question itself states, or None."""
     value = gold.get("value")
     values = value if isinstance(value, list) else [value]
+    for tail in GIVE.values():  # what kind of answer it wants ("... its unit, if it has one") names no value
+        question = question.replace(tail.strip(), " ")
     for v in values:
         if v is None or isinstance(v, bool):
             continue

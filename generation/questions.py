@@ -176,8 +176,9 @@ _CHANGES = {"exclude": "leave some records out of", "where": "narrow the records
             "having": "narrow the groups counted in", "threshold": "change the {column} of",
             "suppress": "withhold small groups of", "override": "change how it calculates",
             "adjust": "adjust", "weight": "weight records differently in"}
-_GIVE = {"number": " Give the number and its unit, if it has one.", "date": " Give the date.",
-         "name": " Give its name.", "list": " List every one of them."}
+# What kind of answer a knowledge question wants, by the kind asked (a group known by its number: "numbered").
+GIVE = {"numbered": " Give its number.", "number": " Give the number and its unit, if it has one.",
+        "date": " Give the date.", "name": " Give its name.", "list": " List every one of them."}
 
 
 def parameter_words(words: str) -> str:
@@ -251,7 +252,7 @@ def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
     # The wording is chosen by what is asked, not by the skeleton: every skeleton of one metric
     # and rule asks the same knowledge question, so its copies are found and kept once.
     del rng
-    return text + (" Give its number." if asks.get("numbered") else _GIVE.get(str(asks.get("kind")), ""))
+    return text + GIVE.get("numbered" if asks.get("numbered") else str(asks.get("kind")), "")
 
 
 # The no-rule variant's opt-out: its answer is the catalog's plain metric, and the question says so.

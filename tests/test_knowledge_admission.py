@@ -10,7 +10,7 @@ from dibench.core.contracts import task_contract
 from dibench.core.pack import load_pack
 from dibench.generation.analyses.knowledge import answer_text, asks_of, candidates, natural, other_dated_rule
 from dibench.generation.document_text import plain
-from dibench.generation.knowledge_admission import ANSWERED, LAZY, lazy_problem, position_problem, refusals
+from dibench.generation.knowledge_admission import ANSWERED, LAZY, lazy_problem, named_answer, position_problem, refusals
 from dibench.generation.questions import knowledge_question
 from dibench.generation.shortcuts import AuditTask, Corpus, passes, registry
 from dibench.generation.shortcuts.audit import JUDGED_TASKS, audit, audit_rows, over
@@ -136,9 +136,10 @@ def test_the_date_question_names_the_change_and_is_not_asked_beside_another_date
                            random.Random(0))
     assert q == ("From which date does our policy leave some records out of the fines assessed, depending on their "
                  "member type and kind? Give the date.")
-    docs = {d.front.id: d for d in load_pack("library").rules}
+    docs = {d.front.id: d for d in load_pack("library").rules if d.front.id != "RULE-LIB-LOST-DEBT"}
     assert not other_dated_rule(docs, "RULE-LIB-CHILD-FINES", "LIB-FINE-001")
-    # a second temporal rule on the fines makes "from which date" two questions
+    # a second temporal rule on the fines makes "from which date" two questions (the pack has one:
+    # test_a_metric_two_rules_date_is_never_asked_from_which_date_on_the_library_pack)
     second = docs["RULE-LIB-CHILD-FINES"]
     assert other_dated_rule({**docs, "RULE-X": second}, "RULE-LIB-CHILD-FINES", "LIB-FINE-001")
     assert not other_dated_rule({**docs, "RULE-X": second}, "RULE-LIB-CHILD-FINES", "LIB-LATE-001")
@@ -241,3 +242,34 @@ def test_values_a_formula_counts_are_asked_as_counted_and_a_numbered_slice_by_it
     q = knowledge_question("family-friendly rental share", {"op": "override", "asks": asks_of(store)}, random.Random(0),
                            labels)
     assert q.endswith("concern? Give its number.") and f"Which {labels['inventory.store_id']} " in q, q
+
+
+def test_a_metric_two_rules_date_is_never_asked_from_which_date_on_the_library_pack() -> None:
+    """The library's fines assessed has two dated rules (children's overdue fines from 1 April
+    2024, lost items from 1 October 2024): "From which date ..." has two answers, so neither rule
+    is asked its date; each is asked what it singles out instead, by the column's label."""
+    pack = load_pack("library")
+    docs = {d.front.id: d for d in pack.rules}
+    dated = [r for r, d in docs.items() if any(e.metric == "LIB-FINE-001" and e.from_date for e in d.front.effects or [])]
+    assert sorted(dated) == ["RULE-LIB-CHILD-FINES", "RULE-LIB-LOST-DEBT"]
+    assert all(other_dated_rule(docs, r, "LIB-FINE-001") for r in dated)
+    metric = pack.metric_by_id["LIB-FINE-001"]
+    lost = docs["RULE-LIB-LOST-DEBT"]
+    effects = [e.model_dump() for e in lost.front.effects or []]
+    asked = candidates(effects, True, metric.sql)
+    assert asked[0].what == "date"  # a date is what a temporal rule would be asked first ...
+    values = next(a for a in asked if a.what == "values")
+    labels = {d.column: d.label for d in pack.spec.dimensions}
+    q = knowledge_question("fines assessed", {"op": "exclude", "asks": asks_of(values)}, random.Random(0), labels)
+    assert q.startswith("Which value of the fine type does our policy single out"), q
+    gold = {"value": "lost", "text": answer_text(lost, ["lost"])}
+    texts = [f"{d.front.title}\n{d.body}" for d in pack.rules]
+    assert lazy_problem(q, gold, f"{lost.front.title}\n{lost.body}", texts) is None  # ... and this is asked
+
+
+def test_the_answer_kind_the_question_asks_for_names_no_value() -> None:
+    """Pagila's "What limit ...? Give the number and its unit, if it has one." with the gold 1:
+    the closing "if it has one" is not the answer named."""
+    q = "What limit does our policy use to decide which records are counted in the rentals? "
+    assert named_answer(q + "Give the number and its unit, if it has one.", {"value": 1}) is None
+    assert named_answer("Is one rental the limit? Give the number and its unit, if it has one.", {"value": 1}) == "1"

@@ -71,7 +71,10 @@ def test_the_data_hold_what_the_rules_concern(full: str, warehouse: Warehouse) -
                        JOIN library.members m USING (member_id)
                        WHERE m.member_type = 'child' AND f.kind = 'overdue' AND f.assessed_at >= '2024-04-01'""")
         child_fines_after = cur.fetchone()[0]
+        cur.execute("SELECT COUNT(*) FROM library.fines WHERE kind = 'lost' AND assessed_at >= '2024-10-01'")
+        lost_after = cur.fetchone()[0]
     assert interlibrary > 1000 and staff > 1000 and in_grace > 3000 and late > 3000 and child_fines_after > 0
+    assert lost_after > 0  # the lost-item rule of 1 October 2024 changes the fines after it
 
 
 def test_a_tiny_size_is_refused(warehouse: Warehouse) -> None:
@@ -82,4 +85,4 @@ def test_a_tiny_size_is_refused(warehouse: Warehouse) -> None:
 def test_the_pack_validates_against_the_generated_schema(full: str, warehouse: Warehouse) -> None:
     pack, problems = validate_pack(PACK.root, warehouse)
     assert pack is not None and [str(p) for p in problems] == []
-    assert len(PACK.metrics) == 6 and len(PACK.rules) == 5
+    assert len(PACK.metrics) == 6 and len(PACK.rules) == 6
