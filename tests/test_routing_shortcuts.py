@@ -141,7 +141,8 @@ def test_every_family_is_registered() -> None:
     for family in ("random", "select-all", "layout-only", "constant-database", "constant-set", "largest-by-rows",
                    "count-asks", "count-sentences", "count-question-marks", "label-lookup", "column-lookup-as-exploratory",
                    "column-words-as-exploratory", "surface-learned", "surface-learned+labels",
-                   "surface-learned+overlap", "word-overlap-per-ask",
+                   "surface-learned+overlap", "word-overlap-per-ask", "popular-databases", "listed-first",
+                   "listed-last", "length-learned",
                    "word-overlap-top-k", "word-overlap-top-k-as-exploratory", "stemmed-label-lookup",
                    "stemmed-label-lookup-as-exploratory"):
         assert family in names
@@ -316,3 +317,16 @@ def test_each_ask_goes_to_the_database_its_rarer_words_name() -> None:
     route = WordOverlapPerAsk().route(RouterTask("t", request), env)
     assert (route.behaviour, route.branches[0].databases) == ("parallel", ["db_a", "db_b"])
     assert matcher_finding(request, frozenset({"db_a", "db_b"}), view) is not None
+
+
+def test_popularity_position_and_length_guesses_read_no_words() -> None:
+    from dibench.routing.shortcuts.popularity import Length, Popular, Position
+
+    contracts = tuple(_contract(f"t{i}", "single", [db], "How many dogs are there?")
+                      for i, db in enumerate(["db_b", "db_b", "db_c"]))
+    env = RoutingEnvironment(CatalogIndexes(_view()))
+    task = RouterTask("t2", "How many dogs are there?")
+    assert Popular(contracts).route(task, env).branches[0].databases == ["db_b"]  # its own db_c left out
+    assert Position(False).route(task, env).branches[0].databases == env.view.ids()[:1]
+    assert Position(True).route(task, env).branches[0].databases == env.view.ids()[-1:]
+    assert Length(contracts, 1).route(task, env).behaviour == "single"

@@ -35,20 +35,21 @@ Answer = tuple[str, int]  # (behaviour, number of databases)
 class SurfaceTable:
     """Counts of (behaviour, size) per surface key, so each task's guess leaves itself out."""
 
-    def __init__(self, contracts: tuple[Contract, ...]) -> None:
+    def __init__(self, contracts: tuple[Contract, ...], keys: tuple[Key, ...] = KEYS) -> None:
+        self.key_fns = keys
         self.answer: dict[str, Answer] = {}
         self.keys: dict[str, list[Hashable]] = {}
         self.table: dict[Hashable, Counter[Answer]] = {}
         for c in contracts:
             a = (str(c.behaviour), gold_size(str(c.behaviour), len(c.required_databases())))
             self.answer[c.task_id] = a
-            self.keys[c.task_id] = [key(c.request) for key in KEYS]
+            self.keys[c.task_id] = [key(c.request) for key in keys]
             for k in self.keys[c.task_id]:
                 self.table.setdefault(k, Counter())[a] += 1
 
     def guess(self, task: RouterTask) -> Answer:
         own = self.answer.get(task.task_id)
-        for key in self.keys.get(task.task_id) or [k(task.request) for k in KEYS]:
+        for key in self.keys.get(task.task_id) or [k(task.request) for k in self.key_fns]:
             counts = self.table.get(key, Counter()).copy()
             if own is not None:
                 counts[own] -= 1
