@@ -86,7 +86,8 @@ class GenerationReport:
         for b, short in self.shortfalls().items():
             made = self.produced.get(b, 0)
             rejected = {k.split("/", 1)[1]: v for k, v in self.rejected.items() if k.startswith(f"{b}/")}
-            why = SKIP_REASONS[b] if not made else "the catalog ran out of candidates"
+            why = "the catalog ran out of candidates" if made else "every candidate was rejected" if rejected \
+                else SKIP_REASONS[b]
             if rejected:
                 why += "; rejected: " + ", ".join(f"{check} {n}" for check, n in sorted(rejected.items()))
             out.append(f"{b}: {made} of {self.targets[b]} built ({why})")
