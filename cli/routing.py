@@ -131,10 +131,11 @@ def routing() -> None:
 @click.option("--llm", "use_llm", is_flag=True, help="Word requests with the configured LLM (template otherwise).")
 @click.option("--allow-missing", "allow_missing", multiple=True, type=click.Choice(BEHAVIOURS),
               help="A behaviour the catalog may give none of (repeatable); any other missing behaviour exits 1.")
-@click.option("--strict", is_flag=True,
-              help="Keep out every request whose sources a word-matching of the catalog's names finds (exact, "
-                   "column words, stems, name-stem overlap) and let no gold set repeat more than twice per "
-                   "behaviour; on a catalog of a few databases little survives.")
+@click.option("--strict/--lenient", default=True, show_default=True,
+              help="--strict (the default) keeps out every request whose sources a word-matching of the catalog's "
+                   "names finds (exact, column words, stems, name-stem overlap) and lets no gold set repeat more "
+                   "than twice per behaviour; on a catalog of a few databases few tasks survive. --lenient keeps "
+                   "them (the shortcut audit then shows how far words route).")
 @handle_errors
 def routing_generate(name: str, root: Path | None, n: int | None, seed: int | None, output: Path, public_dir: Path,
                      use_llm: bool, allow_missing: tuple[str, ...], strict: bool) -> None:
@@ -279,19 +280,18 @@ def _chance_table(audit: Any, caption: str, scored: Any = None) -> None:
 
 
 def _router(kind: str, contracts: list[Any], ask: str, seed: int) -> Any:
-    from dibench.routing.evaluate import behaviour_mix
+    from dibench.routing.evaluate import random_router
     from dibench.routing.routers.layout import LayoutRouter
     from dibench.routing.routers.lexical import LexicalRouter
     from dibench.routing.routers.llm import LLMRouter
     from dibench.routing.routers.oracle import OracleRouter
-    from dibench.routing.routers.random_router import RandomRouter
     from dibench.routing.routers.select_all import SelectAllRouter
     from dibench.stores.llm import configured_model
 
     if kind == "oracle":
         return OracleRouter(contracts, seed)
     if kind == "random":
-        return RandomRouter(seed, behaviour_mix(contracts))
+        return random_router(seed, contracts)
     if kind == "layout":
         return LayoutRouter(seed)
     if kind == "select-all":

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
+from math import comb
 
 from dibench.routing.models import (
     AnswerCondition, Behaviour, Branch, Contract, ContractUnit, DependencyEdge, SourceUnit,
@@ -21,6 +22,24 @@ class BuildContext:
     executor: SqliteExecutor
     rng: random.Random
     seed: int
+
+
+# A fan-out of k databases out of n is drawn only if it leaves at least this many sets to choose
+# from; on a catalog too small for any, only the size leaving the most (the smallest of them). On
+# five databases "four sources" leaves 5 sets and "five" one (the select-all route), so a router
+# counting the asks beat chance on those sizes alone; with one size per behaviour, the random
+# router (drawing sizes with the benchmark's own weights) knows the number of sources as well as
+# any count of the request's surface does.
+MIN_SETS_PER_SIZE = 30
+
+
+def open_sizes(sizes: tuple[int, ...], weights: tuple[int, ...], n: int) -> list[tuple[int, int]]:
+    """(size, weight) pairs of the sizes whose choice of sets out of n databases is wide enough."""
+    fitting = [(k, w) for k, w in zip(sizes, weights) if k <= n]
+    wide = [(k, w) for k, w in fitting if comb(n, k) >= MIN_SETS_PER_SIZE]
+    if wide or not fitting:
+        return wide
+    return [max(fitting, key=lambda kw: (comb(n, kw[0]), -kw[0]))]
 
 
 def task_id(behaviour: str, parts: list[str]) -> str:

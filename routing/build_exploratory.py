@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dibench.routing.build_common import BuildContext, contract_unit, one_branch_contract
+from dibench.routing.build_common import BuildContext, contract_unit, one_branch_contract, open_sizes
 from dibench.routing.models import AnswerCondition, Contract, ContractUnit
 from dibench.routing.pool import UnitInfo, prefer_questions
 
@@ -57,8 +57,8 @@ def exploratory_candidates(ctx: BuildContext) -> Iterator[Contract]:
     holders = ctx.pool.entity_index()
     dbs = ctx.pool.prefer_asked({d: infos for d, infos in ctx.pool.by_database.items()
                                  if ctx.pool.view.databases[d].entities})
-    sizes = [(k, w) for k, w in zip(COVER_SIZES, COVER_WEIGHTS) if k <= len(dbs)]
-    while sizes:  # a small catalog draws only the cover sizes it has databases for
+    sizes = open_sizes(COVER_SIZES, COVER_WEIGHTS, len(dbs))
+    while sizes:  # a small catalog draws only the cover sizes that leave a choice of sets
         k = ctx.rng.choices([k for k, _ in sizes], weights=[w for _, w in sizes])[0]
         picked = ctx.rng.sample(dbs, k)
         caps = sorted({ctx.rng.choice(ctx.pool.view.databases[d].entities) for d in picked})

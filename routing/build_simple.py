@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dibench.routing.build_common import BuildContext, contract_unit, one_branch_contract
+from dibench.routing.build_common import BuildContext, contract_unit, one_branch_contract, open_sizes
 from dibench.routing.models import AnswerCondition, Contract
 from dibench.routing.pool import prefer_questions
 
@@ -29,8 +29,8 @@ def single_candidates(ctx: BuildContext) -> Iterator[Contract]:
 
 def parallel_candidates(ctx: BuildContext) -> Iterator[Contract]:
     dbs = ctx.pool.prefer_asked(ctx.pool.distinctive_by_database)
-    sizes = [(k, w) for k, w in zip(PARALLEL_SIZES, PARALLEL_WEIGHTS) if k <= len(dbs)]
-    while sizes:  # a small catalog draws only the fan-outs it has databases for
+    sizes = open_sizes(PARALLEL_SIZES, PARALLEL_WEIGHTS, len(dbs))
+    while sizes:  # a small catalog draws only the fan-outs that leave a choice of sets
         k = ctx.rng.choices([k for k, _ in sizes], weights=[w for _, w in sizes])[0]
         chosen = ctx.rng.sample(dbs, k)
         units = [contract_unit(ctx.rng.choice(prefer_questions(ctx.pool.distinctive_by_database[db])).unit)

@@ -84,7 +84,20 @@ def behaviour_mix(contracts: list[Contract]) -> dict[str, int]:
     return dict(Counter(str(c.behaviour) for c in contracts))
 
 
+def size_mix(contracts: list[Contract]) -> dict[str, dict[int, int]]:
+    """behaviour -> databases per gold branch -> tasks (an interactive reading is one branch)."""
+    out: dict[str, Counter[int]] = {}
+    for c in contracts:
+        out.setdefault(str(c.behaviour), Counter())[len(c.branches[0].databases)] += 1
+    return {b: dict(sizes) for b, sizes in out.items()}
+
+
+def random_router(seed: int, contracts: list[Contract]) -> RandomRouter:
+    """The random router stratified by these contracts' behaviour mix and gold set sizes."""
+    return RandomRouter(seed, behaviour_mix(contracts), size_mix(contracts))
+
+
 def chance_routers(seed: int, contracts: list[Contract]) -> list[Router]:
     """The routers whose scores say what chance and the request's layout alone give on these
-    contracts: random (drawing labels with the contracts' behaviour mix) and layout-only."""
-    return [RandomRouter(seed, behaviour_mix(contracts)), LayoutRouter(seed)]
+    contracts: random (drawing labels and sizes with the contracts' mix) and layout-only."""
+    return [random_router(seed, contracts), LayoutRouter(seed)]

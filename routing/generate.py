@@ -4,9 +4,10 @@ Targets follow the published mix (92 single, 305 parallel, 22 sequential, 291 ex
 105 interactive) scaled to `n`. A behaviour whose candidates run out is reported short, never
 padded. No gold source set is required by more than MAX_SET_SHARE of one behaviour's tasks (on a
 small catalog one set once covered half the benchmark): a candidate past that share is rejected
-as `concentration`. A strict benchmark (`routing generate --strict`) also caps each set at
-STRICT_SET_REPEATS tasks per behaviour and keeps out requests a word-matching of the catalog's
-names routes (routing/word_match.py): what an independent check of chance expects.
+as `concentration`. A strict benchmark (the default of `routing generate`) also caps each set at
+STRICT_SET_REPEATS tasks per behaviour, or past that keeps the sets even, and keeps out requests a
+word-matching of the catalog's names routes (routing/word_match.py): what an independent check of
+chance expects.
 """
 from __future__ import annotations
 
@@ -85,7 +86,8 @@ class GenerationReport:
         for b, short in self.shortfalls().items():
             made = self.produced.get(b, 0)
             rejected = {k.split("/", 1)[1]: v for k, v in self.rejected.items() if k.startswith(f"{b}/")}
-            why = SKIP_REASONS[b] if not made else "the catalog ran out of candidates"
+            why = "the catalog ran out of candidates" if made else "every candidate was rejected" if rejected \
+                else SKIP_REASONS[b]
             if rejected:
                 why += "; rejected: " + ", ".join(f"{check} {n}" for check, n in sorted(rejected.items()))
             out.append(f"{b}: {made} of {self.targets[b]} built ({why})")
@@ -96,6 +98,20 @@ def set_cap(target: int, repeats: int | None = None) -> int:
     """Tasks of one behaviour that may share one gold source set (at least one; at most `repeats`)."""
     cap = max(1, int(MAX_SET_SHARE * target))
     return cap if repeats is None else max(1, min(cap, repeats))
+
+
+def even_cap(per_set: Counter[tuple[str, ...]], target: int, repeats: int | None) -> int:
+    """Tasks a gold set of a behaviour may have, given the counts of the sets kept so far.
+
+    With a repeat limit (a strict benchmark) a set may pass it only when the behaviour already has
+    sets enough that none can hold more than MAX_SET_SHARE of its tasks, and while no kept set has
+    fewer tasks: the sets stay even (a router answering the commonest set of the other tasks then
+    gains no more than one chance in the number of sets), and never past the share cap. A catalog
+    with fewer sets (three databases give three pairs) stays at the repeat limit."""
+    cap = set_cap(target, repeats)
+    if repeats is None or len(per_set) < round(1 / MAX_SET_SHARE):
+        return cap
+    return max(cap, min(min(per_set.values()) + 1, set_cap(target)))
 
 
 def normalised_request(text: str) -> str:
@@ -127,7 +143,7 @@ def generate(ctx: BuildContext, validator: Validator, n: int = DEFAULT_N, *, llm
                 duplicates += 1
                 continue
             gold_set = tuple(sorted(cand.required_databases()))
-            if per_set[gold_set] >= set_cap(goal[behaviour], set_repeats):
+            if per_set[gold_set] >= even_cap(per_set, goal[behaviour], set_repeats):
                 rejected[f"{behaviour}/concentration"] += 1  # one set would dominate the behaviour
                 continue
             try:

@@ -6,7 +6,8 @@ text. The lookup shortcuts route by these, and a request is refused when one fin
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from math import log
 from typing import Literal
 
 from dibench.routing.build_exploratory import minimum_covers
@@ -146,6 +147,14 @@ def name_stems(db: DatabaseView) -> set[str]:
 class StemIndex:
     names: dict[str, set[str]]  # database -> stems of its labels, table and column names
     labels: dict[str, set[str]]  # stemmed table or entity label -> databases
+    weight: dict[str, float] = field(default_factory=dict)  # stem -> log(databases / databases holding it)
+
+    def __post_init__(self) -> None:
+        held: dict[str, int] = {}
+        for ns in self.names.values():
+            for st in ns:
+                held[st] = held.get(st, 0) + 1
+        self.weight.update({st: log(len(self.names) / n) for st, n in held.items()})
 
 
 # the stems of the last view read: every task of an audit or a generation reads the same view
@@ -174,6 +183,16 @@ def overlap_ranked(request: str, view: CatalogView) -> list[str]:
     """Databases by overlap_scores (ties by id), those holding none left out."""
     score = overlap_scores(request, view)
     return [pid for pid in sorted(score, key=lambda p: (-score[p], p)) if score[pid]]
+
+
+def top_overlap(text: str, view: CatalogView) -> frozenset[str]:
+    """The databases tied first when each stem of text their names hold counts log(n / holders): a
+    stem every database holds counts nothing, a stem one holds the most (none when nothing counts)."""
+    index = _stem_index(view)
+    asked = set(stems(text))
+    score = {pid: round(sum(index.weight[st] for st in asked & ns), 9) for pid, ns in index.names.items()}
+    best = max(score.values(), default=0.0)
+    return frozenset(pid for pid, x in score.items() if x == best) if best > 0 else frozenset()
 
 
 def stemmed_labels(request: str, view: CatalogView) -> list[str]:

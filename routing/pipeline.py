@@ -53,7 +53,7 @@ def release_size(root: Path) -> int:
 
 def run_generate(graph: Graph, *, catalog: str, root: Path, n: int = DEFAULT_N, seed: int = 42,
                  out: Path | None = None, public_dir: Path | None = None, llm: BaseChatModel | None = None,
-                 only_databases: set[str] | None = None, shortcuts: bool = True, strict: bool = False,
+                 only_databases: set[str] | None = None, shortcuts: bool = True, strict: bool = True,
                  unit_progress: Progress | None = None, contract_progress: Progress | None = None,
                  audit_progress: Progress | None = None) -> GenerateSummary:
     """Build units and contracts for `catalog` (whose databases must be ingested) and store them.
@@ -61,9 +61,10 @@ def run_generate(graph: Graph, *, catalog: str, root: Path, n: int = DEFAULT_N, 
     only_databases: restrict units to these catalog ids (tests use a small catalog subset).
     out: the contracts (private: gold SQL, the intended reading). public_dir: what routers may see
     (requests and the catalog under the benchmark's ids). shortcuts: run the shortcut audit on the
-    published contracts and store its chance levels with the benchmark. strict: keep out every request
-    whose sources a word-matching of the catalog's names finds (routing/word_match.py) and let no
-    gold set repeat more than STRICT_SET_REPEATS times per behaviour.
+    published contracts and store its chance levels with the benchmark. strict (the default): keep out
+    every request whose sources a word-matching of the catalog's names finds (routing/word_match.py)
+    and let no gold set repeat more than STRICT_SET_REPEATS times per behaviour; strict=False (`routing
+    generate --lenient`) keeps them, and the audit then measures how far such words route.
     """
     view = CatalogView.load(graph, catalog)
     locations = Locations.load(graph, catalog)

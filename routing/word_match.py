@@ -2,7 +2,8 @@
 
 Every request must pass this before it is kept: no exact lookup of labels, table or column names
 written in it, no lookup of column words in any order, no lookup of labels through crude stems,
-and no ranking of the databases by the stems their names share with it may give its gold set. A
+no ranking of the databases by the stems their names share with it, and no union of each ask's own
+first database by that ranking may give its gold set. A
 ranking "gives" the set when its top |gold| databases can be the gold set under some order of its
 ties (a reviewer breaks ties their own way) with few such orders, and a lookup gives it when the
 gold set is one of its smallest covers and there are few of them. What a reviewer's word router would find is thereby kept out of the benchmark,
@@ -10,12 +11,13 @@ whatever order of ids or guess of the number of sources they use.
 """
 from __future__ import annotations
 
-from math import comb
+from math import comb, prod
 
 from dibench.routing.build_exploratory import minimum_covers
 from dibench.routing.lookup import (
-    SOURCES, holders, mentioned_labels, overlap_scores, stemmed_holders, word_labels,
+    SOURCES, holders, mentioned_labels, overlap_scores, stemmed_holders, top_overlap, word_labels,
 )
+from dibench.routing.ask_split import ask_clauses
 from dibench.routing.view import CatalogView
 
 COVER_OPTIONS = 8  # a lookup narrowing the choice to this many smallest covers, gold among them, gives it
@@ -43,6 +45,14 @@ def _top_k_holds(gold: frozenset[str], scores: dict[str, int]) -> bool:
     return comb(len(tied), k - len(above)) <= TIE_OPTIONS
 
 
+def _per_ask_holds(gold: frozenset[str], tops: list[frozenset[str]]) -> bool:
+    """Whether picking one of each ask's first databases can give gold, with few such picks."""
+    tops = [t for t in tops if t]
+    if not tops or not all(t & gold for t in tops) or not gold <= frozenset().union(*tops):
+        return False
+    return prod(len(t) for t in tops) <= TIE_OPTIONS
+
+
 def matcher_finding(request: str, gold: frozenset[str], view: CatalogView) -> str | None:
     """The name of the first word-matching that finds gold in request, or None."""
     for source in SOURCES:
@@ -56,4 +66,6 @@ def matcher_finding(request: str, gold: frozenset[str], view: CatalogView) -> st
         return "stemmed labels"
     if _top_k_holds(gold, overlap_scores(request, view)):
         return "name-stem overlap"
+    if _per_ask_holds(gold, [top_overlap(a, view) for a in ask_clauses(request)]):
+        return "name-stem overlap per ask"
     return None

@@ -14,7 +14,7 @@ from dibench.cli.main import main
 from dibench.routing.audit import audit as shortcut_audit
 from dibench.routing.catalog_store import delete_catalog, private_locations
 from dibench.routing.environment import RoutingEnvironment
-from dibench.routing.evaluate import EvalResult, behaviour_mix, evaluate
+from dibench.routing.evaluate import EvalResult, behaviour_mix, evaluate, random_router
 from dibench.routing.ingest import ingest_postgres_schemas, ingest_sqlite_folder
 from dibench.routing.models import Route, RouteBranch, RouteContribution
 from dibench.routing.pipeline import EvalSetup, GenerateSummary, load_eval, run_generate
@@ -44,7 +44,9 @@ def small3(graph: Graph, tmp_path_factory: pytest.TempPathFactory) -> Iterator[t
     root = spider_subset_folder(tmp_path_factory.mktemp("small3"), SMALL_SPIDER)
     delete_catalog(graph, SMALL)
     ingest_sqlite_folder(graph, root, catalog=SMALL)
-    yield root, run_generate(graph, catalog=SMALL, root=root, n=240, seed=42)
+    # lenient: the chance mechanics are tested on a benchmark of every behaviour it can build; a strict
+    # one (the default) keeps the few requests on three databases that no word-matching routes
+    yield root, run_generate(graph, catalog=SMALL, root=root, n=240, seed=42, strict=False)
     delete_catalog(graph, SMALL)
 
 
@@ -62,7 +64,7 @@ def pgcat(graph: Graph, warehouse: Warehouse, tmp_path_factory: pytest.TempPathF
     root = spider_subset_folder(tmp_path_factory.mktemp("pgcat"), names, rename=schemas)
     delete_catalog(graph, PG)
     ingest_postgres_schemas(graph, warehouse.admin(), list(schemas.values()), catalog=PG)
-    run_generate(graph, catalog=PG, root=root, n=150, seed=42)
+    run_generate(graph, catalog=PG, root=root, n=150, seed=42, strict=False)  # as small3
     s = load_eval(graph, PG)
     yield s
     s.executor.close()
@@ -104,7 +106,9 @@ def test_chance_levels_hold_on_small_catalogs(request: pytest.FixtureRequest, ca
     # the chance level printed is the best of the shortcut library, which holds random and layout-only
     found = shortcut_audit(setup.contracts, setup.indexes, setup.route_executor, 42)
     assert found.level("ra_graph").value >= max(found.routers["layout-only"]["ra_graph"], rnd_graph - 0.05)
-    assert abs(found.routers["layout-only"]["ra_graph"] - layout_graph) <= 0.1
+    # one seed against the mean of five: on three databases (pairs only: a triple is the select-all
+    # route) the benchmark holds a few hundred tasks, so a seed moves by up to 15 points
+    assert abs(found.routers["layout-only"]["ra_graph"] - layout_graph) <= 0.15
     assert everything.ea_micro <= everything.ra_set + 0.10, (everything.ea_micro, everything.ra_set)
     rnd = _run(setup, RandomRouter(42, mix)).summary
     lo, hi = rnd.interval("ra_graph")
@@ -114,11 +118,12 @@ def test_chance_levels_hold_on_small_catalogs(request: pytest.FixtureRequest, ca
 
 def test_a_first_sentence_probe_is_at_chance(small3_eval: EvalSetup) -> None:
     multi = [c for c in small3_eval.contracts if c.behaviour in MULTI]
-    assert len(multi) >= 30
+    assert len(multi) >= 20  # three databases: parallel tasks ask pairs only
     sub = EvalSetup(multi, small3_eval.indexes, small3_eval.route_executor, small3_eval.executor)
     probe = _run(sub, FirstSentenceRouter()).summary
-    rnd = _run(sub, RandomRouter(42, behaviour_mix(multi))).summary
-    assert probe.ra_set <= rnd.ra_set + 0.02, (probe.ra_set, rnd.ra_set)
+    # chance drawing sizes as the benchmark does (three databases: pairs only); averaged over seeds
+    rnd_set = sum(_run(sub, random_router(s, multi)).summary.ra_set for s in range(5)) / 5
+    assert probe.ra_set <= rnd_set + 0.02, (probe.ra_set, rnd_set)
 
 
 def test_over_selection_buys_no_execution_credit(small3_eval: EvalSetup) -> None:
@@ -136,7 +141,7 @@ def generated_catalog(graph: Graph, tmp_path: Path, dbs: list[str], catalog: str
     root = write_release(tmp_path, dbs)
     delete_catalog(graph, catalog)
     ingest_sqlite_folder(graph, root, catalog=catalog)
-    run_generate(graph, catalog=catalog, root=root, n=n, seed=seed)
+    run_generate(graph, catalog=catalog, root=root, n=n, seed=seed, strict=False)  # the test questions name their tables
     return root
 
 
@@ -220,7 +225,7 @@ def test_sequential_binds_into_a_postgresql_downstream(graph: Graph, warehouse: 
     delete_catalog(graph, catalog)
     try:
         ingest_postgres_schemas(graph, warehouse.admin(), list(schemas), catalog=catalog)
-        s = run_generate(graph, catalog=catalog, root=release, n=40, seed=7)
+        s = run_generate(graph, catalog=catalog, root=release, n=40, seed=7, strict=False)  # as generated_catalog
         assert s.report.produced.get("sequential", 0) >= 1, s.report.shortfall_lines()
         setup = load_eval(graph, catalog)
         seq = [c for c in setup.contracts if c.behaviour == "sequential"]
@@ -287,7 +292,7 @@ def test_generate_without_path_reads_the_catalogs_own_release(graph: Graph, tmp_
     delete_catalog(graph, catalog)
     try:
         ingest_sqlite_folder(graph, root, catalog=catalog)
-        ok = runner.invoke(main, ["routing", "generate", "--catalog", catalog, "--n", "10",
+        ok = runner.invoke(main, ["routing", "generate", "--catalog", catalog, "--n", "10", "--lenient",
                                   "-o", str(tmp_path / "c.jsonl"), "--public-dir", str(tmp_path / "p")],
                            terminal_width=200)
         assert ok.exit_code == 0, ok.output

@@ -32,7 +32,9 @@ def test_full_catalog_meets_the_published_mix(graph: Graph, full_catalog: str) -
     assert ingest.databases == 156
     assert sorted(s.split(":")[0] for s in ingest.skipped) == [
         "academic", "baseball_1", "geo", "imdb", "music_2", "restaurants", "scholar", "soccer_1", "wta_1", "yelp"]
-    s = run_generate(graph, catalog=full_catalog, root=root, seed=42)
+    # lenient: the published mix in full; the strict default keeps about 560 tasks here and costs
+    # minutes more (docs/routing.md)
+    s = run_generate(graph, catalog=full_catalog, root=root, seed=42, strict=False)
     # 10,727 records (dev.json, dev_gold.sql, train_gold.sql) hold 5,280 distinct queries; 884 ask a database
     # left out (no file, or no row in any table); 296 train queries render only to text hiding a needed
     # value ("the result of a nested lookup"): dropped

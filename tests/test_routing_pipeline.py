@@ -53,7 +53,9 @@ def _root() -> Path:
 def built(graph: Graph) -> Iterator[GenerateSummary]:
     delete_catalog(graph, CATALOG)
     ingest_sqlite_folder(graph, _root(), catalog=CATALOG, only=SUBSET)
-    yield run_generate(graph, catalog=CATALOG, root=_root(), n=N_CONTRACTS, seed=42)
+    # lenient: these tests are about every behaviour's contracts, routes and scores; what the strict
+    # default refuses is tested in test_routing_small and test_routing_shortcuts
+    yield run_generate(graph, catalog=CATALOG, root=_root(), n=N_CONTRACTS, seed=42, strict=False)
     delete_catalog(graph, CATALOG)
 
 

@@ -141,6 +141,8 @@ def test_every_family_is_registered() -> None:
     for family in ("random", "select-all", "layout-only", "constant-database", "constant-set", "largest-by-rows",
                    "count-asks", "count-sentences", "count-question-marks", "label-lookup", "column-lookup-as-exploratory",
                    "column-words-as-exploratory", "surface-learned", "surface-learned+labels",
+                   "surface-learned+overlap", "word-overlap-per-ask", "popular-databases", "listed-first",
+                   "listed-last", "length-learned",
                    "word-overlap-top-k", "word-overlap-top-k-as-exploratory", "stemmed-label-lookup",
                    "stemmed-label-lookup-as-exploratory"):
         assert family in names
@@ -264,3 +266,67 @@ def test_rendered_intents_read_as_an_analyst_writes() -> None:
         "Find the language with the lowest number of records, among tv channel records."
     for sql in ("SELECT count(*) FROM company", "SELECT a FROM t ORDER BY b LIMIT 1"):
         assert "records of" not in said(sql) and "only the first" not in said(sql)
+
+
+def test_small_catalogs_draw_only_sizes_that_leave_a_choice_of_sets() -> None:
+    from dibench.routing.build_common import open_sizes
+    from dibench.routing.build_simple import PARALLEL_SIZES, PARALLEL_WEIGHTS
+
+    sizes = lambda n: [k for k, _ in open_sizes(PARALLEL_SIZES, PARALLEL_WEIGHTS, n)]  # noqa: E731
+    # five databases: "five sources" is the select-all route, "four" leaves five sets; one size stays
+    assert sizes(5) == [2] and sizes(3) == [2] and sizes(4) == [2]
+    assert sizes(8) == [3, 4, 5] and sizes(20) == list(PARALLEL_SIZES)
+
+
+def test_a_strict_benchmark_keeps_its_gold_sets_even_past_the_repeat_limit() -> None:
+    from dibench.routing.generate import STRICT_SET_REPEATS, even_cap
+
+    few: Counter[tuple[str, ...]] = Counter({("a", "b"): 2, ("a", "c"): 2, ("b", "c"): 2})
+    assert even_cap(few, 291, STRICT_SET_REPEATS) == 2  # three sets: one would hold a third of the tasks
+    sets = Counter({(str(i), "x"): 2 for i in range(9)} | {("9", "x"): 1})
+    assert even_cap(sets, 291, STRICT_SET_REPEATS) == 2  # one set still at one: the others wait
+    sets[("9", "x")] = 2
+    assert even_cap(sets, 291, STRICT_SET_REPEATS) == 3
+    sets[("0", "x")] = 40
+    assert even_cap(sets, 40, STRICT_SET_REPEATS) == 3  # even, and never past the share cap (4 of 40)
+    assert even_cap(sets, 291, None) == 29
+
+
+def test_the_random_router_draws_sizes_with_the_benchmark_weights() -> None:
+    from dibench.routing.evaluate import random_router, size_mix
+
+    contracts = [_contract(f"t{i}", "parallel", ["db_a", "db_b", "db_c"], "x") for i in range(4)]
+    assert size_mix(contracts) == {"parallel": {3: 4}}
+    env = RoutingEnvironment(CatalogIndexes(_view()))
+    router = random_router(7, contracts)
+    routes = [router.route(RouterTask(c.task_id, c.request), env) for c in contracts]
+    assert all(r.behaviour == "parallel" and len(r.branches[0].databases) == 3 for r in routes)
+
+
+def test_each_ask_goes_to_the_database_its_rarer_words_name() -> None:
+    from dibench.routing.lookup import top_overlap
+    from dibench.routing.shortcuts.overlap import WordOverlapPerAsk
+    from dibench.routing.word_match import matcher_finding
+
+    view = _view()
+    assert top_overlap("the heaviest breed", view) == frozenset({"db_b"})
+    assert top_overlap("which name", view) == frozenset()  # a stem every database holds counts nothing
+    request = "What is the year of each concert, and which breed is heaviest?"
+    assert surface.ask_clauses(request) == ["What is the year of each concert", "which breed is heaviest?"]
+    env = RoutingEnvironment(CatalogIndexes(view))
+    route = WordOverlapPerAsk().route(RouterTask("t", request), env)
+    assert (route.behaviour, route.branches[0].databases) == ("parallel", ["db_a", "db_b"])
+    assert matcher_finding(request, frozenset({"db_a", "db_b"}), view) is not None
+
+
+def test_popularity_position_and_length_guesses_read_no_words() -> None:
+    from dibench.routing.shortcuts.popularity import Length, Popular, Position
+
+    contracts = tuple(_contract(f"t{i}", "single", [db], "How many dogs are there?")
+                      for i, db in enumerate(["db_b", "db_b", "db_c"]))
+    env = RoutingEnvironment(CatalogIndexes(_view()))
+    task = RouterTask("t2", "How many dogs are there?")
+    assert Popular(contracts).route(task, env).branches[0].databases == ["db_b"]  # its own db_c left out
+    assert Position(False).route(task, env).branches[0].databases == env.view.ids()[:1]
+    assert Position(True).route(task, env).branches[0].databases == env.view.ids()[-1:]
+    assert Length(contracts, 1).route(task, env).behaviour == "single"

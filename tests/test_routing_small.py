@@ -70,7 +70,10 @@ def small(graph: Graph, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tu
     root = write_release(tmp_path_factory.mktemp("small"), list(DATABASES))
     delete_catalog(graph, CATALOG)
     ingest_sqlite_folder(graph, root, catalog=CATALOG)
-    yield root, run_generate(graph, catalog=CATALOG, root=root, n=40, seed=7)
+    # lenient: every question of this catalog names its table, so a strict benchmark (the default)
+    # keeps almost none of them (test_a_strict_default_refuses_word_matched_requests_and_says_so); the
+    # tests here are about building and evaluating the five behaviours
+    yield root, run_generate(graph, catalog=CATALOG, root=root, n=40, seed=7, strict=False)
     delete_catalog(graph, CATALOG)
 
 
@@ -90,7 +93,7 @@ def test_two_database_catalog_does_not_crash(graph: Graph, tmp_path: Path) -> No
     delete_catalog(graph, name)
     try:
         ingest_sqlite_folder(graph, root, catalog=name)
-        report = run_generate(graph, catalog=name, root=root, n=30, seed=1).report
+        report = run_generate(graph, catalog=name, root=root, n=30, seed=1, strict=False).report
         assert "interactive" in report.skipped()  # no question two databases answer differently
         assert "parallel" in report.produced and "sequential" in report.produced
     finally:
@@ -133,7 +136,7 @@ def test_each_generation_is_a_new_benchmark_with_fresh_public_ids(graph: Graph, 
     try:
         ingest_sqlite_folder(graph, root, catalog=name)
         catalog_ids = set(private_locations(graph, name))
-        runs = [run_generate(graph, catalog=name, root=root, n=20, seed=7, out=tmp_path / f"c{i}.jsonl",
+        runs = [run_generate(graph, catalog=name, root=root, n=20, seed=7, strict=False, out=tmp_path / f"c{i}.jsonl",
                              public_dir=tmp_path / f"public{i}") for i in (1, 2)]
         first, second = ({d for c in r.published for d in c.required_databases()} for r in runs)
         assert runs[0].benchmark != runs[1].benchmark
@@ -159,7 +162,8 @@ def test_each_generation_is_a_new_benchmark_with_fresh_public_ids(graph: Graph, 
         from dibench.cli.main import main
 
         res = CliRunner().invoke(main, ["routing", "generate", "--catalog", name, "--path", str(root), "--n", "10",
-                                        "-o", str(tmp_path / "c3.jsonl"), "--public-dir", str(tmp_path / "public3")])
+                                        "--lenient", "-o", str(tmp_path / "c3.jsonl"), "--public-dir",
+                                        str(tmp_path / "public3")])
         assert res.exit_code == 0, res.output
         assert "benchmark bm_" in res.output and (tmp_path / "public3" / "catalog.json").is_file()
         tasks = [json.loads(line) for line in (tmp_path / "public3" / "tasks.jsonl").read_text().splitlines()]
@@ -255,3 +259,30 @@ def test_reingest_prunes_removed_databases_and_delete_command(graph: Graph, tmp_
     assert counts(graph, name)["databases"] == 0
     res = runner.invoke(main, ["catalog", "delete", name])
     assert res.exit_code != 0 and name in res.output
+
+
+def test_a_strict_default_refuses_word_matched_requests_and_says_so(graph: Graph,
+                                                                    small: tuple[Path, GenerateSummary],
+                                                                    tmp_path: Path) -> None:
+    """`routing generate` is strict by default: on this catalog, whose every question names its
+    table, what a word-matching routes is refused and counted, and a behaviour left empty makes it
+    exit 1 naming --allow-missing, unless that is passed."""
+    from dibench.cli.main import main
+
+    root, lenient = small[0], small[1].report
+    name = CATALOG + "_strict"
+    delete_catalog(graph, name)
+    try:
+        ingest_sqlite_folder(graph, root, catalog=name)
+        args = ["routing", "generate", "--catalog", name, "--path", str(root), "--n", "40", "-o",
+                str(tmp_path / "c.jsonl"), "--public-dir", str(tmp_path / "public")]
+        res = CliRunner().invoke(main, args)
+        assert "word-match" in res.output, res.output
+        built = [json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines()]
+        assert len(built) < len(lenient.contracts)
+        missing = sorted(set(lenient.targets) - {c["behaviour"] for c in built})
+        assert missing and res.exit_code == 1 and "--allow-missing" in res.output
+        res = CliRunner().invoke(main, [*args, *(a for b in missing for a in ("--allow-missing", b))])
+        assert res.exit_code == 0, res.output
+    finally:
+        delete_catalog(graph, name)

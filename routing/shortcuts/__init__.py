@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dibench.routing.routers import Router
-from dibench.routing.shortcuts import constant, counts, labels, learned, overlap, sizes, stock
+from dibench.routing.shortcuts import constant, counts, labels, learned, overlap, popularity, sizes, stock
 from dibench.routing.shortcuts.context import ShortcutContext
 
 FAMILIES: tuple[Callable[[ShortcutContext], list[Router]], ...] = (
     stock.routers, constant.routers, sizes.routers, counts.routers, labels.routers, overlap.routers,
-    learned.routers)
+    learned.routers, popularity.routers)
 
 
 def shortcut_routers(ctx: ShortcutContext) -> list[Router]:

@@ -1,30 +1,11 @@
 """Surface features of a request: what punctuation and fixed words give away, with no meaning read."""
 from __future__ import annotations
 
-import re
+from dibench.routing.ask_split import ASK_STARTS, ask_clauses, clause_parts, is_closing, sentences, starts_an_ask, words
 
-_SENTENCE = re.compile(r"[^.?!;]+[.?!;]*")
-_WORD = re.compile(r"[A-Za-z0-9']+")
-# words a clause of a question or an instruction starts with (any template or person writes them)
-ASK_STARTS = frozenset("what which how who whom whose when where why list show find give return count tell "
-                       "is are was were do does did can name point i".split())
-_CLAUSE_JOIN = re.compile(r",\s*(?:and|also|then|plus)?\s*|\s+-\s+|\s+and\s+(?=(?:" + "|".join(
-    sorted(ASK_STARTS)) + r")\b)", re.IGNORECASE)
+__all__ = ["ASK_STARTS", "JOINING_WORDS", "ask_clauses", "asks", "is_closing", "opening", "sentences", "signature",
+           "words"]
 JOINING_WORDS = frozenset("and also then plus next besides separately first after using".split())
-
-
-def sentences(request: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.findall(request) if _WORD.search(s)]
-
-
-def words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text)]
-
-
-def is_closing(sentence: str) -> bool:
-    """A sentence that asks for nothing: short and without a question word (a "Thanks." or "That is all.")."""
-    ws = words(sentence)
-    return len(ws) <= 6 and not sentence.rstrip().endswith("?") and not (ws and ws[0] in ASK_STARTS - {"i", "is"})
 
 
 def asks(request: str) -> int:
@@ -34,8 +15,7 @@ def asks(request: str) -> int:
     for s in sentences(request):
         if is_closing(s):
             continue
-        parts = [p for p in _CLAUSE_JOIN.split(s) if p and _WORD.search(p)]
-        n += max(1, sum(1 for p in parts if words(p)[:1] and words(p)[0] in ASK_STARTS))
+        n += max(1, sum(1 for p in clause_parts(s) if starts_an_ask(p)))
     return max(n, 1)
 
 
