@@ -15,17 +15,24 @@ def _required(c: Contract) -> tuple[str, ...]:
     return tuple(sorted(c.required_databases()))
 
 
-class CommonestDatabase:
-    """One database, always: the one the most other tasks require."""
-
-    name = "constant-database"
+class OtherTasksDatabases:
+    """How many of the other tasks (leave-one-out) require each database."""
 
     def __init__(self, contracts: tuple[Contract, ...]) -> None:
         self.per_task = {c.task_id: Counter(c.required_databases()) for c in contracts}
         self.total: Counter[str] = sum(self.per_task.values(), Counter())
 
+    def counts(self, task_id: str) -> Counter[str]:
+        return self.total - self.per_task.get(task_id, Counter())
+
+
+class CommonestDatabase(OtherTasksDatabases):
+    """One database, always: the one the most other tasks require."""
+
+    name = "constant-database"
+
     def route(self, task: RouterTask, env: RoutingEnvironment) -> Route:
-        counts = self.total - self.per_task.get(task.task_id, Counter())
+        counts = self.counts(task.task_id)
         best = min(counts, key=lambda d: (-counts[d], d)) if counts else sorted(env.view.ids())[0]
         return submit(env, "single", [best], task.request)
 

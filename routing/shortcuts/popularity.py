@@ -5,30 +5,26 @@ the same length, databases at random."""
 from __future__ import annotations
 
 import random
-from collections import Counter
 
 from dibench.routing.environment import RoutingEnvironment
 from dibench.routing.models import Behaviour, Contract, Route
 from dibench.routing.routers import Router, RouterTask
 from dibench.routing.shortcuts import surface
 from dibench.routing.shortcuts.build import padded, submit
+from dibench.routing.shortcuts.constant import OtherTasksDatabases
 from dibench.routing.shortcuts.context import ShortcutContext
 from dibench.routing.shortcuts.learned import SurfaceTable
 
 LENGTH_BUCKET = 40  # characters: requests of about the same length share a bucket
 
 
-class Popular:
+class Popular(OtherTasksDatabases):
     """The k databases the most other tasks require, k = the count of asks."""
 
     name = "popular-databases"
 
-    def __init__(self, contracts: tuple[Contract, ...]) -> None:
-        self.per_task = {c.task_id: Counter(c.required_databases()) for c in contracts}
-        self.total: Counter[str] = sum(self.per_task.values(), Counter())
-
     def route(self, task: RouterTask, env: RoutingEnvironment) -> Route:
-        counts = self.total - self.per_task.get(task.task_id, Counter())
+        counts = self.counts(task.task_id)
         k = surface.asks(task.request)
         dbs = sorted(counts, key=lambda d: (-counts[d], d))[:k] or env.view.ids()[:1]
         return submit(env, "single" if len(dbs) == 1 else "parallel", dbs, task.request)
