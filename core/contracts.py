@@ -10,6 +10,7 @@ See docs/contracts.md.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -383,7 +384,7 @@ def _label_problem(label: LabelRule, value: Any) -> str | None:
         return None if isinstance(value, bool) else f"is {_json_type(value)}, expected true or false"
     if not isinstance(value, str):
         return f"is {_json_type(value)}, expected a string"
-    if label.choices and _norm(value) not in {_norm(c) for c in label.choices}:
+    if label.choices and name_key(value) not in {name_key(c) for c in label.choices}:
         return f"is {value!r}, expected one of {', '.join(label.choices)}"
     return None
 
@@ -415,15 +416,15 @@ def _rows_problem(rule: RowsRule, rows: Any) -> str | None:
             problem = _number_problem(row[column])
             if problem:
                 return f"[{i}].{column} {problem}"
-        if _norm(key) in seen:
+        if name_key(key) in seen:
             return f"[{i}] repeats {rule.key} {key!r}"
-        seen.add(_norm(key))
+        seen.add(name_key(key))
     return None
 
 
 def _label_equal(label: LabelRule, expected: Any, got: Any) -> bool:
     if label.kind == "text" and isinstance(expected, str) and isinstance(got, str):
-        return _norm(expected) == _norm(got)
+        return name_key(expected) == name_key(got)
     return bool(expected == got) and type(expected) is type(got)
 
 
@@ -449,8 +450,8 @@ def _number_mismatch(name: str, tol: Tolerance, expected: float | None, got: flo
 
 def _rows_mismatches(rule: RowsRule, expected: list[dict[str, Any]], got: list[dict[str, Any]],
                      also: dict[float, float] | None = None) -> list[str]:
-    exp_by_key = {_norm(r[rule.key]): r for r in expected}
-    got_by_key = {_norm(r[rule.key]): r for r in got}
+    exp_by_key = {name_key(r[rule.key]): r for r in expected}
+    got_by_key = {name_key(r[rule.key]): r for r in got}
     out: list[str] = []
     missing = [r[rule.key] for k, r in exp_by_key.items() if k not in got_by_key]
     extra = [r[rule.key] for k, r in got_by_key.items() if k not in exp_by_key]
@@ -477,15 +478,20 @@ def _order_ok(rule: RowsRule, expected: list[dict[str, Any]], got: list[dict[str
         j = i + 1
         while j < len(expected) and all(expected[j][c] == expected[i][c] for c in rule.numbers):
             j += 1
-        if {_norm(r[rule.key]) for r in expected[i:j]} != {_norm(r[rule.key]) for r in got[i:j]}:
+        if {name_key(r[rule.key]) for r in expected[i:j]} != {name_key(r[rule.key]) for r in got[i:j]}:
             return False
         i = j
     return True
 
 
 # ------------------------------------------------------------------------------ small helpers
-def _norm(s: Any) -> Any:
-    return s.strip().casefold() if isinstance(s, str) else s
+_SEPARATORS = re.compile(r"[\s_-]+")
+
+
+def name_key(s: Any) -> Any:
+    """A name as scored: trimmed, case-folded, and with spaces, underscores and hyphens alike
+    ("in_person" = "In-person" = "in person")."""
+    return _SEPARATORS.sub(" ", s.strip().casefold()) if isinstance(s, str) else s
 
 
 def _show(v: Any) -> str:

@@ -56,11 +56,21 @@ def plural(noun: str) -> str:
     return noun + "s"
 
 
+_CODE = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)+")
+
+
+def value_words(value: Any) -> Any:
+    """A data value as a person writes it: a lower-case code joined by underscores in words
+    ("in_person" -> "in person"); any other value as the data has it. Scoring takes spaces,
+    underscores and hyphens in a name alike, so an answer may write either."""
+    return value.replace("_", " ") if isinstance(value, str) and _CODE.fullmatch(value) else value
+
+
 def slice_words(dim_label: str, value: Any, dimension_type: str = "categorical") -> str:
     """A slice as a business user names it: "in Japan" (a place), "for the premium service plan"."""
     if dimension_type == "spatial":
-        return f"in {value}"
-    return f"for the {value} {dim_label}"
+        return f"in {value_words(value)}"
+    return f"for the {value_words(value)} {dim_label}"
 
 
 def amount_words(value: float, unit: str) -> str:
@@ -121,7 +131,7 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
     # Places go by their names ("Japan"), other values with their label ("the premium service plan").
     spatial = dimension_type == "spatial"
     if analysis == "comparison":
-        a, b = facts["group_a"], facts["group_b"]
+        a, b = value_words(facts["group_a"]), value_words(facts["group_b"])
         return _pick(rng, [f"Which {dim_label} had the higher {name} {when}: {a} or {b}? Give both values.",
                            f"Compare the {name} of {a if spatial else f'the {a} {dim_label}'} with that of "
                            f"{b if spatial else f'the {b} {dim_label}'} {when}."])
@@ -132,7 +142,7 @@ def template_question(analysis: str, metric_name: str, dim_label: str, facts: di
         return _pick(rng, [f"Which {count_words(k)} {many} had the {best} {name} {when}, in order?",
                            f"Rank the {count_words(k)} {many} with the {best} {name} {when}, {best} first."])
     if analysis == "significance_testing":
-        a, b = facts["group_a"], facts["group_b"]
+        a, b = value_words(facts["group_a"]), value_words(facts["group_b"])
         return (f"Is the monthly {name} significantly different between "
                 f"{f'{a} and {b}' if spatial else f'the {a} and {b} {plural(dim_label)}'} {when}? "
                 f"Use a two-tailed Welch's t-test at the 5% level on the monthly values.")

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dibench.core.contracts import (
-    ANALYSIS_TYPES, AnswerContract, ContractError, check_answer, fact_found, make_contract,
+    ANALYSIS_TYPES, AnswerContract, ContractError, check_answer, fact_found, make_contract, name_key,
 )
 from dibench.core.facts import renderings, stated, strays
 
@@ -30,7 +30,7 @@ def number(rounding: int, nullable: bool = False) -> st.SearchStrategy[float | N
 
 
 def groups(min_size: int = 1) -> st.SearchStrategy[list[str]]:
-    return st.lists(names, min_size=min_size, max_size=8, unique_by=lambda s: s.strip().casefold())
+    return st.lists(names, min_size=min_size, max_size=8, unique_by=name_key)
 
 
 @st.composite
@@ -313,6 +313,19 @@ def test_ranking_ties_may_come_in_any_order() -> None:
     assert check_answer(contract, gold, tie_swapped).passed
     wrong = {"rows": [{"group": "c", "value": 1.0}, {"group": "a", "value": 5.0}, {"group": "b", "value": 5.0}]}
     assert check_answer(contract, gold, wrong).reason.startswith("order: expected ['a', 'b', 'c']")
+
+
+def test_names_match_whatever_joins_their_words() -> None:
+    # a question writes the code "in_person" as "in person": an answer may write either
+    gold = {"group_a": "in_person", "group_b": "self_pay", "value_a": 1.0, "value_b": 2.0, "higher": "self_pay"}
+    contract = contract_for("comparison", gold)
+    spelled = {**gold, "group_a": "In-person", "group_b": "self pay", "higher": "Self Pay"}
+    assert check_answer(contract, gold, spelled).passed
+    rows = {"rows": [{"group": "in_person", "value": 1.0}, {"group": "PG-13", "value": 2.0}]}
+    answer = {"rows": [{"group": "in person", "value": 1.0}, {"group": "pg 13", "value": 2.0}]}
+    assert check_answer(contract_for("decomposition", rows), rows, answer).passed
+    assert not check_answer(contract_for("decomposition", rows), rows, {"rows": [
+        {"group": "inperson", "value": 1.0}, {"group": "PG-13", "value": 2.0}]}).passed
 
 
 def test_closed_vocabulary_labels() -> None:

@@ -45,6 +45,17 @@ def test_groups_are_named_with_their_label_after_them() -> None:
     assert "between East and South in 2024?" in spatial
 
 
+def test_a_code_joined_by_underscores_is_written_in_words() -> None:
+    pair = {"group_a": "in_person", "group_b": "video"}
+    (sig,) = asked("significance_testing", "No-show rate", pair)
+    assert "between the in person and video branches" in sig
+    for q in asked("comparison", "No-show rate", pair) | asked("point_query", "No-show rate", {"group": "self_pay"}):
+        assert "_" not in q
+    # a value that is not such a code stays as the data writes it
+    (kept,) = asked("significance_testing", "No-show rate", {"group_a": "POPLATEK MESICNE", "group_b": "PG-13"})
+    assert "POPLATEK MESICNE and PG-13" in kept
+
+
 def _knowledge(name: str, effects: list[dict[str, object]], metric_sql: str | None = None, pick: int = 0) -> str:
     asked_for = candidates(effects, False, metric_sql)[pick]
     return knowledge_question(name, {"op": effects[0]["op"], "asks": asks_of(asked_for)}, random.Random(0))
