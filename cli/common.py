@@ -166,10 +166,12 @@ def progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
 
 def print_shortcut_audit(audit: Any, rejected: dict[str, int] | None = None) -> None:
     """The best no-understanding strategy per analysis type x tier x variant, beside the oracle:
-    what a score must beat (generation/shortcuts). `audit`: a ShortcutAudit or its JSON form."""
+    what a score must beat (generation/shortcuts); then the hold-out strategies' table (never used
+    to admit anything). `audit`: a ShortcutAudit or its JSON form."""
     if not audit:
         return
-    from dibench.generation.shortcuts.audit import AUDIT_COLUMNS, ShortcutAudit, audit_rows
+    from dibench.generation.shortcuts.audit import (AUDIT_COLUMNS, HOLDOUT_COLUMNS, HOLDOUT_TITLE, ShortcutAudit,
+                                                    audit_rows, holdout_rows)
 
     table = audit if isinstance(audit, ShortcutAudit) else ShortcutAudit.model_validate(audit)
     print_table(f"best shortcut per analysis type x tier x variant ({table.strategies} strategies that read no "
@@ -177,15 +179,9 @@ def print_shortcut_audit(audit: Any, rejected: dict[str, int] | None = None) -> 
     if rejected:
         click.echo(f"not admitted, a shortcut passing more than {table.limit_pct:g}% of the family: "
                    + ", ".join(f"{family} {n}" for family, n in rejected.items()))
-
-
-def print_holdout_audit(audit: Any) -> None:
-    """The hold-out strategies (never used to admit a task) on the admitted knowledge tasks."""
-    if not audit or not audit.get("cells"):
-        return
-    from dibench.generation.shortcuts.audit import AUDIT_COLUMNS, ShortcutAudit, audit_rows
-
-    table = ShortcutAudit.model_validate(audit)
-    rows = [r[:-1] for r in audit_rows(table)]  # the hold-out admits nothing: no verdict column
-    print_table(f"hold-out: best of {table.strategies} strategies never used to admit a knowledge task",
-                AUDIT_COLUMNS[:-1], rows)
+    held = holdout_rows(table)
+    if isinstance(held, str):
+        click.echo(f"{HOLDOUT_TITLE}: {held}")
+    else:
+        print_table(f"{HOLDOUT_TITLE}: best of {table.holdout.strategies if table.holdout else 0} on the knowledge "
+                    "tasks", HOLDOUT_COLUMNS, held)

@@ -14,7 +14,7 @@ import click
 
 from dibench import __version__
 from dibench.cli.common import (console, err_console, get_settings, handle_errors, print_json,
-                                 print_holdout_audit, print_shortcut_audit, print_table, reset_settings,
+                                 print_shortcut_audit, print_table, reset_settings,
                                  working)
 from dibench.core.errors import PackErrors
 
@@ -490,7 +490,6 @@ def _print_summary(summary: Any) -> None:
     if d.get("migrated"):
         click.echo(f"{d['migrated']} tasks generated under an older gold meaning were retired (GoldMigration record)")
     print_shortcut_audit(d.get("shortcut_audit"), d.get("shortcut_rejected") or {})
-    print_holdout_audit(d.get("holdout_audit"))
 
 
 

@@ -28,8 +28,7 @@ from dibench.generation import questions, validation
 from dibench.generation.analyses import registry
 from dibench.generation.runs import Heartbeat, OpenedRun, finish, open_run
 from dibench.generation.selection import quality, select
-from dibench.generation.shortcut_gate import audit_run, documents, refuse_knowledge, run_tasks
-from dibench.generation.shortcuts.holdout import holdout_audit
+from dibench.generation.shortcut_gate import audit_run, refuse_knowledge
 from dibench.generation.skeletons import Skeleton, enumerate_all
 from dibench.generation.workers import die_with_parent, work, work_entry
 from dibench.generation.writeback import GOLD_MEANING, GOLD_VERSION, reject_ambiguous, reject_duplicates
@@ -76,10 +75,9 @@ class RunSummary:
     # analysis type -> {"grouped" | "legacy: <why>" | "mixed: <why>" | "none": candidates} (generation.tasks.sql_plan)
     sql_plan: dict[str, dict[str, int]] = field(default_factory=dict)
     # The best no-understanding strategy per analysis type x tier x variant, beside the oracle
-    # (generation/shortcuts/audit.py, ShortcutAudit), and the tasks not admitted because of it.
+    # (generation/shortcuts/audit.py, ShortcutAudit, the hold-out strategies' table in it), and
+    # the tasks not admitted because of it.
     shortcut_audit: dict[str, Any] = field(default_factory=dict)
-    # the hold-out strategies on the admitted knowledge tasks (generation/shortcuts/holdout.py)
-    holdout_audit: dict[str, Any] = field(default_factory=dict)
     shortcut_rejected: dict[str, int] = field(default_factory=dict)
     # The run's tasks in the vocabulary of core.task_counts (admitted standard, with variants, with rejected).
     task_counts: dict[str, int] = field(default_factory=dict)
@@ -405,7 +403,6 @@ def _generate(pack: Pack, graph: Graph, pool: Pool | None, started: float, lease
             f"{table.limit_pct:g}% of their family ({', '.join(shortcut_rejected)})")
         summary = summarise(graph, run_key, pack, len(planned))
     summary.shortcut_audit, summary.shortcut_rejected = table.model_dump(mode="json"), shortcut_rejected
-    summary.holdout_audit = holdout_audit(run_tasks(graph, pack.name, run_key), documents(pack)).model_dump(mode="json")
     finish(graph, run_key)
     summary.ambiguous = ambiguous
     summary.skeletons = len(planned)

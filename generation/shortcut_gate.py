@@ -15,6 +15,7 @@ from dibench.core.pack import Pack
 from dibench.generation.knowledge_admission import refusals
 from dibench.generation.shortcuts import AuditTask, Corpus, registry, stem_of
 from dibench.generation.shortcuts.audit import ShortcutAudit, audit, family_of
+from dibench.generation.shortcuts.holdout import holdout_audit
 from dibench.generation.writeback import with_variants
 from dibench.stores.graph import Graph
 
@@ -80,10 +81,13 @@ def refuse_knowledge(graph: Graph, pack: Pack, run_key: str) -> dict[str, int]:
 
 def audit_run(graph: Graph, pack: Pack, run_key: str) -> tuple[ShortcutAudit, dict[str, int]]:
     """Audit the run's admitted tasks, reject the families a shortcut solves, store the table on
-    the run. (the table, {family: tasks not admitted})."""
+    the run with the hold-out strategies' table of the tasks still admitted beside it. (the
+    table, {family: tasks not admitted})."""
     tasks = run_tasks(graph, pack.name, run_key)
     table = audit(tasks, Corpus(tuple(tasks), documents(pack)), registry())
     rejected = gate(graph, tasks, table)
+    kept = run_tasks(graph, pack.name, run_key) if rejected else tasks
+    table = table.model_copy(update={"holdout": holdout_audit(kept, documents(pack))})
     graph.write("run_shortcut_audit", key=run_key, audit=table.model_dump_json(),
                 rejected=json.dumps(rejected, sort_keys=True))
     return table, rejected

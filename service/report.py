@@ -27,7 +27,8 @@ from dibench.evaluation.plots import bar_chart, grouped_bars, heatmap
 from dibench.evaluation.reporting_tables import FAILURE_CLASSES, TIER_ORDER, Bucket
 from dibench.evaluation.scoring import Report
 from dibench.evaluation.tasks import TaskRecord, load_tasks
-from dibench.generation.shortcuts.audit import AUDIT_COLUMNS, ShortcutAudit, audit_rows
+from dibench.generation.shortcuts.audit import (AUDIT_COLUMNS, HOLDOUT_COLUMNS, HOLDOUT_TITLE, ShortcutAudit,
+                                                audit_rows, holdout_rows)
 from dibench.routing.report import html_section
 from dibench.service.drift import latest_check
 from dibench.stores.graph import Graph
@@ -219,13 +220,23 @@ def render_shortcuts(runs: Sequence[RunData]) -> str:
     """Per run: the best no-understanding strategy per analysis type x tier x variant on the same
     tasks, beside the oracle: what the run's scores must beat."""
     parts = [f"<h3>{escape(r.label)}: best shortcut</h3>" + _table(AUDIT_COLUMNS, audit_rows(r.shortcuts))
-             for r in runs if r.shortcuts is not None]
+             + render_holdout(r.shortcuts) for r in runs if r.shortcuts is not None]
     if not parts:
         return ""
     return "".join(["<h3>Best shortcut</h3>",
                     '<p class="note">What strategies that read no data (constants, the most common answer, the '
                     "question echoed, document dumps, the rule left out ...) score on the same tasks, with the 95% "
                     "Wilson interval, beside the oracle.</p>", *parts])
+
+
+def render_holdout(audit: ShortcutAudit) -> str:
+    """The hold-out strategies' table beside a run's audit (or the line saying why there is none)."""
+    held = holdout_rows(audit)
+    if isinstance(held, str):
+        return f'<p class="note holdout">{escape(HOLDOUT_TITLE)}: {escape(held)}.</p>'
+    return (f'<p class="note holdout">{escape(HOLDOUT_TITLE)} (best of '
+            f"{audit.holdout.strategies if audit.holdout else 0}, on the knowledge tasks):</p>"
+            + _table(HOLDOUT_COLUMNS, held))
 
 
 def tier_chance(runs: Sequence[RunData]) -> list[float | None] | None:

@@ -10,6 +10,7 @@ from dibench.core.contracts import AnswerContract
 from dibench.core.errors import ConfigError
 from dibench.generation.shortcuts import AuditTask, Corpus, registry, stem_of
 from dibench.generation.shortcuts.audit import ShortcutAudit, audit
+from dibench.generation.shortcuts.holdout import holdout_audit
 from dibench.stores.graph import Graph
 
 
@@ -31,7 +32,7 @@ def rule_documents(graph: Graph, domain: str) -> tuple[str, ...]:
 
 
 def records_audit(records: Sequence[Mapping[str, Any]], graph: Graph) -> ShortcutAudit:
-    """The audit of private task records of one domain."""
+    """The audit of private task records of one domain, the hold-out strategies' table in it."""
     domains = sorted({str(r.get("domain")) for r in records})
     if len(domains) != 1:
         raise ConfigError(f"the shortcut audit runs on one domain at a time; the tasks hold {', '.join(domains)}")
@@ -39,4 +40,6 @@ def records_audit(records: Sequence[Mapping[str, Any]], graph: Graph) -> Shortcu
         tasks = [record_task(r) for r in records]
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"the shortcut audit needs private task records (gold answer and contract): {exc}") from None
-    return audit(tasks, Corpus(tuple(tasks), rule_documents(graph, domains[0])), registry())
+    docs = rule_documents(graph, domains[0])
+    table = audit(tasks, Corpus(tuple(tasks), docs), registry())
+    return table.model_copy(update={"holdout": holdout_audit(tasks, docs)})

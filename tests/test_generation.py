@@ -265,6 +265,10 @@ def test_the_run_is_audited_against_shortcuts_and_the_table_is_stored(gen: Gener
         assert cells[family].oracle_passed == cells[family].tasks
         assert cells[family].best_pct <= audit.limit_pct or cells[family].low_pct <= audit.limit_pct
     assert audit.strategies >= 30
+    # the hold-out strategies' table is stored beside it, on the knowledge tasks still admitted
+    assert audit.holdout is not None and audit.holdout.strategies == 3
+    knowledge = sum(t["props"]["analysis_type"] == "knowledge_retrieval" for t in admitted(gen.first_tasks, variant=None))
+    assert sum(c.tasks for c in audit.holdout.cells) == knowledge
     # `dibench generate --json` carries the same table
     assert ShortcutAudit.model_validate(gen.second["shortcut_audit"]).cells
 

@@ -2,6 +2,7 @@
 the registry the admission uses, reported apart. Pure: no services (well under a second)."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from dibench.core.contracts import task_contract
@@ -51,3 +52,31 @@ def test_the_hold_out_is_apart_from_the_registry_and_audits_knowledge_tasks_only
     (cell,) = table.cells
     assert (cell.analysis_type, cell.tasks, table.strategies) == ("knowledge_retrieval", 3, 3)
     assert cell.best_passed == 2  # BM25 finds 480 and 7 (the review)
+
+
+def test_an_audit_written_before_the_hold_out_was_stored_loads_and_says_not_measured(capsys: Any) -> None:
+    from dibench.cli.common import print_shortcut_audit
+    from dibench.generation.shortcuts.audit import ShortcutAudit, audit, holdout_rows
+    from dibench.service.report import render_holdout
+
+    table = audit([LIMIT, REVIEW, DORMANT], CORPUS, registry())
+    old = json.loads(table.model_dump_json())
+    old.pop("holdout")  # as a run, an export manifest or a shortcuts.json of an older version holds it
+    loaded = ShortcutAudit.model_validate(old)
+    assert loaded.holdout is None and "not measured" in str(holdout_rows(loaded))
+    print_shortcut_audit(old)
+    assert "hold-out strategies, never used to admit anything: not measured" in capsys.readouterr().out
+    assert "not measured" in render_holdout(loaded)
+    # measured: its own table beside the audit, with no admission verdict
+    measured = table.model_copy(update={"holdout": holdout_audit([LIMIT, REVIEW, DORMANT], DOCS)})
+    again = ShortcutAudit.model_validate_json(measured.model_dump_json())
+    assert again.holdout == measured.holdout
+    (row,) = holdout_rows(again)
+    assert row[:4] == ["knowledge_retrieval", "K", "standard", "3"] and len(row) == 8
+    print_shortcut_audit(again)
+    out = capsys.readouterr().out
+    assert "hold-out strategies, never used to admit anything" in out and "not measured" not in out
+    assert "<table>" in render_holdout(again) and "never used to admit anything" in render_holdout(again)
+    # no knowledge task: said so, not "not measured"
+    empty = table.model_copy(update={"holdout": holdout_audit([], DOCS)})
+    assert holdout_rows(empty) == "no knowledge tasks to measure"

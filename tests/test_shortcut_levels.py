@@ -16,6 +16,7 @@ from dibench.stores.warehouse import Warehouse
 from tests.fixtures.evaldomain import EvalDomain, eval_domain  # noqa: F401  (fixture)
 
 TITLE = "best shortcut per analysis type x tier x variant"
+HOLDOUT = "hold-out strategies, never used to admit anything"
 
 
 def test_eval_score_and_report_print_the_best_shortcut_beside_the_oracle(eval_domain: EvalDomain,  # noqa: F811
@@ -31,11 +32,16 @@ def test_eval_score_and_report_print_the_best_shortcut_beside_the_oracle(eval_do
     assert all(c.oracle_passed == c.tasks for c in table.cells)
     # the run's admitted families are the ones generation let through
     assert all(c.best_pct <= table.limit_pct or c.low_pct <= table.limit_pct for c in table.cells)
+    # the hold-out strategies' table beside it, on the same tasks' knowledge families, labelled apart
+    assert table.holdout is not None and table.holdout.strategies == 3
+    assert all(c.analysis_type == "knowledge_retrieval" for c in table.holdout.cells)
+    assert sum(c.tasks for c in table.holdout.cells) == sum(t["analysis_type"] == "knowledge_retrieval" for t in tasks)
+    assert HOLDOUT in res.output
 
     scored = CliRunner().invoke(main, ["score", str(out / "tasks.jsonl"), str(out / "answers.jsonl"),
                                        "--no-chance"], terminal_width=240)
     assert scored.exit_code == 0, scored.output
-    assert TITLE in scored.output
+    assert TITLE in scored.output and HOLDOUT in scored.output
     as_json = CliRunner().invoke(main, ["score", str(out / "tasks.jsonl"), str(out / "answers.jsonl"),
                                         "--no-chance", "--json"])
     assert ShortcutAudit.model_validate(json.loads(as_json.output)["shortcut_audit"]) == table
@@ -44,7 +50,14 @@ def test_eval_score_and_report_print_the_best_shortcut_beside_the_oracle(eval_do
     reported = CliRunner().invoke(main, ["report", "--results", str(out), "-o", str(html)])
     assert reported.exit_code == 0, reported.output
     page = html.read_text()
-    assert "best shortcut" in page and "oracle %" in page
+    assert "best shortcut" in page and "oracle %" in page and HOLDOUT in page and "not measured" not in page
+    # an eval folder written before the hold-out was stored still reports, saying so
+    old = json.loads((out / "shortcuts.json").read_text())
+    old.pop("holdout")
+    (out / "shortcuts.json").write_text(json.dumps(old))
+    reported = CliRunner().invoke(main, ["report", "--results", str(out), "-o", str(html)])
+    assert reported.exit_code == 0, reported.output
+    assert f"{HOLDOUT}: not measured" in html.read_text()
 
 
 def test_the_export_manifest_records_the_audit(eval_domain: EvalDomain, graph: Graph,  # noqa: F811
@@ -54,6 +67,8 @@ def test_the_export_manifest_records_the_audit(eval_domain: EvalDomain, graph: G
     table = ShortcutAudit.model_validate(manifest["shortcut_audit"])
     admitted = manifest["counts"]["by_status"].get("admitted", 0)
     assert admitted and sum(c.tasks for c in table.cells) == admitted
+    assert table.holdout is not None and table.holdout.strategies == 3
     # the run that made the tasks carries its own audit, in a public manifest too
     run = next(r for r in manifest["runs"] if r["key"] == eval_domain.run_key)
-    assert ShortcutAudit.model_validate_json(run["shortcut_audit"]).cells
+    stored = ShortcutAudit.model_validate_json(run["shortcut_audit"])
+    assert stored.cells and stored.holdout is not None

@@ -49,6 +49,9 @@ class ShortcutAudit(BaseModel):
     limit_pct: float = LIMIT_PCT
     strategies: int
     cells: list[AuditCell]
+    # The hold-out strategies on the same tasks' knowledge families (generation/shortcuts/holdout.py):
+    # never used to admit anything. None: not measured (an audit written before they were stored).
+    holdout: ShortcutAudit | None = None
 
     def rejected(self) -> list[AuditCell]:
         return [c for c in self.cells if not c.admitted]
@@ -110,6 +113,19 @@ def audit_rows(table: ShortcutAudit) -> list[list[str]]:
     return [[c.analysis_type, c.tier, c.variant, str(c.tasks), f"{100 * c.oracle_passed / c.tasks:.1f}",
              c.best_shortcut or "-", f"{c.best_pct:.1f}", f"{c.low_pct:.1f}-{c.high_pct:.1f}",
              _verdict(table, c)] for c in table.cells]
+
+
+HOLDOUT_COLUMNS = AUDIT_COLUMNS[:-1]  # the hold-out admits nothing: no verdict column
+HOLDOUT_TITLE = "hold-out strategies, never used to admit anything"
+
+
+def holdout_rows(table: ShortcutAudit) -> list[list[str]] | str:
+    """The hold-out table's rows beside the audit, or the one line saying why there are none."""
+    if table.holdout is None:
+        return "not measured (this audit was written before the hold-out strategies were stored)"
+    if not table.holdout.cells:
+        return "no knowledge tasks to measure"
+    return [r[:-1] for r in audit_rows(table.holdout)]
 
 
 def _verdict(table: ShortcutAudit, c: AuditCell) -> str:
