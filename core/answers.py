@@ -146,6 +146,31 @@ def trend_summary(rows: Rows, digits: int, periods: list[str] | None = None, emp
     or when the first period is 0 and the last is not (no percent change). With the calendar
     `periods`, a month without rows counts `empty` (on_spine). The change is computed on the
     exact values (28 significant digits), then rounded."""
+    got = _trend_change(rows, periods, empty)
+    if got is None:
+        return None
+    series, change = got
+    direction = "flat" if abs(change) < TREND_FLAT_PCT else ("increasing" if change > 0 else "decreasing")
+    peak = max(series, key=lambda p: (p[1], p[0]))[0]
+    return {"direction": direction, "total_change_pct": rnd(change, TREND_PCT_DIGITS), "peak_period": peak}
+
+
+def trend_tie(rows: Rows, periods: list[str] | None = None, empty: Any = None) -> tuple[float, float] | None:
+    """(the gold rounding, the other right one) of a trend's total change that lies on a rounding
+    tie, or within float error of one: a ratio's months come back as NUMERIC divisions cut after
+    about 20 digits (4/17 is 23.5294117647058824), so an exact 6.25 % reads 6.2499999...; the
+    contract accepts either rounding. None when the change is not near a tie (or there is none)."""
+    got = _trend_change(rows, periods, empty)
+    pair = None if got is None else tie_rounding(float(got[1]), TREND_PCT_DIGITS)
+    if got is None or pair is None:
+        return None
+    gold = rnd(got[1], TREND_PCT_DIGITS)
+    return gold, (pair[1] if pair[0] == gold else pair[0])
+
+
+def _trend_change(rows: Rows, periods: list[str] | None, empty: Any) -> tuple[list[tuple[str, Decimal]], Decimal] | None:
+    """The sorted (period, exact value) series and its total change in percent, last month against
+    the first; None under three periods, or when the first is 0 and the last is not."""
     rows = on_spine(rows, periods, empty) if periods is not None else rows
     series = sorted((str(r[0]), d) for r in rows if r[0] is not None and (d := exact(r[1])) is not None)
     if len(series) < 3:
@@ -153,10 +178,7 @@ def trend_summary(rows: Rows, digits: int, periods: list[str] | None = None, emp
     first, last = series[0][1], series[-1][1]
     if first == 0 and last != 0:
         return None
-    change = Decimal(0) if first == 0 else (last - first) / abs(first) * 100
-    direction = "flat" if abs(change) < TREND_FLAT_PCT else ("increasing" if change > 0 else "decreasing")
-    peak = max(series, key=lambda p: (p[1], p[0]))[0]
-    return {"direction": direction, "total_change_pct": rnd(change, TREND_PCT_DIGITS), "peak_period": peak}
+    return series, Decimal(0) if first == 0 else (last - first) / abs(first) * 100
 
 
 # ------------------------------------------------------------------ groups

@@ -111,7 +111,7 @@ def ground(analysis: Analysis, sk: Skeleton, metric: MetricSpec, ex: Executor, r
             return None
         if analysis.NAME == KNOWLEDGE:
             return Grounded(result)
-        if analysis.NAME in ROUNDED and ctx.exact_ties and attempt < tries - 1:
+        if ((analysis.NAME in ROUNDED and ctx.exact_ties) or result.ties) and attempt < tries - 1:
             # A value on an exact rounding tie has two right roundings: another window where one
             # is cheap; on the last try the task is kept and its contract accepts both.
             continue
@@ -143,7 +143,7 @@ def ground(analysis: Analysis, sk: Skeleton, metric: MetricSpec, ex: Executor, r
         rng.setstate(after)
         g = Grounded(result, policy_changes=bool(ctx.in_force) and changes(result.base_answer),
                      decisive=sorted(r for r, a in answers.items() if changes(a)),
-                     ties=list(ctx.ties) if analysis.NAME in ROUNDED else [])
+                     ties=[*(ctx.ties if analysis.NAME in ROUNDED else []), *result.ties])
         if featured is not None:
             g.lifted_answer = answers[featured]
             g.lifted = ctx.statement(ctx.in_force - {featured})

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dibench.core.answers import rnd, tie_rounding
+from dibench.core.answers import rnd, tie_rounding, trend_summary, trend_tie
 from dibench.core.contracts import check_answer, task_contract
 from dibench.core.pack import Pack, load_pack
 from dibench.generation.analyses import decomposition, point_query
@@ -164,3 +164,25 @@ def test_decomposition_rows_are_recomputed_with_decimal(pack: Pack, warehouse: W
             "GROUP BY o.carrier ORDER BY o.carrier", {"s": out.facts["start"], "e": out.facts["end"]}, exact=True).rows
         expected = [{"group": g, "value": float(v.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))} for g, v in rows]
         assert out.gold_answer == {"rows": expected}
+
+
+def test_a_trend_change_on_a_rounding_tie_accepts_both_roundings() -> None:
+    """A card share of 4/17 that rises to 25 % is up exactly 6.25 %; PostgreSQL's NUMERIC division
+    writes 4/17 as 23.5294117647058824, so the change computed from it is 6.2499999...: the gold
+    rounds it to 6.2 where exact arithmetic, and half away from zero, give 6.3."""
+    rows = [("2024-01", Decimal("23.5294117647058824")), ("2024-02", Decimal("10.4166666666666667")),
+            ("2024-03", Decimal("25.0000000000000000"))]
+    summary = trend_summary(rows, 2)
+    assert summary is not None
+    tie = trend_tie(rows)
+    assert tie is not None and tie[0] == summary["total_change_pct"] and set(tie) == {6.2, 6.3}
+    contract = task_contract("trend_analysis", 2, ties=[tie])
+    for pct in (6.2, 6.25, 6.3):
+        assert check_answer(contract, summary, {**summary, "total_change_pct": pct}).passed, pct
+    assert not check_answer(contract, summary, {**summary, "total_change_pct": 6.4}).passed
+    exact_rows = [("2024-01", Decimal(20)), ("2024-02", Decimal(5)), ("2024-03", Decimal("21.25"))]
+    assert trend_tie(exact_rows) == (6.3, 6.2)  # an exact tie: half up, and half even passes too
+    assert trend_tie([("2024-01", Decimal(20)), ("2024-02", Decimal(5)), ("2024-03", Decimal(21))]) is None
+    # a month without rows counts 0 for a sum: the tie is found on the calendar too
+    assert trend_tie([("2024-01", Decimal(20)), ("2024-03", Decimal("21.25"))],
+                     ["2024-01", "2024-02", "2024-03"], 0) == (6.3, 6.2)

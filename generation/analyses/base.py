@@ -18,6 +18,8 @@ class Outcome:
     gold_params: dict[str, Any]
     base_params: dict[str, Any]
     facts: dict[str, Any] = field(default_factory=dict)  # what the phraser may say (groups, k, window ...)
+    # (gold rounding, the other right one) of a figure the analysis derives on a rounding tie
+    ties: list[tuple[float, float]] = field(default_factory=list)
 
 
 class Analysis(Protocol):

@@ -3,9 +3,11 @@ window (a month without rows is 0 for a count or a sum, left out for an average 
 {"direction", "total_change_pct", "peak_period"}"""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 
-from dibench.core.answers import months, trend_summary as summarise
+from dibench.core.answers import months, trend_summary as summarise, trend_tie
 from dibench.core.errors import DibenchError
 from dibench.generation.analyses.base import Outcome, outcome, window_facts
 from dibench.generation.grounding import Context, choose_window
@@ -47,4 +49,6 @@ def build(ctx: Context) -> Outcome | None:
     base = summarise(pair.base_rows, ctx.metric.rounding, periods, empty)
     if gold is None or base is None:
         return None
-    return outcome(gold, base, pair, {**facts, "periods": len(periods), "empty_period": empty})
+    tie = trend_tie(pair.gold_rows, periods, empty)
+    return replace(outcome(gold, base, pair, {**facts, "periods": len(periods), "empty_period": empty}),
+                   ties=[tie] if tie is not None else [])
