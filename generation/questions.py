@@ -178,7 +178,7 @@ _ASKS = {
     "weight": "By what factor does our policy weight the records it singles out in the {name}?",
     "columns": "Which {fields}, beyond those of the catalog's definition, does our policy bring into the calculation "
                "of the {name}?",
-    "slice": "Which {column} does our policy's special treatment of the {name} concern?",
+    "slice": "For which {column} does our policy {change} the {name}?",
     "date": "From which date does our policy {change} the {name}{about}?",
 }
 # What a dated rule changes, by its operation: the date question names it.
@@ -243,6 +243,8 @@ def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
         column = f"values of the {column}" if asks.get("kind") == "list" else f"value of the {column}"
     columns = [str(c) for c in topic.get("columns") or []]
     change = _CHANGES.get(op, "change").format(column=" and ".join(columns) or "threshold")
+    if what == "slice" and op == "threshold":
+        change = "set its own threshold for"  # the slice's value is asked elsewhere; here only where it holds
     about = f", depending on their {' and '.join(columns)}" if columns and op in _LEFT_OUT else ""
     if what == "threshold":
         column = parameter_words(column or "value")

@@ -100,3 +100,18 @@ def test_an_acronym_in_a_metric_name_keeps_its_capitals() -> None:
     q = template_question("point_query", "Resolution SLA attainment", "region", {"start": "2024-01-01",
                           "end": "2024-04-01"}, random.Random(1), "percent")
     assert "resolution SLA attainment" in q and "sla" not in q
+
+
+def test_the_slice_a_rule_is_for_is_asked_as_an_analyst_asks_it() -> None:
+    """The hold-out review's "Which customer segment does our policy's special treatment of the late
+    payment rate concern?": the slice a rule holds for, asked by what the rule does there."""
+    sla = [{"metric": "M", "op": "threshold", "param": "sla_hours", "value": 1,
+            "applies_when": {"dimension": "t.priority", "value": "urgent"}}]
+    q = _knowledge("first-response SLA attainment", sla, pick=1)
+    assert q.startswith("For which priority does our policy set its own threshold for the first-response SLA "
+                        "attainment?"), q
+    exclude = [{"metric": "M", "op": "exclude", "where": "t.channel = 'spam'",
+                "applies_when": {"dimension": "c.segment", "value": "public_sector"}}]
+    q = _knowledge("late payment rate", exclude, pick=-1)
+    assert "special treatment" not in q and "concern" not in q, q
+    assert q.startswith("For which segment does our policy"), q
