@@ -10,13 +10,18 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"(])")
 def sentences(body: str) -> list[str]:
     """The document's sentences, whole, in order: each heading is one, each paragraph is split
     after a full stop, question or exclamation mark followed by a capital or a digit."""
+    return [s for s, _heading in marked_sentences(body)]
+
+
+def marked_sentences(body: str) -> list[tuple[str, bool]]:
+    """`sentences`, each with whether it is a heading (a title states no rule)."""
     out = []
     for block in body.split("\n\n"):
         block = " ".join(block.split())
         if block.startswith("#"):
-            out.append(block.lstrip("#").strip())
+            out.append((block.lstrip("#").strip(), True))
         elif block:
-            out += [x.strip() for x in _SENTENCE_END.split(block) if x.strip()]
+            out += [(x.strip(), False) for x in _SENTENCE_END.split(block) if x.strip()]
     return out
 
 

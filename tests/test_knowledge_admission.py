@@ -4,11 +4,13 @@ estimate, and the knowledge wording and reference text. Pure: no services (well 
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 from typing import Any
 
 from dibench.core.contracts import task_contract
 from dibench.core.pack import load_pack
-from dibench.generation.analyses.knowledge import answer_text, asks_of, candidates, natural, other_dated_rule
+from dibench.generation.analyses.knowledge import (Asked, answer_text, asks_of, candidates, natural,
+                                                   other_dated_rule, stated_in)
 from dibench.generation.document_text import plain
 from dibench.generation.knowledge_admission import ANSWERED, LAZY, lazy_problem, named_answer, position_problem, refusals
 from dibench.generation.questions import knowledge_question
@@ -121,6 +123,38 @@ def test_the_reference_text_is_the_sentence_stating_the_rule_not_the_background(
     rule = next(d for d in load_pack("berka").rules if d.front.id == "RULE-BRK-06")
     text = answer_text(rule, ["UROK"])
     assert "excluded" in text and not text.startswith("Until the end of 1993"), text
+
+
+# A water utility's two rule documents as a reviewer read them: the rule on correction bills set
+# in bold under a heading that names them, and a read standard whose background names estimates
+# before the sentence that leaves them out of the average consumption.
+CORRECTIONS = SimpleNamespace(body=(
+    "# Correction bills\n\nA correction bill re-states a bill already sent. From **1 April 2024**, Finance books "
+    "corrections against the original quarter, so correction bills issued from that date are counted neither in "
+    "the bills issued nor in the billed revenue. Corrections issued before April 2024 stay in both."))
+READS = SimpleNamespace(body=(
+    "# Meter read quality\n\n## 2. Estimates\n\nWhen no read is obtained, billing estimates the quarter. An "
+    "account estimated 3 quarters in a row gets a visit within 20 working days.\n\nEstimated reads are billing "
+    "devices, not measurements: the average quarterly consumption is computed over actual and customer reads "
+    "only, and estimated reads are left out of it.\n\n## 3. Implausible reads\n\nA quarterly read above "
+    "**3,000 m3** is a misread dial: it is left out of the average quarterly consumption."))
+
+
+def test_a_reference_text_is_never_a_heading_but_the_sentence_stating_the_rule() -> None:
+    text = answer_text(CORRECTIONS, ["correction"], "Bills issued")
+    assert text.startswith("From 1 April 2024, Finance books corrections") and "Correction bills" not in text, text
+
+
+def test_the_reference_text_is_the_sentence_naming_the_metric_not_another_sentence_holding_the_value() -> None:
+    text = answer_text(READS, ["estimated"], "Average quarterly consumption")
+    assert text.startswith("Estimated reads are billing devices") and "visit" not in text, text
+
+
+def test_a_fact_stated_only_in_a_heading_is_not_stated() -> None:
+    doc = SimpleNamespace(body="# Waived for pensioners\n\nThe fee is waived for them from the next bill.")
+    values = Asked("name", "values", "exclude", "segment", ("pensioners",))
+    assert not stated_in(doc, values, [])
+    assert answer_text(doc, ["pensioners"]) == ""
 
 
 def test_the_values_question_names_every_column_its_values_are_of() -> None:

@@ -20,7 +20,7 @@ from dibench.core.errors import RewriteError
 from dibench.core.facts import Value, fact_found, parse_fact, stated
 from dibench.core.typed_answers import FactKind, known_unit, unit_in, unit_key, unit_named
 from dibench.generation.analyses.base import Outcome
-from dibench.generation.document_text import plain, sentences
+from dibench.generation.document_text import marked_sentences, plain, sentences
 from dibench.generation.grounding import Context
 from dibench.generation.knowledge_admission import lazy_problem
 from dibench.generation.questions import figure_name, knowledge_question, metric_words
@@ -102,24 +102,45 @@ def new_columns(expression: str, metric_sql: str | None) -> list[str]:
     return [c.name.replace("_", " ") for c in tree.find_all(exp.Column) if c.name not in known]
 
 
-def answer_text(doc: Any, facts: list[str]) -> str:
-    """The reference answer: for each must-include fact, the first whole sentence of the document
-    stating it, each sentence once, in the document's order. It states what is asked and little
-    else, so an answer is compared with an answer, not with a summary of the whole document."""
+def fact_spans(doc: Any, fact: str) -> list[tuple[int, int]]:
+    """Where the document states `fact`: runs of one to three of its sentences (a fact a full stop
+    cuts in two, "SANKC. UROK", is stated by the sentences around it), never one holding a
+    heading, which titles a rule and states none."""
+    marked = marked_sentences(doc.body)
+    return [(i, n) for n in (1, 2, 3) for i in range(len(marked) - n + 1)
+            if not any(h for _s, h in marked[i:i + n]) and fact_found(fact, " ".join(s for s, _h in marked[i:i + n]))]
+
+
+# Words a metric's name shares with any prose: they say nothing of which figure a sentence is about.
+_NAME_FILLER = frozenset({"the", "of", "and", "per", "a", "an", "in", "on", "by", "for", "to", "with"})
+
+
+def names_metric(metric: str | None, text: str) -> bool:
+    """Whether `text` names the metric: each word of its name, or its stem ("bills issued" in
+    "counted neither in the bills issued"; "estimates" does not name "estimated reads")."""
+    words = [w for w in re.findall(r"[a-z0-9]+", (metric or "").lower()) if w not in _NAME_FILLER]
+    tokens = re.findall(r"[a-z0-9]+", text.lower())
+    return bool(words) and all(any(t.startswith(w[:max(4, len(w) - 2)]) for t in tokens) for w in words)
+
+
+def answer_text(doc: Any, facts: list[str], metric: str | None = None) -> str:
+    """The reference answer: for each must-include fact, the document's whole sentence stating it,
+    each sentence once, in the document's order: the rule's own statement (under "Core rule", or
+    holding bold) before the background, a sentence naming the metric before one that does not
+    (an account "estimated 3 quarters in a row" is not the rule leaving estimated reads out of the
+    average consumption), one sentence before two, the first before a later one. It states what
+    is asked and little else, so an answer is compared with an answer, not with a summary."""
     body = sentences(doc.body)
     core = rule_sentences(body)
     picked: set[int] = set()
     for fact in facts:
-        # the sentence that states the rule first (under "Core rule", or set in bold), then any;
-        # a fact a full stop cuts in two ("SANKC. UROK") is stated by the sentences around it
-        for among in (core, set(range(len(body)))):
-            at, span = next(((i, n) for n in (1, 2, 3) for i in range(len(body) - n + 1)
-                             if set(range(i, i + n)) <= among and fact_found(fact, " ".join(body[i:i + n]))),
-                            (None, 0))
-            if at is not None:
-                picked.update(range(at, at + span))
-                break
-    # a heading stated with a sentence after it ends as one ("... from April 2024. Any overdue ...")
+        spans = fact_spans(doc, fact)
+        if spans:
+            at, span = min(spans, key=lambda sp: (not set(range(sp[0], sp[0] + sp[1])) <= core,
+                                                  not names_metric(metric, " ".join(body[sp[0]:sp[0] + sp[1]])),
+                                                  sp[1], sp[0]))
+            picked.update(range(at, at + span))
+    # a sentence without a closing mark (a list item) ends as one when another follows it
     said = [body[i] if body[i].endswith((".", "!", "?", ":")) or i == max(picked) else body[i] + "."
             for i in sorted(picked)]
     return plain(" ".join(said))
@@ -127,14 +148,14 @@ def answer_text(doc: Any, facts: list[str]) -> str:
 
 def rule_sentences(body: list[str]) -> set[int]:
     """The sentences that state the rule itself: those of its "Core rule" section (the headings
-    `sentences` keeps are the section bounds) and those set in bold; not the background."""
+    `sentences` keeps are the section bounds) and those holding bold; not the background."""
     out: set[int] = set()
     section = ""
     for i, s in enumerate(body):
         if s.lower().strip(" #:") in _SECTIONS:
             section = s.lower().strip(" #:")
             continue
-        if section == "core rule" or s.startswith("**"):
+        if section == "core rule" or "**" in s:
             out.add(i)
     return out
 
@@ -316,7 +337,7 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
 
 def stated_in(doc: Any, asked: Asked, named: list[str]) -> bool:
     """Whether the document states every fact asked for and the question names none of them."""
-    return all(fact_found(f, doc.body) and not any(fact_found(f, w) for w in named) for f in asked.facts)
+    return all(fact_spans(doc, f) and not any(fact_found(f, w) for w in named) for f in asked.facts)
 
 
 def _doc_value(fact: str, sentence: str) -> Value | None:
@@ -332,10 +353,10 @@ def unit_in_words(text: str, value: Decimal) -> str | None:
     return unit_key(m.group(1)) if m is not None and known_unit(m.group(1)) else None
 
 
-def typed_gold(doc: Any, asked: Asked) -> dict[str, Any]:
+def typed_gold(doc: Any, asked: Asked, metric: str | None = None) -> dict[str, Any]:
     """The typed gold answer: the value as the document writes it (35% stays 35 percent), with the
     unit its sentence gives a number, and the whole sentences stating it as the reference text."""
-    text = answer_text(doc, list(asked.facts))
+    text = answer_text(doc, list(asked.facts), metric)
     if asked.kind == "number":
         v = _doc_value(asked.facts[0], text)
         number = v.number if v is not None and v.number is not None else Decimal(asked.facts[0])
@@ -403,7 +424,8 @@ def options(ctx: Context, rule: Any) -> list[Option]:
         if stated_in(doc, a, [w for w in (a.column, a.slice[1] if a.slice else None) if w]) \
                 and not (a.what == "date" and other_dated_rule(ctx.rule_docs, rule.rule_id, ctx.metric.id)):
             asks = {**about, "asks": asks_of(a)}
-            out.append(Option(rule, doc, effects, asks, a, knowledge_question(name, asks, ctx.rng), typed_gold(doc, a)))
+            out.append(Option(rule, doc, effects, asks, a, knowledge_question(name, asks, ctx.rng),
+                              typed_gold(doc, a, ctx.metric.name)))
     return out
 
 
