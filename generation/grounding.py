@@ -27,7 +27,7 @@ from dibench.generation.skeletons import Skeleton
 from dibench.sqlops import grouped as grouped_sql
 from dibench.sqlops.dialect import parse, parse_expression, render
 from dibench.sqlops.ops import AnyEffect, Bound, apply_effects, numeric_parameters
-from dibench.sqlops.shape import combine, distinct_values, rename_placeholders
+from dibench.sqlops.shape import combine, distinct_values, edge_placeholders, rename_placeholders
 from dibench.sqlops.tree import aliased_column, column
 from dibench.stores.pack_data import as_date, metric_window
 from dibench.stores.warehouse import QueryResult, Warehouse
@@ -154,6 +154,12 @@ class Context:
         if tree.meta.get("grouped"):
             return grouped_sql.month_column()
         return aliased_column(str(tree.meta.get("time_column") or self.metric.time_ref))
+
+    def reads_period_edge(self) -> bool:
+        """Whether the metric under its policy reads the period's end or start beyond bounding its
+        time column (a backlog still open at the end; a rule keeping accounts opened three months
+        before it): by month, each month is measured at its own (sqlops.shape.by_month)."""
+        return any(edge_placeholders(p.bound.tree, self.time(p.bound.tree)) for p in self.under(self.in_force))
 
     def dim(self, tree: exp.Expression) -> exp.Expression:
         """The skeleton's dimension column as the (part's) query `tree` reads it."""

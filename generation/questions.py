@@ -340,10 +340,17 @@ NUMERIC = frozenset({"point_query", "comparison", "ranking", "threshold_crossing
 GROUPED = frozenset({"ranking", "counterfactual", "decomposition"})
 
 
-def answer_format(analysis: str, rounding: int | None = None, as_of: str | None = None) -> str:
+# A monthly series of a metric (or a policy) that reads the period's end: which end each month has.
+OWN_PERIOD_EDGE = ("each month is a reporting period of its own: what the metric or a policy reads at a period's "
+                   "end (or start) is read at that month's own end (or start), not at the end of the months asked")
+
+
+def answer_format(analysis: str, rounding: int | None = None, as_of: str | None = None,
+                  period_edge: bool = False) -> str:
     """The answer format an agent is shown; with `rounding`, how the metric's values are rounded
     (the gold rounds the exact value half away from zero, as PostgreSQL's ROUND); with `as_of`,
-    what a value of a metric read on one day of the period is (a running total's day)."""
+    what a value of a metric read on one day of the period is (a running total's day); with
+    `period_edge`, that a monthly series reads each month's own end."""
     shape = _shape(analysis)
     if analysis in GROUPED:
         shape += "; records whose group is not recorded (null) belong to no group and are left out"
@@ -353,6 +360,8 @@ def answer_format(analysis: str, rounding: int | None = None, as_of: str | None 
                   f"zero ({tie} -> {up}; on such an exact tie half to even, {even}, passes too)")
     if as_of is not None and analysis != "knowledge_retrieval":
         shape += f"; {as_of}"
+    if period_edge:
+        shape += f"; {OWN_PERIOD_EDGE}"
     return shape
 
 

@@ -63,6 +63,13 @@ def bounds_time(p: exp.Placeholder, time_col: exp.Expression, where: exp.Express
     return bound and node is where
 
 
+def edge_placeholders(tree: exp.Expression, time_col: exp.Expression) -> list[exp.Placeholder]:
+    """The window placeholders that do more than bound the time column: where the statement reads
+    the period's end (or start) itself, as a snapshot metric or a rule on it does."""
+    where = outer_select(tree).args.get("where")
+    return [p for p in tree.find_all(exp.Placeholder) if p.name in WINDOW and not bounds_time(p, time_col, where)]
+
+
 def without_window(tree: exp.Expression) -> exp.Expression:
     """The statement without the outer WHERE's conjuncts that name a window placeholder: the rows
     of its FROM whatever the period (a running total as of the period's first day sees no row at a
@@ -85,13 +92,11 @@ def by_month(tree: exp.Expression, time_col: exp.Expression, alias: str = PERIOD
     (a snapshot metric: a backlog counts what is still open at :end_date) becomes the month's own
     end (or start), not the whole window's."""
     tree = tree.copy()
-    where = outer_select(tree).args.get("where")
     start = exp.func("DATE_TRUNC", exp.Literal.string("month"), time_col.copy())
-    for p in list(tree.find_all(exp.Placeholder)):
-        if p.name in WINDOW and not bounds_time(p, time_col, where):
-            edge = start.copy() if p.name == WINDOW[0] else exp.Add(
-                this=start.copy(), expression=exp.Interval(this=exp.Literal.string("1"), unit=exp.Var(this="MONTH")))
-            p.replace(exp.Paren(this=edge))
+    for p in edge_placeholders(tree, time_col):
+        edge = start.copy() if p.name == WINDOW[0] else exp.Add(
+            this=start.copy(), expression=exp.Interval(this=exp.Literal.string("1"), unit=exp.Var(this="MONTH")))
+        p.replace(exp.Paren(this=edge))
     return group_by(tree, month_bucket(time_col), alias=alias, copy=False, **kw)
 
 

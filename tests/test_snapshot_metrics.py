@@ -48,6 +48,21 @@ def test_a_backlog_trend_is_measured_at_each_months_end(demo: None, warehouse: W
     rows = [(p, warehouse.execute_readonly(str(metric.sql), {"start_date": f"{p}-01", "end_date": month_end(p)},
                                            exact=True).rows[0][0]) for p in periods]
     assert out.gold_answer == trend_summary(rows, metric.rounding, periods, 0)
+    # and the answer format says so: an agent applying the end of the months asked to every month is told not to
+    assert out.facts["period_edge"] is True
+    assert "read at that month's own end" in answer_format("trend_analysis", 0, period_edge=True)
+
+
+def test_a_series_whose_window_only_bounds_its_time_column_says_nothing_of_period_ends(
+        demo: None, warehouse: Warehouse) -> None:
+    metric = PACK.metric_by_id["MV-VOL-001"]
+    sk = Skeleton(PACK.name, metric.id, "tickets.created_at", "temporal", "creation date", 20000,
+                  ("tickets", "customers", "countries", "agents", "teams"), (), ())
+    ctx = Context(metric, sk, Executor(warehouse, schema=PACK.schema), random.Random(3),
+                  data_window(warehouse, metric, schema=PACK.schema), {})
+    out = trend.build(ctx)
+    assert out is not None and "period_edge" not in out.facts
+    assert "own end" not in answer_format("trend_analysis", 0)
 
 
 def test_a_counterfactual_by_month_lists_every_month_of_the_calendar() -> None:

@@ -38,5 +38,10 @@ def window_facts(window: tuple[dt.date, dt.date]) -> dict[str, Any]:
     return {"start": window[0].isoformat(), "end": window[1].isoformat()}
 
 
+def period_edge(ctx: Context, monthly: bool) -> dict[str, Any]:
+    """The fact that a monthly series reads each month's own end (or start), where it does."""
+    return {"period_edge": True} if monthly and ctx.reads_period_edge() else {}
+
+
 def categorical(sk: Skeleton) -> bool:
     return sk.dimension_type in ("categorical", "spatial")

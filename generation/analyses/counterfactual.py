@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from dibench.core.answers import grouped_rows, months, counterfactual as answer
-from dibench.generation.analyses.base import Outcome, outcome, window_facts
+from dibench.generation.analyses.base import Outcome, outcome, period_edge, window_facts
 from dibench.generation.analyses.decomposition import MAX_GROUPS
 from dibench.generation.analyses.trend import additive
 from dibench.generation.grounding import Context, choose_window
@@ -45,5 +45,5 @@ def build(ctx: Context) -> Outcome | None:
     doc = ctx.rule_docs.get(featured.rule_id)
     facts = {**window_facts(window), "rules": [featured.rule_id], "by_month": temporal,
              "lifted": doc.front.title if doc is not None else featured.rule_id,
-             **({"empty_period": empty} if temporal else {"all_groups": groups})}
+             **({"empty_period": empty} if temporal else {"all_groups": groups}), **period_edge(ctx, temporal)}
     return outcome(gold, base, pair, facts)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from dibench.core.answers import WELCH_ALPHA as ALPHA, welch
-from dibench.generation.analyses.base import Outcome, categorical, outcome, window_facts
+from dibench.generation.analyses.base import Outcome, categorical, outcome, period_edge, window_facts
 from dibench.generation.analyses.comparison import pick_two
 from dibench.generation.grounding import Context, choose_window
 from dibench.generation.skeletons import Skeleton
@@ -37,4 +37,5 @@ def build(ctx: Context) -> Outcome | None:
     gold, base = welch(pair.gold_rows, a, b), welch(pair.base_rows, a, b)
     if gold is None or base is None:
         return None
-    return outcome(gold, base, pair, {**window_facts(window), "group_a": a, "group_b": b, "alpha": ALPHA})
+    return outcome(gold, base, pair, {**window_facts(window), "group_a": a, "group_b": b, "alpha": ALPHA,
+                                      **period_edge(ctx, True)})

@@ -9,7 +9,7 @@ from sqlglot import exp
 
 from dibench.core.answers import months, trend_summary as summarise, trend_tie
 from dibench.core.errors import DibenchError
-from dibench.generation.analyses.base import Outcome, outcome, window_facts
+from dibench.generation.analyses.base import Outcome, outcome, period_edge, window_facts
 from dibench.generation.grounding import Context, choose_window
 from dibench.generation.skeletons import Skeleton
 from dibench.sqlops.dialect import parse
@@ -50,5 +50,6 @@ def build(ctx: Context) -> Outcome | None:
     if gold is None or base is None:
         return None
     tie = trend_tie(pair.gold_rows, periods, empty)
-    return replace(outcome(gold, base, pair, {**facts, "periods": len(periods), "empty_period": empty}),
+    facts = {**facts, "periods": len(periods), "empty_period": empty, **period_edge(ctx, True)}
+    return replace(outcome(gold, base, pair, facts),
                    ties=[tie] if tie is not None else [])
