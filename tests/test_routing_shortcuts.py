@@ -330,3 +330,14 @@ def test_popularity_position_and_length_guesses_read_no_words() -> None:
     assert Position(False).route(task, env).branches[0].databases == env.view.ids()[:1]
     assert Position(True).route(task, env).branches[0].databases == env.view.ids()[-1:]
     assert Length(contracts, 1).route(task, env).behaviour == "single"
+
+
+def test_a_per_ask_pick_of_first_databases_gives_the_gold_set_past_a_handful_of_ties() -> None:
+    from dibench.routing.word_match import _per_ask_holds
+
+    gold = frozenset({"a", "x"})
+    # three first databases for each ask: nine picks, and a reviewer's lowest id is the gold pair
+    assert _per_ask_holds(gold, [frozenset({"a", "b", "c"}), frozenset({"x", "y", "z"})])
+    wide = [frozenset({"a", *(f"p{i}" for i in range(9))}), frozenset({"x", *(f"q{i}" for i in range(9))})]
+    assert not _per_ask_holds(gold, wide)  # a hundred picks: a tie-break hits gold by chance only
+    assert not _per_ask_holds(gold, [frozenset({"a"}), frozenset({"y"})])  # one ask's first is not gold
