@@ -20,7 +20,7 @@ from dibench.core.errors import RewriteError
 from dibench.core.facts import Value, fact_found, parse_fact, stated
 from dibench.core.typed_answers import FactKind, known_unit, unit_in, unit_key, unit_named
 from dibench.generation.analyses.base import Outcome
-from dibench.generation.document_text import marked_sentences, plain, sentences
+from dibench.generation.document_text import marked_sentences, plain
 from dibench.generation.grounding import Context
 from dibench.generation.knowledge_admission import lazy_problem
 from dibench.generation.questions import figure_name, knowledge_question, metric_words
@@ -102,11 +102,10 @@ def new_columns(expression: str, metric_sql: str | None) -> list[str]:
     return [c.name.replace("_", " ") for c in tree.find_all(exp.Column) if c.name not in known]
 
 
-def fact_spans(doc: Any, fact: str) -> list[tuple[int, int]]:
-    """Where the document states `fact`: runs of one to three of its sentences (a fact a full stop
-    cuts in two, "SANKC. UROK", is stated by the sentences around it), never one holding a
-    heading, which titles a rule and states none."""
-    marked = marked_sentences(doc.body)
+def fact_spans(marked: list[tuple[str, bool]], fact: str) -> list[tuple[int, int]]:
+    """Where a document, as its `marked_sentences`, states `fact`: runs of one to three of its
+    sentences (a fact a full stop cuts in two, "SANKC. UROK", is stated by the sentences around
+    it), never one holding a heading, which titles a rule and states none."""
     return [(i, n) for n in (1, 2, 3) for i in range(len(marked) - n + 1)
             if not any(h for _s, h in marked[i:i + n]) and fact_found(fact, " ".join(s for s, _h in marked[i:i + n]))]
 
@@ -130,11 +129,12 @@ def answer_text(doc: Any, facts: list[str], metric: str | None = None) -> str:
     (an account "estimated 3 quarters in a row" is not the rule leaving estimated reads out of the
     average consumption), one sentence before two, the first before a later one. It states what
     is asked and little else, so an answer is compared with an answer, not with a summary."""
-    body = sentences(doc.body)
+    marked = marked_sentences(doc.body)
+    body = [s for s, _heading in marked]
     core = rule_sentences(body)
     picked: set[int] = set()
     for fact in facts:
-        spans = fact_spans(doc, fact)
+        spans = fact_spans(marked, fact)
         if spans:
             at, span = min(spans, key=lambda sp: (not set(range(sp[0], sp[0] + sp[1])) <= core,
                                                   not names_metric(metric, " ".join(body[sp[0]:sp[0] + sp[1]])),
@@ -337,7 +337,8 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
 
 def stated_in(doc: Any, asked: Asked, named: list[str]) -> bool:
     """Whether the document states every fact asked for and the question names none of them."""
-    return all(fact_spans(doc, f) and not any(fact_found(f, w) for w in named) for f in asked.facts)
+    marked = marked_sentences(doc.body)
+    return all(fact_spans(marked, f) and not any(fact_found(f, w) for w in named) for f in asked.facts)
 
 
 def _doc_value(fact: str, sentence: str) -> Value | None:
