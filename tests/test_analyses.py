@@ -19,6 +19,7 @@ from dibench.generation.analyses import (
     Outcome, comparison, counterfactual, decomposition, knowledge, point_query, ranking, registry, significance,
     threshold, trend,
 )
+from dibench.generation.document_text import sentences
 from dibench.generation.executor import Executor
 from dibench.generation.grounding import Context, data_window
 from dibench.generation.skeletons import Skeleton
@@ -370,7 +371,7 @@ def test_knowledge_retrieval_asks_one_typed_thing(metric: str, rule_id: str, val
     assert out.gold_sql is None and ctx.ex.statements == 0  # answered from the document, no SQL
     text = out.gold_answer["text"]
     # the reference is the document's own sentences, whole, stating what is asked
-    own = knowledge.sentences(doc.body)
+    own = sentences(doc.body)
     picked = [x for x in own if x in text]
     assert " ".join(picked) == text and 0 < len(picked) <= 2
     assert fact_found(str(value), text)
