@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import json
 import os
 import stat
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from dibench.core.config import REPO_ROOT
+from dibench.core.config import REPO_ROOT, get_settings
 from dibench.core.errors import PackError, PackErrors
 from dibench.core.models import MetricCatalog, MetricSpec, PackSpec, RuleFrontMatter
 
@@ -73,13 +74,54 @@ class Pack:
         raise KeyError(rule_id)
 
 
+def _known_packs_file() -> Path:
+    return get_settings().state_dir / "packs.json"
+
+
+def _known_packs() -> dict[str, str]:
+    try:
+        known = json.loads(_known_packs_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in known.items()} if isinstance(known, dict) else {}
+
+
+def _write_known_packs(known: dict[str, str]) -> None:
+    path = _known_packs_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
+    tmp.replace(path)  # a reader sees the old list or the new one, never half of one
+
+
+def remember_pack(pack: Pack) -> None:
+    """Let later commands name this pack by its name, wherever its folder is (a built-in one needs no entry)."""
+    if (DOMAINS_DIR / pack.name / "pack.yaml").is_file():
+        return  # the built-in domain of that name is found first anyway
+    known = _known_packs()
+    if known.get(pack.name) != str(pack.root.resolve()):
+        _write_known_packs({**known, pack.name: str(pack.root.resolve())})
+
+
+def forget_pack(name: str) -> None:
+    known = _known_packs()
+    if known.pop(name, None) is not None:
+        _write_known_packs(known)
+
+
 def resolve_pack_path(name_or_path: str | Path) -> Path:
+    """A pack folder: the path given, a built-in domain of that name, or a pack loaded or ingested here
+    from a folder of its own under that name."""
     p = Path(name_or_path)
     if (p / "pack.yaml").is_file():
         return p
     if (DOMAINS_DIR / str(name_or_path) / "pack.yaml").is_file():
         return DOMAINS_DIR / str(name_or_path)
-    raise PackErrors([PackError(str(p / "pack.yaml"), "-", "no pack.yaml here and no built-in domain of that name")])
+    known = _known_packs().get(str(name_or_path))
+    if known is not None and (Path(known) / "pack.yaml").is_file():
+        return Path(known)
+    raise PackErrors([PackError(str(p / "pack.yaml"), "-", "no pack.yaml here, no built-in domain and no pack loaded "
+                                "or ingested under that name: give the pack's folder")])
 
 
 def _rel(path: Path) -> str:

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from dibench.core.errors import DibenchError
-from dibench.core.pack import Pack
+from dibench.core.pack import Pack, remember_pack
 from dibench.stores.pack_data import refuse_foreign
 from dibench.stores.warehouse import Warehouse
 
@@ -57,6 +57,7 @@ def load_database(pack: Pack, wh: Warehouse, *, replace: bool = False, **overrid
     # read-only role sees the result.
     wh.mark_created(pack.schema)
     wh.ensure_role(pack.schema)
+    remember_pack(pack)
     report = dict(report)
     report["seconds"] = round(time.perf_counter() - started, 2)
     return report

@@ -18,7 +18,7 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from dibench.core.pack import Pack, load_pack as _load_pack
+from dibench.core.pack import Pack, load_pack as _load_pack, remember_pack
 from dibench.evaluation.chance import ChanceLevels
 from dibench.evaluation.harness import chance_for_records
 from dibench.evaluation.scoring import Report, load_attempts, load_tasks, score_run
@@ -54,6 +54,7 @@ def ingest_pack(pack: Pack | str | Path, *, verify: bool = True, graph: Graph | 
     (if any) extracts the effects of documents that state none. Tasks on a metric whose policy
     the ingest changed are re-derived as `update-rule` would (`report.rederived`)."""
     pk = _pack(pack)
+    remember_pack(pk)
     graph = graph or get_graph()
     apply_schema(graph)
     wh = warehouse or warehouse_for(pk)
@@ -75,6 +76,7 @@ def generate(pack: Pack | str | Path, *, target: int = 40, seed: int = 42, worke
     """Generate validated tasks of an ingested pack into the graph. An unfinished run of the same
     pack, seed and target is resumed (`resume` names one, `new` starts afresh)."""
     pk = _pack(pack)
+    remember_pack(pk)
     graph = graph or get_graph()
     apply_schema(graph)
     return _generate(pk, graph, target=target, seed=seed, workers=workers, min_per_type=min_per_type,

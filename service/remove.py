@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dibench.core.errors import DibenchError, NotFound
+from dibench.core.pack import forget_pack
 from dibench.service.queries import graph_stats
 from dibench.stores.graph import Graph, delete_domain
 from dibench.stores.lease import lease_state, unlock
@@ -84,4 +85,6 @@ def remove_domain(graph: Graph, wh: Warehouse, plan: Removal) -> int:
         wh.remove_file()
     elif plan.schema:
         wh.drop_schema(plan.schema)
+    if plan.file is not None or plan.schema:
+        forget_pack(plan.domain)  # its data is gone: the name no longer leads to a loaded pack
     return deleted
