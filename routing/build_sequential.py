@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from sqlglot import exp
+
 from dibench.routing.build_common import BuildContext, contract_unit, one_branch_contract
 from dibench.routing.compare import CompareConfig, fingerprint
 from dibench.routing.errors import UnitSQLError
@@ -88,6 +90,12 @@ def _downstream_intent(down: UnitInfo, lit: FilterLiteral, tree_sql_intent: str)
     return tree_sql_intent
 
 
+def tree_intent(tree: exp.Expression) -> str:
+    """The downstream query's own wording, the bound value "the one found above" ("where country is
+    the one found above", never "where country is that country")."""
+    return render_intent(tree).replace(BOUND_PHRASE, ONE_FOUND)
+
+
 def make_contract(ctx: BuildContext, c: SeqCandidate) -> Contract | None:
     tree = parameterise(c.downstream.tree, c.literal.index, PARAMETER)
     sql = render(tree)
@@ -99,8 +107,7 @@ def make_contract(ctx: BuildContext, c: SeqCandidate) -> Contract | None:
         return None
     down_unit = ContractUnit(
         unit_id=f"{c.downstream.unit.unit_id}~{PARAMETER}", database=c.downstream.unit.database,
-        intent=_downstream_intent(c.downstream, c.literal,
-                                  render_intent(tree).replace(BOUND_PHRASE, f"that {natural(c.literal.column)}")),
+        intent=_downstream_intent(c.downstream, c.literal, tree_intent(tree)),
         sql=sql,
         ordered=c.downstream.unit.ordered, fingerprint=fingerprint(res.rows, CompareConfig(c.downstream.unit.ordered)))
     up_unit = contract_unit(c.upstream.unit)

@@ -36,17 +36,19 @@ COVER_ASKS = ("Which sources, taken together, hold {caps}, with as few of them a
 # the number of sentences is drawn apart from the number of asks)
 INNER_BARE = (", ",)
 INNER_WORD = (", and ", ", also ")
+LIST_END = ", and "  # "a, b, and c": the last of three or more asks in one sentence (never a run of bare commas)
 # the sentences around the asks carry no word a catalog search could match: at most one opening
 # remark and one closing (never two closings in a row); some carry a joining word
 OPENINGS_BARE = ("Hi.", "Hi there.", "Please help.")
-OPENINGS_WORD = ("Hi, and please help.", "Hi, and thanks.")
+OPENINGS_WORD = ("Hello, and thanks for your help.", "Hi there, and thanks so much.")
 CLOSINGS_BARE = ("Thanks.", "That is all I need.", "Thanks in advance.")
-CLOSINGS_WORD = ("Thanks, and that is all.", "That is all, and thanks.")
+CLOSINGS_WORD = ("Thanks, and have a good day.", "Many thanks, and kind regards.")  # one closing each
 AROUND = {("opening", False): OPENINGS_BARE, ("opening", True): OPENINGS_WORD,
           ("closing", False): CLOSINGS_BARE, ("closing", True): CLOSINGS_WORD}
 LOWER_STARTS = frozenset("what which how who whom whose when where why list show find give return count tell "
                          "is are was were do does did can name point".split())
-SENTENCES = (1, 2, 3)  # sentences of a request's layout, whatever it asks
+SENTENCES = (1, 2, 3)  # sentences of a request's layout, whatever it asks (up to four asks each)
+MAX_ASKS_PER_SENTENCE = 4  # "a, b, c, and d" reads as a list; five or more in one sentence run on
 JOINING_WORDS = (0, 1, 2)  # joining words the layout adds, whatever it asks
 
 
@@ -60,11 +62,13 @@ def _mark(text: str) -> str:
 
 
 def _sentence(asks: list[str], joiners: list[str]) -> str:
+    """The asks as one sentence; three or more are a list whose last item comes after "and"."""
     out = ""
     for i, ask in enumerate(asks):
         clause = _clause(ask)
         if i:
-            out += joiners.pop()
+            joiner = joiners.pop()
+            out += LIST_END if len(asks) > 2 and i == len(asks) - 1 else joiner
             first = clause.split(" ", 1)[0]
             if first.lower() in LOWER_STARTS:  # "..., and which ..." (never a name)
                 clause = first.lower() + clause[len(first):]
@@ -74,12 +78,17 @@ def _sentence(asks: list[str], joiners: list[str]) -> str:
 
 def laid_out(asks: list[str], rng: random.Random) -> str:
     """The asks as running text in a layout drawn apart from them: a number of sentences from
-    SENTENCES and of joining words from JOINING_WORDS; the asks are split over as many sentences as
+    SENTENCES (more when the asks would fill one with more than MAX_ASKS_PER_SENTENCE) and of joining
+    words from JOINING_WORDS; the asks are split over as many sentences as
     there are asks, the other sentences (at most two) are an opening remark and a closing, and the
     joining words go between asks or into those as far as there is room."""
     sentences, words_wanted = rng.choice(SENTENCES), rng.choice(JOINING_WORDS)
-    groups = min(sentences, len(asks))
-    cuts = sorted(rng.sample(range(1, len(asks)), groups - 1)) if groups > 1 else []
+    groups = max(min(sentences, len(asks)), -(-len(asks) // MAX_ASKS_PER_SENTENCE))
+    sentences = max(sentences, groups)
+    while True:  # a cut leaving no sentence with more than MAX_ASKS_PER_SENTENCE asks
+        cuts = sorted(rng.sample(range(1, len(asks)), groups - 1)) if groups > 1 else []
+        if max(b - a for a, b in zip([0, *cuts], [*cuts, len(asks)])) <= MAX_ASKS_PER_SENTENCE:
+            break
     inner = len(asks) - groups
     with_word = min(words_wanted, inner)
     joiners = [rng.choice(INNER_WORD) for _ in range(with_word)] + [rng.choice(INNER_BARE)

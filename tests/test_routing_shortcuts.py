@@ -217,6 +217,14 @@ def test_wording_is_natural_around_the_asks() -> None:
                                                 intent="How many TV Channel using language English?"))
     lit = SimpleNamespace(value="English", column="Language")
     assert _downstream_intent(down, lit, "x") == "How many TV Channel using that language?"  # type: ignore[arg-type]
+    import sqlglot
+
+    from dibench.routing.build_sequential import tree_intent
+    from dibench.routing.sqltree import filter_literals, parameterise
+
+    tree = sqlglot.parse_one("SELECT avg(age) FROM artist WHERE country = 'France'", read="sqlite")
+    bound = parameterise(tree, filter_literals(tree)[0].index, "bound_value")
+    assert tree_intent(bound) == "Find the average age of artist records where country is the one found above."
     down.unit.intent = 'List all airline names in "USA".'
     lit.value, lit.column = "USA", "Country"
     assert _downstream_intent(down, lit, "x") == "List all airline names in the one found above."  # type: ignore[arg-type]
@@ -233,15 +241,28 @@ def test_validation_refuses_a_request_that_breaks_a_wording_rule() -> None:
     from dibench.routing.wording_rules import broken_rule
 
     assert broken_rule("How many singers are there? Thanks. That is all.") == "stacks two closings"
+    assert broken_rule("How many singers are there? Thanks, and that is all.") == "stacks two closings"
+    assert broken_rule("List the dogs, what is the oldest, how many owners are there, which breed is rare?") == \
+        "runs three asks together with bare commas"
     assert broken_rule("List the names of of singers.") == "repeats the word 'of'"
     assert broken_rule("Hold records with a as well as data giving b as well as c.") == "stacks 'as well as'"
     assert broken_rule("Which dogs weigh more than 20 - what are their names?") == "fuses two questions with a dash"
     assert broken_rule("Hi. How many singers are there, and what is the oldest dog? Thanks.") is None
     # the template keeps them: asks share a sentence through a comma or a joining word, never a dash
-    asks = ["How many singers are there?", "List the dogs.", "What is the oldest dog?", "Name each concert."]
-    for seed in range(200):
-        text = laid_out(asks[: 1 + seed % 4], random.Random(seed))
+    asks = ["How many singers are there?", "List the dogs.", "What is the oldest dog?", "Name each concert.",
+            "Show every stadium.", "Which pets are cats?", "Find the youngest owner."]
+    for seed in range(400):
+        text = laid_out(asks[: 1 + seed % 7], random.Random(seed))
         assert broken_rule(text) is None and " - " not in text, text
+    # three or more asks in one sentence are a list ending in "and"; never five in one sentence
+    import re
+
+    for seed in range(200):
+        text = laid_out(asks[:5], random.Random(seed))
+        for sentence in re.split(r"(?<=[.?!])\s+", text):
+            assert sentence.count(",") <= 3, text
+            if sentence.count(",") >= 2:
+                assert sentence[sentence.rfind(","):].startswith(", and "), text
     assert paraphrase("final table made") == "final table made"
     assert paraphrase("number products") == "numbers of products"
 
