@@ -83,14 +83,16 @@ def walk(tmp_path: Path, graph: Graph) -> Iterator[tuple[Path, Path]]:
 
 
 # optional parts this test fills in: the demo company at a quarter of its default size (20,000 tickets),
-# so that every route runs on less data (about half the test's time; the routes are the same)
-OPTIONS = {"dibench domain load demo": ["--size", "5000"]}
+# so that every route runs on less data (about half the test's time; the routes are the same); loaded
+# from its folder too, the demo keeps that size
+OPTIONS = {"dibench domain load demo": ["--size", "5000"], "dibench domain load path/to/pack": ["--size", "5000"]}
 
 
 def fill(route: str, state: dict[str, str]) -> str:
     """The route with its placeholders filled in from what the earlier routes left."""
     words = {"<METRIC_ID>": METRIC, "RUN": state.get("run", "RUN"), "NAME": "demo",
-             "TASKS.jsonl": "out/x/private.jsonl", "ANSWERS.jsonl": "out/eval/oracle/answers.jsonl"}
+             "TASKS.jsonl": "out/x/private.jsonl", "ANSWERS.jsonl": "out/eval/oracle/answers.jsonl",
+             "path/to/pack": "domains/demo"}  # a pack's own folder: the demo's, at the size above
     rule = REMOVED_RULE if route.startswith("dibench remove-rule ") else IMPACT_RULE
     parts = [words.get(w, rule if w == "RULE_ID" else w) for w in shlex.split(route)] + OPTIONS.get(route, [])
     return shlex.join(parts).replace("/opt/agent", state["agent"])
