@@ -253,12 +253,21 @@ def calendar(rows: Rows, periods: list[str], empty: Any) -> Rows:
 
 
 # ------------------------------------------------------------------ significance
-def welch(rows: Rows, a: str, b: str) -> dict[str, Any] | None:
+def _monthly(rows: Rows, group: str, periods: list[str] | None, empty: Any) -> list[float]:
+    """One group's monthly values, on the calendar `periods` when given (on_spine)."""
+    own = [(r[0], r[2]) for r in rows if label(r[1]) == group]
+    if periods is not None:
+        own = on_spine(own, periods, empty)
+    return [float(v) for _, v in own if v is not None]
+
+
+def welch(rows: Rows, a: str, b: str, periods: list[str] | None = None, empty: Any = None) -> dict[str, Any] | None:
     """(period, group, value, n) rows -> Welch's two-tailed t-test of group a against b (the
-    statistic is positive when a's mean is higher)."""
+    statistic is positive when a's mean is higher). With the calendar `periods`, a month in which
+    a group has no rows counts `empty` for it (0 for a count or a sum; None leaves it out, as
+    on_spine does for a trend)."""
     # A statistic: the one answer computed in floats (scipy), from the exact monthly values.
-    xa = [float(r[2]) for r in rows if label(r[1]) == a and r[2] is not None]
-    xb = [float(r[2]) for r in rows if label(r[1]) == b and r[2] is not None]
+    xa, xb = (_monthly(rows, g, periods, empty) for g in (a, b))
     if len(xa) < 3 or len(xb) < 3:
         return None
     from scipy import stats  # a second of import time, for the significance tasks only

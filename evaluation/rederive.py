@@ -52,7 +52,11 @@ def _ranking(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None
 
 
 def _significance(task: TaskRecord, rows: Rows, _base: Rows) -> dict[str, Any] | None:
-    return answers.welch(rows, str(_fact(task, "group_a")), str(_fact(task, "group_b")))
+    a, b = str(_fact(task, "group_a")), str(_fact(task, "group_b"))
+    if "empty_period" in task.facts:  # on the window's calendar, as generation computed it
+        periods = answers.months(str(_fact(task, "start")), str(_fact(task, "end")))
+        return answers.welch(rows, a, b, periods, task.facts["empty_period"])
+    return answers.welch(rows, a, b)
 
 
 def _counterfactual(task: TaskRecord, rows: Rows, base: Rows) -> dict[str, Any] | None:

@@ -345,6 +345,11 @@ OWN_PERIOD_EDGE = ("each month is a reporting period of its own: what the metric
                    "end (or start) is read at that month's own end (or start), not at the end of the months asked")
 
 
+# The calendar of a monthly series (a trend's, a significance test's), as core.answers.on_spine builds it.
+EVERY_MONTH = ("every month of the window counts: one without rows is 0 for a count or a sum, "
+               "and is left out for an average or a ratio")
+
+
 def answer_format(analysis: str, rounding: int | None = None, as_of: str | None = None,
                   period_edge: bool = False) -> str:
     """The answer format an agent is shown; with `rounding`, how the metric's values are rounded
@@ -385,14 +390,14 @@ def _shape(analysis: str) -> str:
                           f'; the method: total_change_pct = (last month - first month) / |first month| x 100 over the '
                           f'months asked, to {TREND_PCT_DIGITS} decimal; direction "flat" when |total_change_pct| < '
                           f'{TREND_FLAT_PCT:g}, else the sign of the change; peak_period the month of the highest value '
-                          f'(the latest of equals); every month of the window counts: one without rows is 0 for a count or a sum, '
-                          f'and is left out for an average or a ratio',
+                          f'(the latest of equals); {EVERY_MONTH}',
         "comparison": 'JSON {"group_a": "<name>", "group_b": "<name>", "value_a": <number>, "value_b": <number>, "higher": "<name or equal>"}',
         "ranking": 'JSON {"k": <k>, "rows": [{"group": "<name>", "value": <number>}, ...]} best first',
         "significance_testing": 'JSON {"significant": true|false, "p_value": <number>, "t_statistic": <number>, '
                                 '"test_name": "Welch\'s t-test (two-tailed)", "alpha": 0.05}; the test compares the '
                                 'first group\'s monthly values with the second\'s over the months asked (t_statistic '
-                                'positive when the first is higher); p_value and t_statistic are scored with the '
+                                f'positive when the first is higher); {EVERY_MONTH}; p_value and t_statistic are '
+                                'scored with the '
                                 f'verdict, within {P_VALUE_ABS_TOL:g} and {T_ABS_TOL:g} or {100 * P_VALUE_REL_TOL:g}% '
                                 'of the figure, whichever is larger',
         "threshold_crossing": 'JSON {"value": <number>, "threshold": <number>, "result": "PASS|FAIL"}',

@@ -127,6 +127,9 @@ def derive(analysis: str, facts: dict[str, Any], rows: list[tuple[Any, ...]], ba
     if analysis == "ranking":
         return ranking.answer(rows, facts["k"], facts["higher_is_better"], digits)
     if analysis == "significance_testing":
+        if "empty_period" in facts:  # the window's calendar
+            return significance.welch(rows, facts["group_a"], facts["group_b"], months(facts["start"], facts["end"]),
+                                      facts["empty_period"])
         return significance.welch(rows, facts["group_a"], facts["group_b"])
     if analysis == "counterfactual":
         return counterfactual.answer(rows, base_rows, digits, groups=facts.get("all_groups"))

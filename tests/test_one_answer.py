@@ -127,6 +127,21 @@ def test_a_time_series_runs_on_the_calendar_of_its_window() -> None:
     assert not additive("SELECT 100.0 * COUNT(*) FILTER (WHERE r >= 4) / NULLIF(COUNT(r), 0) AS value FROM t")
 
 
+def test_a_significance_test_runs_on_the_calendar_of_its_window() -> None:
+    """A month in which a group has no rows is 0 for a count: the test over the months asked reads
+    it (pagila's rentals have none in March and April 2022), and the answer format says so."""
+    from dibench.core.answers import welch
+
+    rows = [("2022-05", "a", 598, 1), ("2022-06", "a", 1148, 1), ("2022-07", "a", 3384, 1),
+            ("2022-05", "b", 558, 1), ("2022-06", "b", 1163, 1), ("2022-07", "b", 3355, 1)]
+    spine = months("2022-03-01", "2022-08-01")
+    counted = welch(rows, "a", "b", spine, 0)
+    assert counted is not None and (counted["p_value"], counted["t_statistic"]) == (0.9906, 0.012)
+    assert counted != welch(rows, "a", "b")  # months with rows only: another p-value, a second answer
+    assert welch(rows, "a", "b", spine, None) == welch(rows, "a", "b")  # an average leaves empty months out
+    assert "one without rows is 0 for a count or a sum" in answer_format("significance_testing")
+
+
 def test_a_suppressed_group_is_listed_with_no_value() -> None:
     """An agent that lists every group, the suppressed one with null, is right; one that drops it too."""
     from dibench.core.answers import decomposition

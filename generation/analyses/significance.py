@@ -1,13 +1,14 @@
 """Significance testing: is the metric different between two groups? Monthly values per group
-from one GROUP BY (group, month), then Welch's two-tailed t-test (scipy).
+from one GROUP BY (group, month) on the window's calendar, then Welch's two-tailed t-test (scipy).
 {"significant", "p_value", "t_statistic", "test_name", "alpha"}"""
 from __future__ import annotations
 
 from typing import Any
 
-from dibench.core.answers import WELCH_ALPHA as ALPHA, welch
+from dibench.core.answers import WELCH_ALPHA as ALPHA, months, welch
 from dibench.generation.analyses.base import Outcome, categorical, outcome, period_edge, window_facts
 from dibench.generation.analyses.comparison import pick_two
+from dibench.generation.analyses.trend import additive
 from dibench.generation.grounding import Context, choose_window
 from dibench.generation.skeletons import Skeleton
 from dibench.sqlops.shape import by_month, filter_in, group_by
@@ -34,8 +35,11 @@ def build(ctx: Context) -> Outcome | None:
         return by_month(t, ctx.time(t), with_count=False)
 
     pair = ctx.pair(shape, window, {"group_a": a, "group_b": b})
-    gold, base = welch(pair.gold_rows, a, b), welch(pair.base_rows, a, b)
+    facts = window_facts(window)
+    # On the window's calendar, as a trend: a month without rows is 0 for a count or a sum.
+    periods, empty = months(facts["start"], facts["end"]), 0 if additive(ctx.metric.sql) else None
+    gold, base = welch(pair.gold_rows, a, b, periods, empty), welch(pair.base_rows, a, b, periods, empty)
     if gold is None or base is None:
         return None
-    return outcome(gold, base, pair, {**window_facts(window), "group_a": a, "group_b": b, "alpha": ALPHA,
+    return outcome(gold, base, pair, {**facts, "group_a": a, "group_b": b, "alpha": ALPHA, "empty_period": empty,
                                       **period_edge(ctx, True)})
