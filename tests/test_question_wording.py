@@ -89,6 +89,23 @@ def test_a_column_a_formula_brings_in_is_asked_for_as_a_field() -> None:
                  "of the support health index? Give its name."), q
 
 
+def test_every_field_a_policy_brings_in_answers_the_field_question() -> None:
+    """Pagila's "Which field ... does our policy bring into the calculation of the revenue per
+    paying customer?" had the gold "rental rate" (a formula's LEAST(p.amount, f.rental_rate)),
+    while two other rules in force filter on fields the catalog's definition does not read (the
+    customer's active flag, the return date): three right answers, so the question is not asked."""
+    from dibench.generation.analyses.knowledge import brought_in
+
+    sql = "SELECT SUM(p.amount) / NULLIF(COUNT(DISTINCT p.customer_id), 0) AS value FROM payment AS p"
+    formula = [{"metric": "M", "op": "override",
+                "expression": "SUM(LEAST(p.amount, f.rental_rate)) / NULLIF(COUNT(DISTINCT p.customer_id), 0)"}]
+    assert brought_in(formula, sql) == {"rental rate"}
+    assert brought_in([{"metric": "M", "op": "exclude", "predicate": "c.active = 0"}], sql) == {"active"}
+    assert brought_in([{"metric": "M", "op": "exclude", "predicate": "r.return_date IS NULL"}], sql) == {"return date"}
+    assert brought_in([{"metric": "M", "op": "exclude", "predicate": "p.amount = 0"}], sql) == set()
+    assert brought_in([{"metric": "M", "op": "suppress", "min_n": 5}], sql) == set()
+
+
 def test_an_acronym_in_a_metric_name_keeps_its_capitals() -> None:
     # the demo asked about "the first-response sla attainment"
     import random

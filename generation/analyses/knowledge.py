@@ -122,6 +122,14 @@ def names_metric(metric: str | None, text: str) -> bool:
     return bool(words) and all(any(t.startswith(w[:max(4, len(w) - 2)]) for t in tokens) for w in words)
 
 
+def brought_in(effects: list[dict[str, Any]], metric_sql: str | None) -> set[str]:
+    """The fields a rule's effects read that the metric's own SQL does not, in a predicate (an
+    exclusion on another column) as in a formula: each is an answer to "which field does our
+    policy bring into the calculation"."""
+    return {c for e in effects for k in ("predicate", "weight", "expression") if isinstance(e.get(k), str)
+            for c in new_columns(e[k], metric_sql)}
+
+
 def answer_text(doc: Any, facts: list[str], metric: str | None = None) -> str:
     """The reference answer: for each must-include fact, the document's whole sentence stating it,
     each sentence once, in the document's order: the rule's own statement (under "Core rule", or
@@ -409,12 +417,17 @@ class Option:
     gold: dict[str, Any]
 
 
+def _on_metric(rule: Any, metric_id: str) -> list[dict[str, Any]]:
+    """The rule's effects on the metric (all of them where none names it: a composite's rule)."""
+    return [e for e in rule.effects_json() if e.get("metric") == metric_id] or rule.effects_json()
+
+
 def options(ctx: Context, rule: Any) -> list[Option]:
     """What the rule's document states of what it sets for the metric, each with its question."""
     doc = ctx.rule_docs.get(rule.rule_id)
     if doc is None:
         return []
-    effects = [e for e in rule.effects_json() if e.get("metric") == ctx.metric.id] or rule.effects_json()
+    effects = _on_metric(rule, ctx.metric.id)
     temporal = rule.rule_type == "temporal"
     about = topic(effects, temporal)
     name = figure_name(metric_words(ctx.metric.name))
@@ -447,13 +460,23 @@ def build(ctx: Context) -> Outcome | None:
     golds: dict[str, set[str]] = {}
     for o in every:
         golds.setdefault(o.question, set()).add(json.dumps(o.gold.get("value"), sort_keys=True, default=str))
+    # "Which field does our policy bring into the calculation" has one answer per field the whole
+    # policy brings in: another rule's exclusion on a new column answers it too
+    for o in every:
+        if o.asked.what == "columns":
+            golds[o.question] |= {json.dumps(c) for r in ctx.skeleton.policy if r.rule_id != o.rule.rule_id
+                                  for c in brought_in(_on_metric(r, ctx.metric.id), ctx.metric.sql)}
     texts = [f"{d.front.title}\n{d.body}" for d in ctx.rule_docs.values()]
     # those a lazy reader cannot pick out by their place (knowledge_admission), the featured
-    # rule's first; none: the featured rule's first, which stage 1 then refuses with its reason
-    safe = [o for o in every if len(golds[o.question]) == 1
-            and lazy_problem(o.question, o.gold, f"{o.doc.front.title}\n{o.doc.body}", texts) is None]
+    # rule's first; none: the featured rule's first with one answer, which stage 1 then refuses
+    # with its reason
+    unique = [o for o in every if len(golds[o.question]) == 1]
+    safe = [o for o in unique if lazy_problem(o.question, o.gold, f"{o.doc.front.title}\n{o.doc.body}", texts) is None]
     own = [o for o in safe if o.rule.rule_id == featured.rule_id]
-    chosen = pick(ctx.skeleton.key, own or safe) if safe else mine[0]
+    fallback = [o for o in mine if o in unique]
+    if not safe and not fallback:
+        return None  # every question the featured rule answers has another answer under the policy
+    chosen = pick(ctx.skeleton.key, own or safe) if safe else fallback[0]
     doc, answer, asked = chosen.doc, chosen.gold, chosen.asked
     return Outcome(answer, {**answer, "value": None} if asked.kind != "list" else {**answer, "value": []},
                    None, None, {}, {},
