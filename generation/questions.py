@@ -173,7 +173,6 @@ _ASKS = {
     "cutoff-date": "Which date does our policy use to decide which records are {verb} the {name}?",
     "values-formula": "Which {values}{of} does our policy's calculation of the {name} single out{where}?",
     "values-counted": "Which {values}{of} does our policy count in the {name}{where}?",
-    "statistic-formula": "Which statistic does our policy use to report the {name}?",
     "flags": "Which {kinds} of records does our policy say are {verb} the {name}?",
     "weight": "By what factor does our policy weight the records it singles out in the {name}?",
     "columns": "Which {fields}, beyond those of the catalog's definition, does our policy bring into the calculation "
@@ -235,8 +234,6 @@ def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
               else labelled(asks.get("column"), labels))
     formula = op in ("override", "adjust", "weight") and what in ("cutoff", "values")
     key = f"{what}-formula" if formula else what
-    if key == "values-formula" and asks.get("value") == "median":
-        key = "statistic-formula"  # a 0.5 percentile: the median is a statistic, not a value singled out
     one = asks.get("kind") != "list"
     verb = _LEFT_OUT.get(op, "counted in")
     if what == "values" and not formula and column:

@@ -188,8 +188,11 @@ def test_the_question_asks_for_one_or_several_as_its_answer_does() -> None:
     assert q("values", "name") == ("Which value does our policy's calculation of the escalation rate single out? "
                                    "Give its name.")
     assert q("values", "list").startswith("Which values does") and q("values", "list").endswith("them.")
-    assert q("values", "name", value="median") == ("Which statistic does our policy use to report the escalation "
-                                                   "rate? Give its name.")
+    # "Which statistic does our policy use to report the average handle time?" had the answer
+    # "median" in every pack: a guess passed it, so a median is not asked
+    median = [{"metric": "M", "op": "override",
+               "expression": "PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY t.handle_minutes)"}]
+    assert [a for a in candidates(median, False, "SELECT AVG(t.handle_minutes) FROM t") if "median" in a.facts] == []
     flags = knowledge_question("tickets", {"op": "exclude", "asks": {"kind": "name", "what": "flags", "op": "exclude"}},
                                random.Random(0))
     assert flags.startswith("Which kind of records does our policy say are left out of the tickets?")

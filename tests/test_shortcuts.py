@@ -163,3 +163,46 @@ def test_a_strategy_that_cannot_shape_an_answer_fails_the_task() -> None:
 
     counts = pass_counts(TASKS[:1], CORPUS, [Shortcut("broken", broken)])
     assert counts[("significance_testing", "K+A", "standard")]["broken"] == 0
+
+
+def test_the_word_next_to_the_question_s_words_or_a_code_in_capitals_is_tried() -> None:
+    """Berka's "Which value of the transaction purpose ... left out of the credit inflow?" (UROK),
+    "... the loan status ... north Moravia?" (D), pagila's "For which rental store ...?" (2) and
+    waterworks' "For which customer segment ...?" (residential): each value stands next to the
+    question's own words, or is the sentence's code in capitals, with nothing set apart."""
+    docs = ("Inflow\nFrom 1 January 1994, credits with transaction purpose UROK (interest credited by the bank) are "
+            "not client inflow and are excluded from all inflow-based indicators. " + FILLER,
+            "Late fees\nLate fees of rentals at store 2 are weighted at half in the late fees assessed. " + FILLER,
+            "Hardship\nFor residential customers on the scheme we do not count those bills in the late payment "
+            "rate at all. " + FILLER)
+    name = {"text": "", "value": "UROK"}
+    tasks = [task("n1", "knowledge_retrieval", name, tier="K",
+                  question="Which value of the transaction purpose does our policy single out to decide which "
+                           "records are left out of the credit inflow? Give its name."),
+             task("n2", "knowledge_retrieval", {"text": "", "value": 2}, tier="K",
+                  question="For which rental store does our policy weight records differently in the late fees "
+                           "assessed figure? Give its number."),
+             task("n3", "knowledge_retrieval", {"text": "", "value": "residential"}, tier="K",
+                  question="For which customer segment does our policy leave some records out of the late payment "
+                           "rate? Give its name.")]
+    corpus = Corpus(tuple(tasks), docs)
+
+    def solved(shortcut: str) -> set[str]:
+        return {t.key for t in tasks if passes(t, BY_NAME[shortcut].answer(t, corpus))}
+
+    assert solved("sentence nearest the question in any document, the word after a question word") == {"n1", "n2"}
+    assert solved("sentence nearest the question in any document, the word before a question word") == {"n3"}
+    assert solved("sentence nearest the question in any document, its first code in capitals") == {"n1"}
+
+
+def test_a_round_number_policies_like_is_guessed() -> None:
+    """Berka's "What is the smallest group size for which our policy lets the instalment-to-salary
+    ratio be shown?" (10) is answered by habit: a smallest group size of 10 is what policies set."""
+    ten = task("g1", "knowledge_retrieval", {"text": "", "value": 10, "unit": None}, tier="K",
+               question="What is the smallest group size for which our policy lets the ratio be shown?")
+    twelve = task("g2", "knowledge_retrieval", {"text": "", "value": 12, "unit": None}, tier="K",
+                  question="What is the smallest group size for which our policy lets the share be shown?")
+    corpus = Corpus((ten, twelve), DOCS)
+    solved = {t.key for t in (ten, twelve) for s in registry() if s.name.startswith("round number")
+              and passes(t, s.answer(t, corpus))}
+    assert solved == {"g1"}

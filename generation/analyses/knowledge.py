@@ -325,9 +325,10 @@ def candidates(effects: list[dict[str, Any]], temporal: bool, metric_sql: str | 
                                      _interval_unit(e[k], nums[0])))
                 # values a formula counts (FILTER (WHERE f.rating IN ('G', 'PG'))), asked with the
                 # column they are of; values in any other place (a CASE branch) play a part no
-                # question names in a few words, so they are not asked; a median is a statistic
+                # question names in a few words, so they are not asked; nor is a median: "which
+                # statistic" has so few answers that a guess of the median wins
                 counted = names and all(_counted(e[k], n) for n in names)
-                if counted or names == ["median"]:
+                if counted:
                     of = [c for c in dict.fromkeys(_compared_column(e[k], n, aliases) for n in names) if c]
                     out.append(Asked("list" if len(names) > 1 else "name", "values-counted" if counted else "values",
                                      op, " and ".join(c[0] for c in of) or None, tuple(names),
@@ -381,10 +382,8 @@ def typed_gold(doc: Any, asked: Asked, metric: str | None = None) -> dict[str, A
 
 def asks_of(asked: Asked) -> dict[str, Any]:
     """What the question is phrased from: the kind, part and operation asked, the column it
-    concerns, and the one name asked when it is the median (a statistic, asked as one)."""
+    concerns."""
     out: dict[str, Any] = {"kind": asked.kind, "what": asked.what, "op": asked.op, "column": asked.column}
-    if asked.facts == ("median",):
-        out["value"] = "median"
     if asked.slice is not None:
         out["slice"], out["slice_value"], out["slice_ref"] = asked.slice
     if asked.refs:

@@ -5,12 +5,13 @@ in a fixed order. A family is added by writing its module and naming it here
 (docs/evaluation.md, "Shortcut audit")."""
 from __future__ import annotations
 
-from dibench.generation.shortcuts import common, constants, dumps, orders, question, retrieval, rules, typed
+from dibench.generation.shortcuts import common, constants, dumps, neighbours, orders, priors, question, retrieval, \
+    rules, typed
 from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, passes, stem_of
 
 __all__ = ["AuditTask", "Corpus", "Shortcut", "passes", "registry", "stem_of"]
 
-FAMILIES = (constants, common, question, orders, dumps, typed, retrieval, rules)
+FAMILIES = (constants, priors, common, question, orders, dumps, typed, retrieval, neighbours, rules)
 
 
 def registry() -> list[Shortcut]:
