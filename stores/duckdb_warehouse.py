@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit
 
 from sqlalchemy import Engine
 from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify_columns import qualify_columns
@@ -103,8 +104,14 @@ def _engine_tree(tree: exp.Expression) -> exp.Expression:
     """The facts of DuckDB the PostgreSQL tree does not carry. An unsized NUMERIC is arbitrary
     precision on PostgreSQL but DECIMAL(18,3) on DuckDB (it would cut a ratio to 3 decimals):
     DOUBLE keeps the digits an answer is rounded to. The table checksum of stores.fingerprint is
-    DuckDB's own hash (stable within an engine, which is all a fingerprint compares)."""
+    DuckDB's own hash (stable within an engine, which is all a fingerprint compares). DuckDB has no
+    TO_CHAR: read as DuckDB (the gold SQL through an agent's tool), PostgreSQL's
+    TO_CHAR(month, 'YYYY-MM') would render as a cast to text ("2024-03-01 00:00:00", not the
+    period "2024-03"), so it is DuckDB's STRFTIME with the same format."""
     def swap(node: exp.Expression) -> exp.Expression:
+        fmt = node.args.get("format") if isinstance(node, exp.ToChar) else None
+        if isinstance(fmt, exp.Literal) and fmt.is_string:
+            return exp.TimeToStr(this=node.this, format=Postgres.format_time(fmt))
         if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.DECIMAL and not node.expressions:
             return exp.DataType.build("DOUBLE")
         if isinstance(node, exp.Anonymous) and node.name.lower() == "hashtextextended":

@@ -155,6 +155,16 @@ def test_an_agent_writes_duckdb_sql(duck: DuckDBWarehouse) -> None:
     assert res.rows[0][0] > 0
 
 
+def test_a_month_period_reads_alike_through_an_agents_tool(duck: DuckDBWarehouse) -> None:
+    """The gold SQL's TO_CHAR(..., 'YYYY-MM') gives the period "2018-09" on DuckDB too, read as our
+    own SQL or through an agent's tool (DuckDB has no TO_CHAR: it was a cast to text, and a monthly
+    series on the window's calendar found none of its months)."""
+    sql = ("SELECT TO_CHAR(DATE_TRUNC('month', ordered_at), 'YYYY-MM') AS period, COUNT(*) AS n FROM jaffle.orders "
+           "WHERE ordered_at < '2018-10-01' GROUP BY 1")
+    assert duck.execute_readonly(sql, agent=True).rows[0][0] == "2018-09"
+    assert duck.execute_readonly(sql).rows[0][0] == "2018-09"
+
+
 def test_an_error_names_no_value(duck: DuckDBWarehouse) -> None:
     with pytest.raises(WarehouseError, match="Binder|Catalog") as info:
         duck.execute_readonly("SELECT no_such_column FROM jaffle.orders WHERE order_id = 'secret-value'")
