@@ -3,14 +3,12 @@
 A contribution runs its own SQL when the router gave one. Otherwise a reference executor writes
 the SQL that stands in for the source's own text-to-SQL agent:
 - `OracleSql` (no LLM): the gold unit SQL of the routed database when the route is right (the
-  database belongs to the gold branch the route branch was matched to), nothing otherwise; a
-  database asked several questions gets its gold units' SQL in order, one per contribution. It
-  never reads request texts, so EA measures routing plus binding, not text lookup.
+  database belongs to the gold branch the route branch was matched to; its n-th contribution gets
+  its n-th unit), nothing otherwise. It never reads request texts.
 - `TextToSql` (an LLM): the model writes the SQL from the local request and the database's public
   schema.
-Bindings follow the route's dependency edges: the upstream database's (first) contribution's
-single result value is bound into the downstream SQL's placeholder. A branch's outcomes are kept per
-database, one per contribution in the route's order: a source may be asked more than one thing.
+Bindings follow the route's dependency edges: the upstream database's first contribution's single
+result value is bound into the downstream SQL's placeholder. Outcomes are one per contribution.
 """
 from __future__ import annotations
 

@@ -4,14 +4,10 @@ Per gold branch (weight 1, or 1/2 for each interpretation of an interactive task
 the best submitted branch (each submitted branch used once):
 - RA-Set: the branch's selected databases equal the required set.
 - RA-Graph: RA-Set, the route's behaviour label, and the dependency edges (as database pairs).
-- EA-Micro: over all required contributions of all tasks (weighted: one per gold unit, so a source
-  asked two questions counts twice), the share that executed on a branch selecting no database
-  beyond its gold branch and matched the gold result; a missing contribution counts as wrong, and
-  every selected database the gold route does not need is one more wrong contribution
-  (docs/routing.md, "Execution accuracy"). A database's submitted contributions are matched to its
-  gold units by result, each crediting at most one unit; only as many of them count as the database
-  has gold units (the first, in the route's order), so asking a source one thing many ways buys
-  nothing.
+- EA-Micro: over all required contributions (one per gold unit) of all tasks, weighted, the share
+  that executed on a branch selecting no database beyond its gold branch and matched a gold result
+  of its database (each unit credited once); a missing contribution is wrong, and so is every extra
+  selected database (docs/routing.md, "Execution accuracy").
 - Route+Exec-Graph: RA-Graph and every contribution of the branch correct.
 """
 from __future__ import annotations
@@ -165,6 +161,8 @@ def score_task(contract: Contract, route: Route, outcomes: list[BranchOutcomes],
         credited: dict[str, bool] = {}
         for db in g.databases:
             units = [u for u in g.units if u.database == db]
+            # only as many contributions are read as the source has units: guessing one question
+            # many ways buys nothing (and one unit per source reads the first, as before)
             got = outcomes[si].get(db, [])[:len(units)] if si is not None and not over else []
             credited |= _credited(units, got, gold[gi].get(db, []), cfg.decimals)
         contributions = {u.unit_id: credited[u.unit_id] for u in g.units}
