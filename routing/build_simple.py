@@ -9,34 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dibench.routing.build_common import BuildContext, contract_unit, one_branch_contract, open_sizes
+from dibench.routing.build_common import (
+    BuildContext, distinct_units, extra_asks, one_branch_contract, open_sizes,
+)
 from dibench.routing.models import AnswerCondition, Contract, ContractUnit
-from dibench.routing.pool import UnitInfo, prefer_questions
+from dibench.routing.pool import prefer_questions
 
 # How many units a parallel contract takes: small fan-outs are more common, up to 8.
 PARALLEL_SIZES = (2, 3, 4, 5, 6, 7, 8)
 PARALLEL_WEIGHTS = (30, 25, 15, 10, 8, 6, 6)
-# Asks beyond one per source (a second question to one of them), and how often each is drawn: as
-# often two asks of one source as one, so one more ask says nothing about one more source.
-EXTRA_ASKS = (0, 1)
-EXTRA_ASK_WEIGHTS = (1, 1)
-
-
-def _extra_asks(ctx: BuildContext) -> int:
-    return ctx.rng.choices(EXTRA_ASKS, weights=EXTRA_ASK_WEIGHTS)[0]
 
 
 def distinct_asks(ctx: BuildContext, db: str, n: int) -> list[ContractUnit]:
-    """Up to n units of db, drawn at random, that ask different questions with different results
-    (two asks of one source must each need their own answer); at least one."""
-    infos = prefer_questions(ctx.pool.distinctive_by_database[db])
-    chosen: list[UnitInfo] = []
-    for info in ctx.rng.sample(infos, len(infos)):
-        if all(info.unit.fingerprint != c.unit.fingerprint and info.unit.intent != c.unit.intent for c in chosen):
-            chosen.append(info)
-        if len(chosen) == n:
-            break
-    return [contract_unit(i.unit) for i in chosen]
+    """Up to n distinctive units of db asking different questions with different results (at least one)."""
+    return distinct_units(ctx, prefer_questions(ctx.pool.distinctive_by_database[db]), n)
 
 
 def single_candidates(ctx: BuildContext) -> Iterator[Contract]:
@@ -49,7 +35,7 @@ def single_candidates(ctx: BuildContext) -> Iterator[Contract]:
     dbs = ctx.pool.prefer_asked(by_db, at_least=1)
     while dbs:
         db = ctx.rng.choice(dbs)
-        units = distinct_asks(ctx, db, 1 + _extra_asks(ctx))
+        units = distinct_asks(ctx, db, 1 + extra_asks(ctx))
         yield one_branch_contract(ctx, "single", units, AnswerCondition(
             kind="each-unit", description="the result of each unit of the one source",
             final_units=[u.unit_id for u in units]))
@@ -61,7 +47,7 @@ def parallel_candidates(ctx: BuildContext) -> Iterator[Contract]:
     while sizes:  # a small catalog draws only the fan-outs that leave a choice of sets
         k = ctx.rng.choices([k for k, _ in sizes], weights=[w for _, w in sizes])[0]
         chosen = ctx.rng.sample(dbs, k)
-        twice = set(ctx.rng.sample(chosen, _extra_asks(ctx)))  # the sources asked a second question
+        twice = set(ctx.rng.sample(chosen, extra_asks(ctx)))  # the sources asked a second question
         units = [u for db in chosen for u in distinct_asks(ctx, db, 2 if db in twice else 1)]
         yield one_branch_contract(ctx, "parallel", units, AnswerCondition(
             kind="each-unit", description="each unit's result, computed independently of the others",

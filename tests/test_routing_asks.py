@@ -1,5 +1,5 @@
-"""Asks drawn apart from sources, on three real Spider databases: a single or parallel request may
-ask one source two different questions, so counting its asks does not give its number of sources;
+"""Asks drawn apart from sources, on three real Spider databases: a single, parallel or exploratory
+request may ask one source two different questions, so counting its asks does not give its number of sources;
 execution and scoring credit each of a source's questions once, whatever the order of the asks."""
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def _run(setup: EvalSetup, c: Contract, route: Route) -> EvalResult:
 
 
 def test_asks_are_not_the_number_of_sources(asks_eval: EvalSetup) -> None:
-    for behaviour in ("single", "parallel"):
+    for behaviour in ("single", "parallel", "exploratory"):
         of = [c for c in asks_eval.contracts if c.behaviour == behaviour]
         twice = _twice(asks_eval, behaviour)
         assert twice and len(twice) < len(of), behaviour  # one more ask, or not, drawn apart from the sources
@@ -72,6 +72,9 @@ def test_asks_are_not_the_number_of_sources(asks_eval: EvalSetup) -> None:
             assert max(len(f) for f in by_db.values()) == 2 and len(c.units()) == len(c.required_databases()) + 1
             assert all(len(set(f)) == len(f) for f in by_db.values())  # two questions with two results
             assert len({u.intent for u in c.units()}) == len(c.units())
+    for behaviour in ("sequential", "interactive"):  # these ask each source once
+        assert all(len(c.branches[0].units) == len(c.branches[0].databases) for c in asks_eval.contracts
+                   if c.behaviour == behaviour)
     # the surface count of asks reads the extra question as an ask: it overcounts the sources
     over = [c for c in asks_eval.contracts if c.behaviour in ("single", "parallel")
             and surface.asks(c.request) > len(c.required_databases())]
