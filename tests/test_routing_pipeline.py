@@ -292,7 +292,9 @@ def test_interactive_tasks_need_the_turn_and_needless_questions_cost(setup: Eval
     assert evaluate([c], setup.indexes, setup.route_executor, _Fixed(hedge)).summary.ra_set == 0.0
     never = evaluate(inter, setup.indexes, setup.route_executor, LexicalRouter("never"))
     once = evaluate(inter, setup.indexes, setup.route_executor, LexicalRouter("once"), clarify=True)
-    assert never.asked == 0 and once.asked == len(inter)
+    # it asks wherever it would route one source (a chatty closing may match a second source's words)
+    one_source = sum(len(s.selected) == 1 for s in never.scores)
+    assert never.asked == 0 and once.asked == one_source > 0
     assert once.summary.ra_graph > never.summary.ra_graph == 0.0  # unasked, it cannot even tell the task is ambiguous
     singles = [c for c in setup.contracts if c.behaviour == "single"]
     quiet = evaluate(singles, setup.indexes, setup.route_executor, OracleRouter(singles), clarify=True).summary
