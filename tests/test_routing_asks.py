@@ -30,9 +30,10 @@ def asks_eval(graph: Graph, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     root = spider_subset_folder(tmp_path_factory.mktemp("asks"), SMALL_SPIDER)
     delete_catalog(graph, CATALOG)
     ingest_sqlite_folder(graph, root, catalog=CATALOG)
-    # lenient: the mechanics of several asks per source are tested on every single and parallel
-    # contract these databases give; what strict keeps is measured in docs/routing.md
-    run_generate(graph, catalog=CATALOG, root=root, n=120, seed=42, strict=False)
+    # lenient, and the default target: on three databases a set may repeat only 10% of a behaviour's
+    # target, so a small n leaves two or three single tasks, and whether one asks twice is a coin
+    # (catalog and public ids are drawn afresh each run); what strict keeps is measured in docs/routing.md
+    run_generate(graph, catalog=CATALOG, root=root, seed=42, strict=False, shortcuts=False)
     s = load_eval(graph, CATALOG)
     yield s
     s.executor.close()
