@@ -76,6 +76,13 @@ def run_router(setup: Any, router: Any, *, ask: bool) -> tuple[EvalResult, float
     return result, round(time.perf_counter() - started, 2)
 
 
+def asks_beyond_sources(contracts: list[Contract]) -> dict[str, str]:
+    """Per behaviour: tasks asking some source more than once, of all its tasks."""
+    mix = behaviour_mix(contracts)
+    more = Counter(str(c.behaviour) for c in contracts if len(c.units()) > len(c.required_databases()))
+    return {b: f"{more[b]}/{n}" for b, n in sorted(mix.items())}
+
+
 def ingest_catalog(args: argparse.Namespace, graph: Any, tmp: Path) -> tuple[IngestReport, Path, list[str]]:
     """The catalog of the run: the release folder, a subset of it, or a subset copied into PostgreSQL."""
     if args.postgres:
@@ -149,6 +156,7 @@ def main() -> None:
         "mix": {"targets": gen.report.targets, "produced": gen.report.produced,
                 "short": gen.report.shortfall_lines()},
         "question_share": question_share(contracts, gen.units.units),
+        "asks_beyond_sources": asks_beyond_sources(contracts),
         "seconds": {"ingest": t_ingest, "generate": t_generate, "generate_units": gen.unit_seconds,
                     "generate_contracts": gen.contract_seconds, "shortcut_audit": gen.audit_seconds,
                     "eval_load": t_load,

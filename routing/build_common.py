@@ -9,7 +9,7 @@ from math import comb
 from dibench.routing.models import (
     AnswerCondition, Behaviour, Branch, Contract, ContractUnit, DependencyEdge, SourceUnit,
 )
-from dibench.routing.pool import UnitPool
+from dibench.routing.pool import UnitInfo, UnitPool
 from dibench.routing.sqlite_exec import SqliteExecutor
 from dibench.routing.view import Locations
 
@@ -40,6 +40,29 @@ def open_sizes(sizes: tuple[int, ...], weights: tuple[int, ...], n: int) -> list
     if wide or not fitting:
         return wide
     return [max(fitting, key=lambda kw: (comb(n, kw[0]), -kw[0]))]
+
+
+# Asks beyond one per source (a second question to one of them), and how often each is drawn: as
+# often two asks of one source as one, so one more ask says nothing about one more source. Single,
+# parallel and exploratory contracts draw them; sequential and interactive ask each source once.
+EXTRA_ASKS = (0, 1)
+EXTRA_ASK_WEIGHTS = (1, 1)
+
+
+def extra_asks(ctx: BuildContext) -> int:
+    return ctx.rng.choices(EXTRA_ASKS, weights=EXTRA_ASK_WEIGHTS)[0]
+
+
+def distinct_units(ctx: BuildContext, infos: list[UnitInfo], n: int) -> list[ContractUnit]:
+    """Up to n of infos, drawn at random, that ask different questions with different results (two
+    asks of one source must each need their own answer); at least one when infos has any."""
+    chosen: list[UnitInfo] = []
+    for info in ctx.rng.sample(infos, len(infos)):
+        if all(info.unit.fingerprint != c.unit.fingerprint and info.unit.intent != c.unit.intent for c in chosen):
+            chosen.append(info)
+        if len(chosen) == n:
+            break
+    return [contract_unit(i.unit) for i in chosen]
 
 
 def task_id(behaviour: str, parts: list[str]) -> str:

@@ -1,5 +1,6 @@
 """Exploratory contracts: the request asks for the fewest sources covering named capabilities;
 the required set is the unique minimum set of databases (two or more) whose capabilities cover them.
+Half the time one of them is asked a second question (routing/build_common.py, EXTRA_ASKS).
 
 Capabilities are entity labels of the public catalog (what `search entities` shows), so a
 router can check the cover itself. A contract is kept only when the minimum cover is unique.
@@ -8,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dibench.routing.build_common import BuildContext, contract_unit, one_branch_contract, open_sizes
+from dibench.routing.build_common import BuildContext, distinct_units, extra_asks, one_branch_contract, open_sizes
 from dibench.routing.models import AnswerCondition, Contract, ContractUnit
-from dibench.routing.pool import UnitInfo, prefer_questions
+from dibench.routing.pool import prefer_questions
 
 COVER_SIZES = (2, 3, 4)
 COVER_WEIGHTS = (50, 35, 15)
@@ -45,12 +46,13 @@ def _search(caps: list[str], holders: dict[str, frozenset[str]], chosen: frozens
         _search(caps, holders, chosen | {db}, size, found, limit)
 
 
-def _unit_for(ctx: BuildContext, db: str, caps: set[str]) -> UnitInfo | None:
+def _units_for(ctx: BuildContext, db: str, caps: set[str], n: int) -> list[ContractUnit]:
+    """Up to n units of db reading a table of the capabilities it covers (different questions with
+    different results); none when it has no such unit."""
     db_view = ctx.pool.view.databases[db]
     tables = {name for name, t in db_view.tables.items() if t.entity in caps}
     options = [i for i in ctx.pool.by_database.get(db, []) if i.tables & tables]
-    best = prefer_questions([i for i in options if i.distinctive] or options)
-    return ctx.rng.choice(best) if best else None
+    return distinct_units(ctx, prefer_questions([i for i in options if i.distinctive] or options), n)
 
 
 def exploratory_candidates(ctx: BuildContext) -> Iterator[Contract]:
@@ -68,11 +70,12 @@ def exploratory_candidates(ctx: BuildContext) -> Iterator[Contract]:
             # nothing to explore, the request would be a parallel or single one in other words
             continue
         units: list[ContractUnit] = []
+        twice = set(ctx.rng.sample(sorted(covers[0]), extra_asks(ctx)))  # a source asked a second question
         for db in sorted(covers[0]):
-            info = _unit_for(ctx, db, {c for c in caps if db in holders[c]})
-            if info is None:
+            found = _units_for(ctx, db, {c for c in caps if db in holders[c]}, 2 if db in twice else 1)
+            if not found:
                 break
-            units.append(contract_unit(info.unit))
+            units += found
         else:
             yield one_branch_contract(ctx, "exploratory", units, AnswerCondition(
                 kind="covering-set", description="the fewest sources that together cover every named capability, "

@@ -1,10 +1,18 @@
-"""Single-target and parallel contracts: distinctive units from one, or 2-8 different, databases."""
+"""Single-target and parallel contracts: distinctive units from one, or 2-8 different, databases.
+
+The number of asks is drawn apart from the number of databases: a source may be asked a second,
+different question (another unit of the same database, with another result), so a request with
+two asks may need one source and one with three asks two. Counting a request's asks then no
+longer gives the number of its sources.
+"""
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dibench.routing.build_common import BuildContext, contract_unit, one_branch_contract, open_sizes
-from dibench.routing.models import AnswerCondition, Contract
+from dibench.routing.build_common import (
+    BuildContext, distinct_units, extra_asks, one_branch_contract, open_sizes,
+)
+from dibench.routing.models import AnswerCondition, Contract, ContractUnit
 from dibench.routing.pool import prefer_questions
 
 # How many units a parallel contract takes: small fan-outs are more common, up to 8.
@@ -12,19 +20,25 @@ PARALLEL_SIZES = (2, 3, 4, 5, 6, 7, 8)
 PARALLEL_WEIGHTS = (30, 25, 15, 10, 8, 6, 6)
 
 
-def single_candidates(ctx: BuildContext) -> Iterator[Contract]:
-    """Endless stream: a random database, then a random distinctive unit of it.
+def distinct_asks(ctx: BuildContext, db: str, n: int) -> list[ContractUnit]:
+    """Up to n distinctive units of db asking different questions with different results (at least one)."""
+    return distinct_units(ctx, prefer_questions(ctx.pool.distinctive_by_database[db]), n)
 
-    A single request is the unit's own text, so databases with released human questions come
+
+def single_candidates(ctx: BuildContext) -> Iterator[Contract]:
+    """Endless stream: a random database, then one or two random distinctive units of it.
+
+    A single request is the units' own texts, so databases with released human questions come
     first (when the catalog has any): the request is then a question a person asked.
     """
     by_db = ctx.pool.distinctive_by_database
     dbs = ctx.pool.prefer_asked(by_db, at_least=1)
     while dbs:
         db = ctx.rng.choice(dbs)
-        info = ctx.rng.choice(prefer_questions(ctx.pool.distinctive_by_database[db]))
-        yield one_branch_contract(ctx, "single", [contract_unit(info.unit)], AnswerCondition(
-            kind="each-unit", description="the result of the one source unit", final_units=[info.unit.unit_id]))
+        units = distinct_asks(ctx, db, 1 + extra_asks(ctx))
+        yield one_branch_contract(ctx, "single", units, AnswerCondition(
+            kind="each-unit", description="the result of each unit of the one source",
+            final_units=[u.unit_id for u in units]))
 
 
 def parallel_candidates(ctx: BuildContext) -> Iterator[Contract]:
@@ -33,8 +47,8 @@ def parallel_candidates(ctx: BuildContext) -> Iterator[Contract]:
     while sizes:  # a small catalog draws only the fan-outs that leave a choice of sets
         k = ctx.rng.choices([k for k, _ in sizes], weights=[w for _, w in sizes])[0]
         chosen = ctx.rng.sample(dbs, k)
-        units = [contract_unit(ctx.rng.choice(prefer_questions(ctx.pool.distinctive_by_database[db])).unit)
-                 for db in chosen]
+        twice = set(ctx.rng.sample(chosen, extra_asks(ctx)))  # the sources asked a second question
+        units = [u for db in chosen for u in distinct_asks(ctx, db, 2 if db in twice else 1)]
         yield one_branch_contract(ctx, "parallel", units, AnswerCondition(
-            kind="each-unit", description="each source's result, computed independently of the others",
+            kind="each-unit", description="each unit's result, computed independently of the others",
             final_units=[u.unit_id for u in units]))

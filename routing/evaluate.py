@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from dibench.routing.clarify import ClarificationSimulator
 from dibench.routing.environment import CatalogIndexes, RoutingEnvironment
 from dibench.routing.errors import RouteInvalid
-from dibench.routing.execution import Outcome, RouteExecutor, gold_branch_route
+from dibench.routing.execution import BranchOutcomes, RouteExecutor, gold_branch_route
 from dibench.routing.models import Contract, Route
 from dibench.routing.routers import Router, RouterTask
 from dibench.routing.routers.layout import LayoutRouter
@@ -70,7 +70,7 @@ def evaluate(contracts: list[Contract], indexes: CatalogIndexes, route_executor:
         # each submitted branch runs against the gold branch it is scored with (the oracle executor's only input)
         scored = c.scored_branches()
         gold_of = {si: scored[gi] for gi, si in enumerate(match_branches(scored, route.branches)) if si is not None}
-        outcomes: list[dict[str, Outcome]] = [route_executor.run_branch(b, gold_of.get(i))
+        outcomes: list[BranchOutcomes] = [route_executor.run_branch(b, gold_of.get(i))
                                               for i, b in enumerate(route.branches)]
         gold = [route_executor.run_branch(gold_branch_route(b)) for b in scored]
         scores.append(score_task(c, route, outcomes, gold, cfg))

@@ -3,12 +3,12 @@
 A contribution runs its own SQL when the router gave one. Otherwise a reference executor writes
 the SQL that stands in for the source's own text-to-SQL agent:
 - `OracleSql` (no LLM): the gold unit SQL of the routed database when the route is right (the
-  database belongs to the gold branch the route branch was matched to), nothing otherwise. It
-  never reads request texts, so EA measures routing plus binding, not text lookup.
+  database belongs to the gold branch the route branch was matched to; its n-th contribution gets
+  its n-th unit), nothing otherwise. It never reads request texts.
 - `TextToSql` (an LLM): the model writes the SQL from the local request and the database's public
   schema.
-Bindings follow the route's dependency edges: the upstream contribution's single result value is
-bound into the downstream SQL's placeholder.
+Bindings follow the route's dependency edges: the upstream database's first contribution's single
+result value is bound into the downstream SQL's placeholder. Outcomes are one per contribution.
 """
 from __future__ import annotations
 
@@ -33,8 +33,9 @@ from dibench.stores.llm import ask_structured
 class SqlWriter(Protocol):
     name: str
 
-    def sql_for(self, contribution: RouteContribution, gold: Branch | None) -> str | None:
-        """SQL for a contribution without its own; gold is the matched gold branch (oracle use only)."""
+    def sql_for(self, contribution: RouteContribution, gold: Branch | None, nth: int) -> str | None:
+        """SQL for a contribution without its own; gold is the matched gold branch (oracle use only),
+        nth the contribution's place among the branch's contributions to its database."""
         ...
 
 
@@ -43,10 +44,11 @@ class OracleSql:
 
     name = "oracle-sql"
 
-    def sql_for(self, contribution: RouteContribution, gold: Branch | None) -> str | None:
+    def sql_for(self, contribution: RouteContribution, gold: Branch | None, nth: int) -> str | None:
         if gold is None:
             return None
-        return next((u.sql for u in gold.units if u.database == contribution.database), None)
+        own = [u.sql for u in gold.units if u.database == contribution.database]
+        return own[nth] if nth < len(own) else None
 
 
 class GeneratedSql(Strict):
@@ -72,7 +74,7 @@ class TextToSql:
             return ""
         return "\n".join(f"{t.name}({', '.join(c['column'] for c in t.columns)})" for t in db.tables.values())
 
-    def sql_for(self, contribution: RouteContribution, gold: Branch | None) -> str | None:
+    def sql_for(self, contribution: RouteContribution, gold: Branch | None, nth: int) -> str | None:
         user = f"Schema:\n{self._schema(contribution.database)}\n\nRequest: {contribution.request}"
         try:
             return ask_structured(self.model, _SQL_SYSTEM, user, GeneratedSql, where="routing text-to-SQL").sql
@@ -84,6 +86,9 @@ class TextToSql:
 class Outcome:
     result: SqliteResult | None
     error: str | None = None
+
+
+BranchOutcomes = dict[str, list[Outcome]]  # database -> one outcome per contribution, in the route's order
 
 
 def _order(dbs: list[str], edges: list[tuple[str, str]]) -> tuple[list[str], set[str]]:
@@ -121,11 +126,12 @@ class RouteExecutor:
             self._results[key] = self.executor.run(self.locations.path(db), sql, params)
         return self._results[key]
 
-    def _params(self, sql: str, incoming: list[RouteEdge], outcomes: dict[str, Outcome]) -> dict[str, Any]:
+    def _params(self, sql: str, incoming: list[RouteEdge], outcomes: BranchOutcomes) -> dict[str, Any]:
         needed = sorted(placeholders(parse_select(sql)))
         params: dict[str, Any] = {}
         for e in incoming:
-            up = outcomes.get(e.source)
+            ups = outcomes.get(e.source, [])
+            up = ups[0] if ups else None
             if up is None or up.result is None or len(up.result.rows) != 1:
                 raise UnitSQLError("binding", f"upstream {e.source} gave no single row to bind", sql)
             cols = up.result.columns
@@ -139,26 +145,26 @@ class RouteExecutor:
             raise UnitSQLError("binding", f"unbound parameters {missing}", sql)
         return params
 
-    def run_branch(self, branch: RouteBranch, gold: Branch | None = None) -> dict[str, Outcome]:
+    def _contribution(self, c: RouteContribution, nth: int, branch: RouteBranch, gold: Branch | None,
+                      outcomes: BranchOutcomes) -> Outcome:
+        sql = c.sql if c.sql is not None else self.writer.sql_for(c, gold, nth)
+        if sql is None:
+            return Outcome(None, f"{self.writer.name} wrote no SQL for this contribution")
+        try:
+            params = self._params(sql, [e for e in branch.edges if e.target == c.database], outcomes)
+            return Outcome(self._run(c.database, sql, params))
+        except UnitSQLError as exc:
+            return Outcome(None, str(exc))
+
+    def run_branch(self, branch: RouteBranch, gold: Branch | None = None) -> BranchOutcomes:
         """Execute every contribution of branch; gold is the gold branch it was matched to, if any."""
-        contribs: dict[str, RouteContribution] = {}
+        contribs: dict[str, list[RouteContribution]] = defaultdict(list)
         for c in branch.contributions:
-            contribs.setdefault(c.database, c)
+            contribs[c.database].append(c)
         order, cyclic = _order(sorted(contribs), [(e.source, e.target) for e in branch.edges])
-        outcomes: dict[str, Outcome] = {d: Outcome(None, "dependency cycle") for d in cyclic}
+        outcomes: BranchOutcomes = {d: [Outcome(None, "dependency cycle")] * len(contribs[d]) for d in cyclic}
         for db in order:
-            c = contribs[db]
-            sql = c.sql
-            if sql is None:
-                sql = self.writer.sql_for(c, gold)
-                if sql is None:
-                    outcomes[db] = Outcome(None, f"{self.writer.name} wrote no SQL for this contribution")
-                    continue
-            try:
-                params = self._params(sql, [e for e in branch.edges if e.target == db], outcomes)
-                outcomes[db] = Outcome(self._run(db, sql, params))
-            except UnitSQLError as exc:
-                outcomes[db] = Outcome(None, str(exc))
+            outcomes[db] = [self._contribution(c, nth, branch, gold, outcomes) for nth, c in enumerate(contribs[db])]
         return outcomes
 
 

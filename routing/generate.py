@@ -124,6 +124,12 @@ def contract_key(c: Contract) -> str:
     return "|".join(sorted(u.unit_id for u in c.units()))
 
 
+def single_queries(c: Contract) -> set[str]:
+    """Keys of the queries a single contract asks: no two single tasks ask one query (a repeated
+    question would repeat its source), however many asks each holds."""
+    return {f"single:{u.unit_id}" for u in c.units()} if c.behaviour == "single" else set()
+
+
 def generate(ctx: BuildContext, validator: Validator, n: int = DEFAULT_N, *, llm: BaseChatModel | None = None,
              progress: Callable[[int], None] | None = None, set_repeats: int | None = None) -> GenerationReport:
     goal = targets(n)
@@ -139,7 +145,7 @@ def generate(ctx: BuildContext, validator: Validator, n: int = DEFAULT_N, *, llm
         for attempt, cand in enumerate(STREAMS[behaviour](ctx)):
             if count >= goal[behaviour] or attempt >= ATTEMPTS_PER_CONTRACT * goal[behaviour]:
                 break
-            if cand.task_id in seen or contract_key(cand) in seen:
+            if cand.task_id in seen or contract_key(cand) in seen or single_queries(cand) & seen:
                 duplicates += 1
                 continue
             gold_set = tuple(sorted(cand.required_databases()))
@@ -155,7 +161,7 @@ def generate(ctx: BuildContext, validator: Validator, n: int = DEFAULT_N, *, llm
             if normalised_request(worded.request) in seen:
                 duplicates += 1
                 continue
-            seen |= {worded.task_id, contract_key(worded), normalised_request(worded.request)}
+            seen |= {worded.task_id, contract_key(worded), normalised_request(worded.request)} | single_queries(worded)
             kept.append(worded)
             per_set[gold_set] += 1
             count += 1

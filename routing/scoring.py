@@ -4,10 +4,10 @@ Per gold branch (weight 1, or 1/2 for each interpretation of an interactive task
 the best submitted branch (each submitted branch used once):
 - RA-Set: the branch's selected databases equal the required set.
 - RA-Graph: RA-Set, the route's behaviour label, and the dependency edges (as database pairs).
-- EA-Micro: over all required contributions of all tasks (weighted), the share that executed on a
-  branch selecting no database beyond its gold branch and matched the gold result; a missing
-  contribution counts as wrong, and every selected database the gold route does not need is one
-  more wrong contribution (docs/routing.md, "Execution accuracy").
+- EA-Micro: over all required contributions (one per gold unit) of all tasks, weighted, the share
+  that executed on a branch selecting no database beyond its gold branch and matched a gold result
+  of its database (each unit credited once); a missing contribution is wrong, and so is every extra
+  selected database (docs/routing.md, "Execution accuracy").
 - Route+Exec-Graph: RA-Graph and every contribution of the branch correct.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from dibench.core.intervals import wilson
 from dibench.routing.compare import CompareConfig, DEFAULT_DECIMALS, results_match
-from dibench.routing.execution import Outcome
-from dibench.routing.models import Branch, Contract, Route, RouteBranch
+from dibench.routing.execution import BranchOutcomes, Outcome
+from dibench.routing.models import Branch, Contract, ContractUnit, Route, RouteBranch
 
 # An unnecessary clarification question (on a task that is not ambiguous) costs this share of the
 # task's routing and end-to-end scores: asking must pay for itself, as the user's time is not free.
@@ -106,8 +106,40 @@ def match_branches(gold: list[Branch], submitted: list[RouteBranch]) -> list[int
     return out
 
 
-def score_task(contract: Contract, route: Route, outcomes: list[dict[str, Outcome]],
-               gold: list[dict[str, Outcome]], cfg: ScoreConfig = ScoreConfig()) -> TaskScore:
+def _matching(fits: list[list[int]]) -> dict[int, int]:
+    """A maximum matching of units to outcomes (fits[u]: the outcomes unit u accepts), by augmenting
+    paths: unit index -> outcome index."""
+    owner: dict[int, int] = {}  # outcome -> unit
+
+    def assign(u: int, seen: set[int]) -> bool:
+        for o in fits[u]:
+            if o not in seen:
+                seen.add(o)
+                if o not in owner or assign(owner[o], seen):
+                    owner[o] = u
+                    return True
+        return False
+
+    for u in range(len(fits)):
+        assign(u, set())
+    return {u: o for o, u in owner.items()}
+
+
+def _credited(units: list[ContractUnit], got: list[Outcome], want: list[Outcome], decimals: int | None
+              ) -> dict[str, bool]:
+    """Which gold units of one database the submitted outcomes answer: each outcome answers at most
+    one unit, matched by result whatever the order of the asks. want[i] is unit i's gold outcome."""
+    def fits(u: ContractUnit, w: Outcome | None, g: Outcome) -> bool:
+        return bool(g.result is not None and w is not None and w.result is not None
+                    and results_match(w.result.rows, g.result.rows, CompareConfig(u.ordered, decimals)))
+
+    wanted: list[Outcome | None] = [want[i] if i < len(want) else None for i in range(len(units))]
+    matched = _matching([[o for o, g in enumerate(got) if fits(u, w, g)] for u, w in zip(units, wanted)])
+    return {u.unit_id: i in matched for i, u in enumerate(units)}
+
+
+def score_task(contract: Contract, route: Route, outcomes: list[BranchOutcomes],
+               gold: list[BranchOutcomes], cfg: ScoreConfig = ScoreConfig()) -> TaskScore:
     """outcomes[i]: the submitted branch i's executions; gold[j]: scored gold branch j's executions.
 
     An interactive task is scored on the reading the user means; a route hedging over several
@@ -126,13 +158,14 @@ def score_task(contract: Contract, route: Route, outcomes: list[dict[str, Outcom
         # a branch that brings in a source the gold route does not need answers with results that do
         # not belong to the request: none of its contributions is credited
         over = sub is not None and bool(set(sub.databases) - set(g.databases))
-        contributions: dict[str, bool] = {}
-        for u in g.units:
-            got = outcomes[si].get(u.database) if si is not None and not over else None
-            want = gold[gi].get(u.database)
-            contributions[u.unit_id] = bool(
-                got is not None and got.result is not None and want is not None and want.result is not None
-                and results_match(want.result.rows, got.result.rows, CompareConfig(u.ordered, cfg.decimals)))
+        credited: dict[str, bool] = {}
+        for db in g.databases:
+            units = [u for u in g.units if u.database == db]
+            # only as many contributions are read as the source has units: guessing one question
+            # many ways buys nothing (and one unit per source reads the first, as before)
+            got = outcomes[si].get(db, [])[:len(units)] if si is not None and not over else []
+            credited |= _credited(units, got, gold[gi].get(db, []), cfg.decimals)
+        contributions = {u.unit_id: credited[u.unit_id] for u in g.units}
         branches.append(BranchScore(g.branch_id, g.weight, set_ok, graph_ok, contributions))
     selected = {d for b in route.branches for d in b.databases}
     required = {d for b in scored for d in b.databases}

@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from dibench.routing.build_common import EXTRA_ASKS
 from dibench.routing.build_exploratory import MIN_COVER, minimum_covers
 from dibench.routing.build_sequential import value_type
 from dibench.routing.compare import CompareConfig, fingerprint
@@ -62,8 +63,7 @@ class Validator:
                 fail(f"branch {b.branch_id} has no unit")
             if b.databases != sorted({u.database for u in b.units}):
                 fail(f"branch {b.branch_id}: databases {b.databases} are not its units' owners")
-            if len(b.units) != len(b.databases):
-                fail(f"branch {b.branch_id}: a database contributes more than one unit")
+            self._asks_per_source(c, b)
         n_units = len(c.branches[0].units)
         distinct_dbs = len(c.branches[0].databases)
         if c.behaviour == "interactive":
@@ -79,14 +79,34 @@ class Validator:
         if len(c.branches) != 1 or c.branches[0].weight != 1.0:
             fail(f"{c.behaviour} needs one branch of weight 1")
         edges = c.branches[0].edges
-        if c.behaviour == "single" and (n_units != 1 or edges):
-            fail("single-target needs exactly one unit and no edge")
-        if c.behaviour == "parallel" and (not 2 <= n_units <= 8 or distinct_dbs != n_units or edges):
-            fail("parallel needs 2-8 units from different databases and no edge")
+        if c.behaviour == "single" and (distinct_dbs != 1 or edges):
+            fail("single-target needs exactly one database and no edge")
+        if c.behaviour == "parallel" and (not 2 <= distinct_dbs <= 8 or edges):
+            fail("parallel needs 2-8 different databases and no edge")
         if c.behaviour == "sequential" and (not edges or distinct_dbs < 2):
             fail("sequential needs a dependency edge between two databases")
         if c.behaviour == "exploratory":
             self._cover(c)
+
+    @staticmethod
+    def _asks_per_source(c: Contract, b: Branch) -> None:
+        """Single, parallel and exploratory contracts may ask their sources max(EXTRA_ASKS) more
+        questions than one each (the count of asks then does not give the count of sources);
+        sequential and interactive ones ask each source once. Two asks of one source differ in
+        question and in result."""
+        per_db: dict[str, list[ContractUnit]] = defaultdict(list)
+        for u in b.units:
+            per_db[u.database].append(u)
+        extra = len(b.units) - len(per_db)
+        allowed = max(EXTRA_ASKS) if c.behaviour in ("single", "parallel", "exploratory") else 0
+        if extra > allowed:
+            raise ContractInvalid(c.task_id, "structure", f"branch {b.branch_id}: {extra} asks beyond one per "
+                                                          f"source, at most {allowed}")
+        for db, units in per_db.items():
+            if len({u.unit_id for u in units}) < len(units) or len({u.fingerprint for u in units}) < len(units) \
+                    or len({u.intent for u in units}) < len(units):
+                raise ContractInvalid(c.task_id, "structure", f"branch {b.branch_id}: two asks of {db} are not "
+                                                              "different questions with different results")
 
     def _cover(self, c: Contract) -> None:
         holders: dict[str, frozenset[str]] = {}

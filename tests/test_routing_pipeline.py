@@ -169,7 +169,8 @@ def test_validation_rejects_broken_contracts(built: GenerateSummary, validator: 
     other_db = next(d for d in validator.view.databases if d != single.branches[0].databases[0])
 
     wrong_owner = single.model_dump()
-    wrong_owner["branches"][0]["units"][0]["database"] = other_db
+    for unit in wrong_owner["branches"][0]["units"]:  # a single task asks its one source once or twice
+        unit["database"] = other_db
     wrong_owner["branches"][0]["databases"] = [other_db]
     cases = {
         "ownership": Contract.model_validate(wrong_owner),

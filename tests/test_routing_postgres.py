@@ -84,10 +84,10 @@ def test_postgres_schema_is_a_first_class_executed_source(graph: Graph, warehous
         (pid,) = setup.indexes.view.ids()
         write = RouteBranch(databases=[pid], contributions=[RouteContribution(
             database=pid, request="x", sql="DELETE FROM warehouses")])
-        assert setup.route_executor.run_branch(write)[pid].result is None
+        assert setup.route_executor.run_branch(write)[pid][0].result is None
         other = RouteBranch(databases=[pid], contributions=[RouteContribution(
             database=pid, request="x", sql="SELECT count(*) FROM shipments")])
-        assert setup.route_executor.run_branch(other)[pid].result.rows == [(2,)]  # type: ignore[union-attr]
+        assert setup.route_executor.run_branch(other)[pid][0].result.rows == [(2,)]  # type: ignore[union-attr]
     finally:
         setup.executor.close()
 

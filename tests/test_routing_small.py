@@ -210,15 +210,15 @@ def _ea(setup: object, c: Contract, route: Route) -> float:
 
 def test_llm_executor_writes_the_sql(graph: Graph, small: tuple[Path, GenerateSummary]) -> None:
     setup0 = load_eval(graph, CATALOG)
-    c = next(x for x in _of(setup0.contracts, "single"))
+    c = _of(setup0.contracts, "single")[0]
     setup0.executor.close()
-    unit = c.units()[0]
-    model = FakeListChatModel(responses=[json.dumps({"sql": unit.sql})] * 4)
+    units = c.units()  # one ask or two: the model is asked once per contribution, in order
+    model = FakeListChatModel(responses=[json.dumps({"sql": u.sql}) for u in units])
     setup = load_eval(graph, CATALOG, llm=model)
     try:
         branch = gold_branch_route(c.branches[0])
         route = Route(behaviour="single", branches=[branch.model_copy(update={"contributions": [
-            RouteContribution(database=unit.database, request=c.request)]})])
+            RouteContribution(database=u.database, request=c.request) for u in units]})])
         assert setup.route_executor.writer.name == "llm:FakeListChatModel"
         assert _ea(setup, c, route) == 1.0
         model.responses = [json.dumps({"sql": "SELECT 1"})] * 4

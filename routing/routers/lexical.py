@@ -2,7 +2,8 @@
 
 Segments are the request's sentences (a request carries no other structure); each goes to its
 top-ranked database, and a sentence that matches nothing in the catalog (a closing "Thanks.") is
-left out. One database makes a single-source route, several a parallel one. With the
+left out. Each ask of a routed sentence is one contribution to its database (a source may be asked
+more than one thing). One database makes a single-source route, several a parallel one. With the
 clarification policy "once" it asks its one question whenever it would route one database and,
 if the answer names the reading the user means, routes that reading.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from dibench.routing.ask_split import ask_clauses
 from dibench.routing.clarify import MEANT_PREFIX
 from dibench.routing.environment import RoutingEnvironment
 from dibench.routing.models import Behaviour, Route, RouteBranch, RouteContribution
@@ -36,15 +38,15 @@ class LexicalRouter:
         return str(hit["database"]) if hit["score"] > 0 else None
 
     def _branch(self, env: RoutingEnvironment, segs: list[str]) -> RouteBranch:
-        contribs: dict[str, RouteContribution] = {}
+        contribs: list[RouteContribution] = []
         for s in segs:
             db = self._top(env, s)
             if db is not None:
-                contribs.setdefault(db, RouteContribution(database=db, request=s))
+                contribs += [RouteContribution(database=db, request=a) for a in ask_clauses(s) or [s]]
         if not contribs:  # nothing matched: the whole request's best database
             db = str(env.search(" ".join(segs), "capabilities", 1)[0]["database"])
-            contribs[db] = RouteContribution(database=db, request=" ".join(segs))
-        return RouteBranch(databases=sorted(contribs), contributions=list(contribs.values()))
+            contribs.append(RouteContribution(database=db, request=" ".join(segs)))
+        return RouteBranch(databases=sorted({c.database for c in contribs}), contributions=contribs)
 
     def route(self, task: RouterTask, env: RoutingEnvironment) -> Route:
         segs = segments(task.request)
