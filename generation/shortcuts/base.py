@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dibench.core.contracts import AnswerContract, check_answer
+from dibench.core.typed_answers import kind_of
 
 
 VARIANT_SUFFIXES = (":oracle", ":no_rule")
@@ -116,6 +117,12 @@ def scored_fields(contract: AnswerContract) -> list[str]:
     if contract.fact:
         fields += [contract.fact.value_field, contract.fact.unit_field]
     return fields
+
+
+def asked_kind(task: AuditTask) -> str | None:
+    """The kind of thing a typed knowledge task asks for (number, date, name, list); None otherwise."""
+    c = task.contract
+    return kind_of(task.gold.get(c.fact.value_field)) if c.fact else None
 
 
 def text_field(contract: AnswerContract) -> str | None:

@@ -17,20 +17,15 @@ from decimal import Decimal
 from typing import Any
 
 from dibench.core.facts import stated
-from dibench.core.typed_answers import kind_of, unit_in
+from dibench.core.typed_answers import unit_in
 from dibench.generation.shortcuts.audit import ShortcutAudit, audit
-from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut
+from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, asked_kind
 from dibench.generation.shortcuts.retrieval import all_sentences, content_words, dates, numbers, terms
 
 KNOWLEDGE = "knowledge_retrieval"
 _TOKEN = re.compile(r"[a-z]{3,}")
 # BM25's usual constants.
 K1, B = 1.2, 0.75
-
-
-def _kind(task: AuditTask) -> str | None:
-    c = task.contract
-    return kind_of(task.gold.get(c.fact.value_field)) if c.fact else None
 
 
 def _plain(n: Decimal) -> int | float:
@@ -80,7 +75,7 @@ def value_of_kind(kind: str, text: str) -> Any:
 
 
 def _bm25_after(task: AuditTask, corpus: Corpus) -> Any:
-    kind = _kind(task)
+    kind = asked_kind(task)
     if kind is None:
         return None
     every = corpus.summary(("all sentences",), lambda: all_sentences(corpus.documents))
@@ -89,7 +84,7 @@ def _bm25_after(task: AuditTask, corpus: Corpus) -> Any:
 
 
 def _corpus_mode(task: AuditTask, corpus: Corpus) -> Any:
-    kind = _kind(task)
+    kind = asked_kind(task)
     if kind is None:
         return None
 

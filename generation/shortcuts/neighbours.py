@@ -13,10 +13,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from dibench.core.typed_answers import kind_of
-from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut
+from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, asked_kind
 from dibench.generation.shortcuts.dumps import nearest_document
-from dibench.generation.shortcuts.retrieval import all_sentences, content_words, nearest_sentence
+from dibench.generation.shortcuts.retrieval import all_sentences, content_words, nearest_sentence, \
+    sentence_nearest_question
 
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-']*(?:\.\d+)?")
 # A code written in capitals, several words of it in a row kept together ("SANKC. UROK").
@@ -31,16 +31,6 @@ def _stem(word: str) -> str:
     """Crude: "customers" and "customer" alike."""
     w = word.lower()
     return w[:-1] if w.endswith("s") and len(w) > 3 else w
-
-
-def _asked(task: AuditTask) -> str | None:
-    c = task.contract
-    return kind_of(task.gold.get(c.fact.value_field)) if c.fact else None
-
-
-def _anywhere(task: AuditTask, corpus: Corpus) -> str | None:
-    every = corpus.summary(("all sentences",), lambda: all_sentences(corpus.documents))
-    return nearest_sentence(task.question, every)
 
 
 def _in_nearest_document(task: AuditTask, corpus: Corpus) -> str | None:
@@ -78,7 +68,7 @@ def _value(kind: str, word: str) -> Any:
 
 
 def _neighbour(where: Where, after: bool, task: AuditTask, corpus: Corpus) -> Any:
-    kind, s = _asked(task), where(task, corpus)
+    kind, s = asked_kind(task), where(task, corpus)
     if kind is None or s is None:
         return None
     found = neighbours(task.question, s, after)
@@ -90,7 +80,7 @@ def _neighbour(where: Where, after: bool, task: AuditTask, corpus: Corpus) -> An
 
 
 def _code(where: Where, pick: str, task: AuditTask, corpus: Corpus) -> Any:
-    kind, s = _asked(task), where(task, corpus)
+    kind, s = asked_kind(task), where(task, corpus)
     if kind not in ("name", "list") or s is None:
         return None
     found = codes(s)
@@ -101,7 +91,7 @@ def _code(where: Where, pick: str, task: AuditTask, corpus: Corpus) -> Any:
     return _value(kind, found[0] if pick == "first" else found[-1])
 
 
-_WHERE: tuple[tuple[str, Where], ...] = (("in any document", _anywhere), ("in the nearest document", _in_nearest_document))
+_WHERE: tuple[tuple[str, Where], ...] = (("in any document", sentence_nearest_question), ("in the nearest document", _in_nearest_document))
 
 SHORTCUTS: tuple[Shortcut, ...] = (
     *(Shortcut(f"sentence nearest the question {w}, the word {side} a question word", partial(_neighbour, f, a))

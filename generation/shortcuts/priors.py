@@ -7,15 +7,14 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from dibench.core.typed_answers import kind_of
-from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, mode
+from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, asked_kind, mode
 
 ROUND = (5, 10, 20, 25, 30, 50, 100)
 
 
 def _round(n: int, with_unit: bool, task: AuditTask, corpus: Corpus) -> Any:
     c = task.contract
-    if c.fact is None or kind_of(task.gold.get(c.fact.value_field)) != "number":
+    if c.fact is None or asked_kind(task) != "number":
         return None
     unit = mode(o.gold.get(c.fact.unit_field) for o in corpus.others(task) if o.gold.get(c.fact.unit_field)) \
         if with_unit else None

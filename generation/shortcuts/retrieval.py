@@ -14,9 +14,9 @@ from functools import partial
 from typing import Any
 
 from dibench.core.facts import stated
-from dibench.core.typed_answers import kind_of, unit_in
+from dibench.core.typed_answers import unit_in
 from dibench.generation.document_text import sentences
-from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, mode
+from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, asked_kind, mode
 from dibench.generation.shortcuts.dumps import nearest_document
 
 _WORD = re.compile(r"[a-z]{3,}")
@@ -69,12 +69,8 @@ def _plain(n: Decimal) -> int | float:
     return int(n) if n == n.to_integral_value() else float(n)
 
 
-def _asked(task: AuditTask) -> str | None:
-    c = task.contract
-    return kind_of(task.gold.get(c.fact.value_field)) if c.fact else None
-
-
-def _sentence(task: AuditTask, corpus: Corpus) -> str | None:
+def sentence_nearest_question(task: AuditTask, corpus: Corpus) -> str | None:
+    """The sentence of any document sharing most words with the task's question."""
     every = corpus.summary(("all sentences",), lambda: all_sentences(corpus.documents))
     return nearest_sentence(task.question, every)
 
@@ -95,7 +91,7 @@ def _only(xs: list[Any]) -> Any:
 
 
 def _sentence_value(pick: Pick, task: AuditTask, corpus: Corpus) -> Any:
-    kind, s = _asked(task), _sentence(task, corpus)
+    kind, s = asked_kind(task), sentence_nearest_question(task, corpus)
     if kind is None or s is None:
         return None
     if kind == "number":
@@ -109,15 +105,15 @@ def _sentence_value(pick: Pick, task: AuditTask, corpus: Corpus) -> Any:
 
 
 def _sentence_terms(task: AuditTask, corpus: Corpus) -> Any:
-    s = _sentence(task, corpus)
-    if _asked(task) != "list" or s is None or not terms(s):
+    s = sentence_nearest_question(task, corpus)
+    if asked_kind(task) != "list" or s is None or not terms(s):
         return None
     return {"value": terms(s)}
 
 
 def _last_with_common_unit(task: AuditTask, corpus: Corpus) -> Any:
-    s = _sentence(task, corpus)
-    if _asked(task) != "number" or s is None or not numbers(s):
+    s = sentence_nearest_question(task, corpus)
+    if asked_kind(task) != "number" or s is None or not numbers(s):
         return None
     unit = mode(o.gold.get("unit") for o in corpus.others(task) if o.gold.get("unit"))
     return {"value": _plain(numbers(s)[-1]), "unit": unit}
@@ -140,7 +136,7 @@ def number_nearest_words(question: str, doc: str) -> Decimal | None:
 
 def _nearest_words_number(task: AuditTask, corpus: Corpus) -> Any:
     doc = nearest_document(task.question, corpus.documents)
-    if _asked(task) != "number" or doc is None:
+    if asked_kind(task) != "number" or doc is None:
         return None
     n = number_nearest_words(task.question, doc)
     return None if n is None else {"value": _plain(n), "unit": unit_in(doc, n)}

@@ -15,17 +15,12 @@ from functools import partial
 from typing import Any
 
 from dibench.core.facts import stated
-from dibench.core.typed_answers import kind_of, unit_in
-from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, mode
+from dibench.core.typed_answers import unit_in
+from dibench.generation.shortcuts.base import AuditTask, Corpus, Shortcut, asked_kind, mode
 from dibench.generation.shortcuts.dumps import nearest_document, nearest_sentences
 
 # A term a document sets apart: `code`, **bold**, "quoted" or 'quoted'.
 _TERM = re.compile(r"`([^`]{1,40})`|\*\*([^*]{1,40})\*\*|\"([^\"]{1,40})\"|'([^']{1,40})'")
-
-
-def _asked(task: AuditTask) -> str | None:
-    c = task.contract
-    return kind_of(task.gold.get(c.fact.value_field)) if c.fact else None
 
 
 def _number(value: Decimal) -> int | float:
@@ -45,7 +40,7 @@ def _number_answer(text: str, unit: str | None = None) -> dict[str, Any] | None:
 
 def _nearest_sentence_number(task: AuditTask, corpus: Corpus) -> Any:
     doc = nearest_document(task.question, corpus.documents)
-    if _asked(task) != "number" or doc is None:
+    if asked_kind(task) != "number" or doc is None:
         return None
     # the first sentence, nearest the question first, that states a number
     return next((a for s in nearest_sentences(task.question, doc) if (a := _number_answer(s))), None)
@@ -60,7 +55,7 @@ def _with_common_unit(task: AuditTask, corpus: Corpus) -> Any:
 
 def _document_number(pick: Callable[[list[Decimal]], Decimal], task: AuditTask, corpus: Corpus) -> Any:
     doc = nearest_document(task.question, corpus.documents)
-    if _asked(task) != "number" or doc is None or not _numbers(doc):
+    if asked_kind(task) != "number" or doc is None or not _numbers(doc):
         return None
     value = pick(_numbers(doc))
     return {"value": _number(value), "unit": unit_in(doc, value)}
@@ -84,7 +79,7 @@ def _dates(text: str) -> list[str]:
 
 def _first_date(task: AuditTask, corpus: Corpus) -> Any:
     doc = nearest_document(task.question, corpus.documents)
-    if _asked(task) != "date" or doc is None:
+    if asked_kind(task) != "date" or doc is None:
         return None
     dates = _dates(doc.split("\n", 1)[-1])  # the body: past the title
     return {"value": dates[0]} if dates else None
@@ -103,17 +98,17 @@ def _terms(text: str) -> list[str]:
 
 def _first_term(task: AuditTask, corpus: Corpus) -> Any:
     doc = nearest_document(task.question, corpus.documents)
-    if _asked(task) not in ("name", "list") or doc is None:
+    if asked_kind(task) not in ("name", "list") or doc is None:
         return None
     term = next((t for s in nearest_sentences(task.question, doc) for t in _terms(s)), None)
     if term is None:
         return None
-    return {"value": [term] if _asked(task) == "list" else term}
+    return {"value": [term] if asked_kind(task) == "list" else term}
 
 
 def _every_term(task: AuditTask, corpus: Corpus) -> Any:
     doc = nearest_document(task.question, corpus.documents)
-    if _asked(task) not in ("name", "list") or doc is None:
+    if asked_kind(task) not in ("name", "list") or doc is None:
         return None
     terms = _terms(doc)
     return {"value": terms} if terms else None
