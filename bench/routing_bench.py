@@ -77,9 +77,10 @@ def run_router(setup: Any, router: Any, *, ask: bool) -> tuple[EvalResult, float
 
 
 def asks_beyond_sources(contracts: list[Contract]) -> dict[str, str]:
-    """Per behaviour: tasks asking some source more than once, of all its tasks."""
+    """Per behaviour: tasks asking some source more than once, of all its tasks (branch by branch:
+    an interactive task's two readings each ask their own source once)."""
     mix = behaviour_mix(contracts)
-    more = Counter(str(c.behaviour) for c in contracts if len(c.units()) > len(c.required_databases()))
+    more = Counter(str(c.behaviour) for c in contracts if any(len(b.units) > len(b.databases) for b in c.branches))
     return {b: f"{more[b]}/{n}" for b, n in sorted(mix.items())}
 
 
