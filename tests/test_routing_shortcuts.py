@@ -191,7 +191,10 @@ def small_generated(graph: Graph, tmp_path_factory: pytest.TempPathFactory) -> t
     assert res.exit_code == 1 and "--allow-missing" in res.output, res.output
     res = CliRunner().invoke(main, ["routing", "generate", "--catalog", catalog, "--path", str(root), "--n", "60",
                                     "-o", str(out / "c.jsonl"), "--public-dir", str(out / "public"),
-                                    "--allow-missing", "sequential", "--allow-missing", "interactive"],
+                                    "--allow-missing", "sequential", "--allow-missing", "interactive",
+                                    # on three databases the strict guard and the wording rules may refuse every
+                                    # cover of a draw (catalog ids are drawn afresh each run): not what this tests
+                                    "--allow-missing", "exploratory"],
                              terminal_width=200)
     assert res.exit_code == 0, res.output
     assert "shortcut audit" in res.output and "paper's share" in res.output
