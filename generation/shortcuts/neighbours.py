@@ -91,7 +91,8 @@ def _code(where: Where, pick: str, task: AuditTask, corpus: Corpus) -> Any:
     return _value(kind, found[0] if pick == "first" else found[-1])
 
 
-_WHERE: tuple[tuple[str, Where], ...] = (("in any document", sentence_nearest_question), ("in the nearest document", _in_nearest_document))
+_WHERE: tuple[tuple[str, Where], ...] = (("in any document", sentence_nearest_question),
+                                         ("in the nearest document", _in_nearest_document))
 
 SHORTCUTS: tuple[Shortcut, ...] = (
     *(Shortcut(f"sentence nearest the question {w}, the word {side} a question word", partial(_neighbour, f, a))
