@@ -13,11 +13,15 @@ def sentences(body: str) -> list[str]:
     return [s for s, _heading in marked_sentences(body)]
 
 
+_QUOTE_LINE = re.compile(r"^[ \t]*>[ \t]?", re.MULTILINE)
+
+
 def marked_sentences(body: str) -> list[tuple[str, bool]]:
     """`sentences`, each with whether it is a heading (a title states no rule)."""
     out = []
     for block in body.split("\n\n"):
-        block = " ".join(block.split())
+        # a quote over several lines is one paragraph: each line's quote mark goes, not only the first
+        block = " ".join(_QUOTE_LINE.sub("", block).split())
         if block.startswith("#"):
             out.append((block.lstrip("#").strip(), True))
         elif block:

@@ -116,6 +116,14 @@ def test_reference_text_is_prose_without_markdown() -> None:
     assert both.startswith("From 1 April 2024, overdue fines are no longer charged on children's cards. Any overdue")
 
 
+def test_a_quote_over_several_lines_is_one_sentence_without_its_quote_marks() -> None:
+    """Pagila's family-zone rule quotes its formula over two lines: the reference text read
+    "divided by all > rentals of store 2 copies" (the second line's quote mark inside the sentence)."""
+    zone = next(d for d in load_pack("pagila").rules if d.front.id == "RULE-FAMILY-ZONE")
+    text = answer_text(zone, ["PG-13"], "family-friendly rental share")
+    assert ">" not in text and "divided by all rentals of store 2 copies" in text, text
+
+
 def test_the_reference_text_is_the_sentence_stating_the_rule_not_the_background() -> None:
     """Berka's interest-credit rule: UROK is named first in the background ("Until the end of
     1993 the inflow figures included every credit ..."); the reference is the core rule's sentence
