@@ -133,6 +133,16 @@ def test_the_reference_text_is_the_sentence_stating_the_rule_not_the_background(
     assert "excluded" in text and not text.startswith("Until the end of 1993"), text
 
 
+def test_the_reference_text_keeps_the_next_sentence_that_goes_on_about_it() -> None:
+    """Berka's business-account rule names the tariff in one sentence and excludes the accounts in
+    the next ("They, and everything attached to them, ... are excluded"): the reference text is
+    both, not the definition alone."""
+    rule = next(d for d in load_pack("berka").rules if d.front.id == "RULE-BRK-17")
+    text = answer_text(rule, ["POPLATEK PO OBRATU"], "new accounts opened")
+    assert text.startswith("Accounts on the statement-after-every-transaction tariff") and \
+        text.endswith("are excluded from retail statistics."), text
+
+
 # A water utility's two rule documents as a reviewer read them: the rule on correction bills set
 # in bold under a heading that names them, and a read standard whose background names estimates
 # before the sentence that leaves them out of the average consumption.

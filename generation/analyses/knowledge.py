@@ -148,10 +148,18 @@ def answer_text(doc: Any, facts: list[str], metric: str | None = None) -> str:
                                                   not names_metric(metric, " ".join(body[sp[0]:sp[0] + sp[1]])),
                                                   sp[1], sp[0]))
             picked.update(range(at, at + span))
+    # a sentence of the rule that goes on about what the picked one names ("They ... are excluded")
+    # says what the rule does with it: the reference holds it too
+    picked |= {i + 1 for i in picked if i + 1 < len(body) and i + 1 in core and i in core
+               and not marked[i + 1][1] and _GOES_ON.match(body[i + 1])}
     # a sentence without a closing mark (a list item) ends as one when another follows it
     said = [body[i] if body[i].endswith((".", "!", "?", ":")) or i == max(picked) else body[i] + "."
             for i in sorted(picked)]
     return plain(" ".join(said))
+
+
+# The opening of a sentence that refers back to the one before it.
+_GOES_ON = re.compile(r"\W*(?:they|these|those|this|it|such)\b", re.IGNORECASE)
 
 
 def rule_sentences(body: list[str]) -> set[int]:
