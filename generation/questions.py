@@ -250,7 +250,9 @@ def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
         # a value the rule sets for one slice only: another slice has another (the catalog's)
         ref = str(asks.get("slice_ref") or "")
         label = labels[ref] if labels and ref in labels else labelled(str(asks["slice"]), labels)
-        where = f" where the {label} is {asks['slice_value']}"
+        value = str(asks["slice_value"])
+        # a group known by its number is named by it ("for rental store 2", not "where the rental store is 2")
+        where = f" for {label} {value}" if value.isdigit() else f" where the {label} is {value}"
     of = f" of the {column}" if key in ("values-formula", "values-counted") and column else ""
     template = _ASKS.get(key, "What does our policy set for the {name}?")
     if where and "{where}" not in template:

@@ -272,7 +272,7 @@ def test_a_values_question_over_a_sliced_override_names_the_slice_and_the_column
     labels = {d.column: d.label for d in pack.spec.dimensions}
     q = knowledge_question(metric.name.lower(), {"op": effect["op"], "asks": asks_of(values)}, random.Random(0), labels)
     assert q.startswith("Which values of the film rating does our policy count in the family-friendly rental share "
-                        "where the rental store is 2?"), q
+                        "for rental store 2?"), q
 
 
 def test_values_a_formula_counts_are_asked_as_counted_and_a_numbered_slice_by_its_number() -> None:
