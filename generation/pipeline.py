@@ -66,6 +66,8 @@ class RunSummary:
     stage2: str = "skipped"
     skipped_metrics: dict[str, str] = field(default_factory=dict)  # metric -> why its policy is incomplete
     migrated: int = 0  # tasks of an older gold meaning retired before this run
+    # admitted standard tasks of the domain from earlier runs that this run did not regenerate
+    earlier_tasks: int = 0
     ambiguous: int = 0  # tasks rejected: another task with a different answer asks the same question
     resumed: bool = False
     llm: dict[str, dict[str, int]] = field(default_factory=dict)  # calls, cache hits, failures, prompt tokens per stage
@@ -407,6 +409,7 @@ def _generate(pack: Pack, graph: Graph, pool: Pool | None, started: float, lease
     summary.ambiguous = ambiguous
     summary.skeletons = len(planned)
     summary.skipped_metrics, summary.migrated = enum.skipped, migrated
+    summary.earlier_tasks = int(graph.read("run_earlier_tasks", domain=pack.name, run=run_key)[0]["n"])
     summary.wall_seconds = round(time.perf_counter() - started, 2)
     summary.sql_seconds = round(sum(s["sql_seconds"] for s in stats), 2)
     summary.sql_statements = sum(int(s["statements"]) for s in stats)

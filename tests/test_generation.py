@@ -110,6 +110,16 @@ def test_same_seed_gives_the_same_task_set(gen: Generated) -> None:
     assert gen.second["run_key"] != gen.first.run_key
 
 
+def test_a_run_says_how_many_earlier_tasks_it_leaves_admitted(gen: Generated) -> None:
+    """A run that regenerates every task leaves none of the earlier run's; a smaller run leaves
+    the tasks it did not regenerate admitted, and says so: eval serves them unless given --run."""
+    assert gen.first.earlier_tasks == 0 and gen.second["earlier_tasks"] == 0
+    result = CliRunner().invoke(main, ["generate", str(gen.root), "--target", "2", "--min-per-type", "0", "--new"],
+                                terminal_width=400)
+    assert result.exit_code == 0, result.output
+    assert "admitted standard tasks of earlier runs" in result.output and "--run run:" in result.output, result.output
+
+
 # ------------------------------------------------------------------------------ stored SQL
 def derive(analysis: str, facts: dict[str, Any], rows: list[tuple[Any, ...]], base_rows: list[tuple[Any, ...]],
            digits: int) -> dict[str, Any] | None:
