@@ -42,15 +42,26 @@ def open_sizes(sizes: tuple[int, ...], weights: tuple[int, ...], n: int) -> list
     return [max(fitting, key=lambda kw: (comb(n, kw[0]), -kw[0]))]
 
 
-# Asks beyond one per source (a second question to one of them), and how often each is drawn: as
-# often two asks of one source as one, so one more ask says nothing about one more source. Single,
-# parallel and exploratory contracts draw them; sequential and interactive ask each source once.
+# How many asks a request holds, drawn alike for single, parallel and exploratory requests (the
+# exploratory request's question for its sources counts as one ask): where its sources take fewer,
+# some are asked another question. On a small catalog every fan-out and cover is a pair, so a count
+# of asks that followed the sources (one for a single request, four for an exploratory one) gave
+# the behaviour away; drawn alike, each count is as likely under each behaviour. A fan-out that
+# already takes as many asks asks one source a second question half the time (EXTRA_ASKS), so
+# one more ask still says nothing about one more source.
+ASKS = (2, 3, 4)
+# A single request may also ask once: its sources' every ask must slip past the strict word-match, and on
+# a small catalog few requests of four asks to one database do.
+SINGLE_ASKS = (1, 2, 3)
 EXTRA_ASKS = (0, 1)
-EXTRA_ASK_WEIGHTS = (1, 1)
+# The most asks beyond one per source a contract may hold (a single request of max(ASKS) asks).
+MAX_EXTRA_ASKS = max(ASKS) - 1
 
 
-def extra_asks(ctx: BuildContext) -> int:
-    return ctx.rng.choices(EXTRA_ASKS, weights=EXTRA_ASK_WEIGHTS)[0]
+def extra_asks(ctx: BuildContext, base: int, asks: tuple[int, ...] = ASKS) -> int:
+    """How many more asks than `base` (the asks the sources take, once each) the request holds."""
+    total = ctx.rng.choice(asks)
+    return total - base if total > base else ctx.rng.choice(EXTRA_ASKS)
 
 
 def distinct_units(ctx: BuildContext, infos: list[UnitInfo], n: int) -> list[ContractUnit]:

@@ -1,6 +1,7 @@
 """Exploratory contracts: the request asks for the fewest sources covering named capabilities;
 the required set is the unique minimum set of databases (two or more) whose capabilities cover them.
-Half the time one of them is asked a second question (routing/build_common.py, EXTRA_ASKS).
+Some of them are asked a second question, as many as the request's drawn number of asks needs
+(routing/build_common.py, ASKS).
 
 Capabilities are entity labels of the public catalog (what `search entities` shows), so a
 router can check the cover itself. A contract is kept only when the minimum cover is unique.
@@ -70,7 +71,9 @@ def exploratory_candidates(ctx: BuildContext) -> Iterator[Contract]:
             # nothing to explore, the request would be a parallel or single one in other words
             continue
         units: list[ContractUnit] = []
-        twice = set(ctx.rng.sample(sorted(covers[0]), extra_asks(ctx)))  # a source asked a second question
+        # the sources asked a second question; the question for the sources is one ask too
+        k = len(covers[0])
+        twice = set(ctx.rng.sample(sorted(covers[0]), min(k, extra_asks(ctx, k + 1))))
         for db in sorted(covers[0]):
             found = _units_for(ctx, db, {c for c in caps if db in holders[c]}, 2 if db in twice else 1)
             if not found:

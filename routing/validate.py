@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from dibench.routing.build_common import EXTRA_ASKS
+from dibench.routing.build_common import MAX_EXTRA_ASKS
 from dibench.routing.build_exploratory import MIN_COVER, minimum_covers
 from dibench.routing.build_sequential import value_type
 from dibench.routing.compare import CompareConfig, fingerprint
@@ -90,7 +90,7 @@ class Validator:
 
     @staticmethod
     def _asks_per_source(c: Contract, b: Branch) -> None:
-        """Single, parallel and exploratory contracts may ask their sources max(EXTRA_ASKS) more
+        """Single, parallel and exploratory contracts may ask their sources MAX_EXTRA_ASKS more
         questions than one each (the count of asks then does not give the count of sources);
         sequential and interactive ones ask each source once. Two asks of one source differ in
         question and in result."""
@@ -98,7 +98,7 @@ class Validator:
         for u in b.units:
             per_db[u.database].append(u)
         extra = len(b.units) - len(per_db)
-        allowed = max(EXTRA_ASKS) if c.behaviour in ("single", "parallel", "exploratory") else 0
+        allowed = MAX_EXTRA_ASKS if c.behaviour in ("single", "parallel", "exploratory") else 0
         if extra > allowed:
             raise ContractInvalid(c.task_id, "structure", f"branch {b.branch_id}: {extra} asks beyond one per "
                                                           f"source, at most {allowed}")
