@@ -392,3 +392,15 @@ def test_compatibility_follows_the_dimension_type(dimension: str, types: set[str
     assert {a.NAME for a in registry() if a.compatible(plain)} == types
     ruled = skeleton(pack, "MINI-REV-001", dimension, ["MINI-R-OUTLIER"])
     assert {a.NAME for a in registry() if a.compatible(ruled)} == types | {"knowledge_retrieval", "counterfactual"}
+
+
+def test_a_filtered_count_or_sum_is_additive_on_the_calendar() -> None:
+    """The clinic's consultation revenue, `SUM(a.fee) FILTER (WHERE a.status = 'attended')`, is a
+    sum: a month without rows is 0, as the answer format says, not a month left out."""
+    from dibench.generation.analyses.trend import additive
+
+    assert additive("SELECT SUM(a.fee) FILTER (WHERE a.status = 'attended') AS value FROM t a")
+    assert additive("SELECT COUNT(*) FILTER (WHERE a.status = 'attended') AS value FROM t a")
+    assert additive("SELECT COALESCE(SUM(a.fee) FILTER (WHERE a.ok), 0) AS value FROM t a")
+    assert not additive("SELECT AVG(a.wait) FILTER (WHERE a.ok) AS value FROM t a")
+    assert not additive("SELECT 100.0 * COUNT(*) FILTER (WHERE a.ok) / NULLIF(COUNT(*), 0) AS value FROM t a")

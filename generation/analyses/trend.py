@@ -23,8 +23,8 @@ def compatible(sk: Skeleton) -> bool:
 
 
 def additive(sql: str | None) -> bool:
-    """Whether the metric's value is a count or a sum (a COUNT or SUM, or COALESCE of one, is its
-    whole select expression): a month without rows is then 0, not unknown."""
+    """Whether the metric's value is a count or a sum (a COUNT or SUM, filtered or not, or COALESCE
+    of one, is its whole select expression): a month without rows is then 0, not unknown."""
     if not sql:
         return False
     try:
@@ -35,6 +35,8 @@ def additive(sql: str | None) -> bool:
         return False
     value = tree.expressions[0].unalias()
     if isinstance(value, exp.Coalesce):
+        value = value.this
+    if isinstance(value, exp.Filter):  # COUNT(*) FILTER (WHERE ...) counts, SUM(x) FILTER (...) sums
         value = value.this
     return isinstance(value, (exp.Count, exp.Sum))
 
