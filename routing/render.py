@@ -18,7 +18,7 @@ from dibench.routing.validate import Validator
 from dibench.routing.view import CatalogView
 from dibench.stores.llm import ask_structured
 
-TEMPLATE_VERSION = "template/v3"
+TEMPLATE_VERSION = "template/v4"
 
 # A request carries what is asked and nothing derived from the gold SQL: no topic line of the gold
 # tables, no numbering, no count of sources, no binding column. Its layout (how many sentences, how
@@ -50,6 +50,7 @@ LOWER_STARTS = frozenset("what which how who whom whose when where why list show
 SENTENCES = (1, 2, 3)  # sentences of a request's layout, whatever it asks (up to four asks each)
 MAX_ASKS_PER_SENTENCE = 4  # "a, b, c, and d" reads as a list; five or more in one sentence run on
 JOINING_WORDS = (0, 1, 2)  # joining words the layout adds, whatever it asks
+TURN_ATTEMPTS = 20  # draws of the breaks at a change of mood before any break that fits will do
 
 
 def _clause(text: str) -> str:
@@ -85,10 +86,18 @@ def laid_out(asks: list[str], rng: random.Random) -> str:
     sentences, words_wanted = rng.choice(SENTENCES), rng.choice(JOINING_WORDS)
     groups = max(min(sentences, len(asks)), -(-len(asks) // MAX_ASKS_PER_SENTENCE))
     sentences = max(sentences, groups)
+    # Sentence breaks go first where a question meets an instruction: "How many people live in
+    # Gelderland, return the country name" runs on, and "What grade is Kyle in, and list ..." loses
+    # its question mark. How many breaks there are is drawn above, whatever the asks.
+    turns = [i for i in range(1, len(asks)) if _mark(asks[i - 1]) != _mark(asks[i])]
+    attempt = 0
     while True:  # a cut leaving no sentence with more than MAX_ASKS_PER_SENTENCE asks
-        cuts = sorted(rng.sample(range(1, len(asks)), groups - 1)) if groups > 1 else []
+        first = rng.sample(turns, min(groups - 1, len(turns))) if attempt < TURN_ATTEMPTS else []
+        rest = [i for i in range(1, len(asks)) if i not in first]
+        cuts = sorted(first + rng.sample(rest, groups - 1 - len(first))) if groups > 1 else []
         if max(b - a for a, b in zip([0, *cuts], [*cuts, len(asks)])) <= MAX_ASKS_PER_SENTENCE:
             break
+        attempt += 1
     inner = len(asks) - groups
     with_word = min(words_wanted, inner)
     joiners = [rng.choice(INNER_WORD) for _ in range(with_word)] + [rng.choice(INNER_BARE)

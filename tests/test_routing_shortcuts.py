@@ -266,6 +266,13 @@ def test_validation_refuses_a_request_that_breaks_a_wording_rule() -> None:
             assert sentence.count(",") <= 3, text
             if sentence.count(",") >= 2:
                 assert sentence[sentence.rfind(","):].startswith(", and "), text
+    # a question and an instruction share a sentence only when the layout has no break to part them
+    mixed = ["How many singers are there?", "Which pets are cats?", "List the dogs.", "Show every stadium."]
+    for seed in range(200):
+        text = laid_out(mixed, random.Random(seed))
+        holding = [s for s in re.split(r"(?<=[.?!])\s+", text) if re.search(r"singers|pets|dogs|stadium", s)]
+        if len(holding) >= 2:
+            assert not any(re.search(r"singers|pets", s) and re.search(r"dogs|stadium", s) for s in holding), text
     assert paraphrase("final table made") == "final table made"
     assert paraphrase("number products") == "numbers of products"
 
