@@ -50,7 +50,7 @@ def open_sizes(sizes: tuple[int, ...], weights: tuple[int, ...], n: int) -> list
 # already takes as many asks asks one source a second question half the time (EXTRA_ASKS), so
 # one more ask still says nothing about one more source.
 ASKS = (2, 3, 4)
-# A single request may also ask once: its sources' every ask must slip past the strict word-match, and on
+# A single request may also ask once: each of its asks must slip past the strict word-match, and on
 # a small catalog few requests of four asks to one database do.
 SINGLE_ASKS = (1, 2, 3)
 EXTRA_ASKS = (0, 1)
