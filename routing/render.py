@@ -18,7 +18,7 @@ from dibench.routing.validate import Validator
 from dibench.routing.view import CatalogView
 from dibench.stores.llm import ask_structured
 
-TEMPLATE_VERSION = "template/v4"
+TEMPLATE_VERSION = "template/v5"
 
 # A request carries what is asked and nothing derived from the gold SQL: no topic line of the gold
 # tables, no numbering, no count of sources, no binding column. Its layout (how many sentences, how
@@ -46,7 +46,8 @@ CLOSINGS_WORD = ("Thanks, and have a good day.", "Many thanks, and kind regards.
 AROUND = {("opening", False): OPENINGS_BARE, ("opening", True): OPENINGS_WORD,
           ("closing", False): CLOSINGS_BARE, ("closing", True): CLOSINGS_WORD}
 LOWER_STARTS = frozenset("what which how who whom whose when where why list show find give return count tell "
-                         "is are was were do does did can name point".split())
+                         "is are was were do does did can name point sort describe compute please for in among "
+                         "on of what's".split())
 SENTENCES = (1, 2, 3)  # sentences of a request's layout, whatever it asks (up to four asks each)
 MAX_ASKS_PER_SENTENCE = 4  # "a, b, c, and d" reads as a list; five or more in one sentence run on
 JOINING_WORDS = (0, 1, 2)  # joining words the layout adds, whatever it asks
@@ -54,7 +55,7 @@ TURN_ATTEMPTS = 20  # draws of the breaks at a change of mood before any break t
 
 
 def _clause(text: str) -> str:
-    return text.strip().rstrip(".?! ")
+    return " ".join(text.split()).rstrip(".?! ")  # a released question's double space goes too
 
 
 def _mark(text: str) -> str:

@@ -273,6 +273,12 @@ def test_validation_refuses_a_request_that_breaks_a_wording_rule() -> None:
         holding = [s for s in re.split(r"(?<=[.?!])\s+", text) if re.search(r"singers|pets|dogs|stadium", s)]
         if len(holding) >= 2:
             assert not any(re.search(r"singers|pets", s) and re.search(r"dogs|stadium", s) for s in holding), text
+    # an ask that follows another inside a sentence opens in lower case, whatever its first word
+    for seed in range(100):
+        text = laid_out(["How many singers are there?", "Sort the dogs by age.", "For each pet, give its owner."],
+                        random.Random(seed))
+        assert not re.search(r"(, |also |and )(Sort|For)\b", text), text
+    assert "  " not in laid_out(["List the Episode of all  TV series.", "How many dogs are there?"], random.Random(0))
     assert paraphrase("final table made") == "final table made"
     assert paraphrase("number products") == "numbers of products"
 
