@@ -59,7 +59,8 @@ MAX_EXTRA_ASKS = max(ASKS) - 1
 
 
 def extra_asks(ctx: BuildContext, base: int, asks: tuple[int, ...] = ASKS) -> int:
-    """How many more asks than `base` (the asks the sources take, once each) the request holds."""
+    """How many more asks than `base` (the asks the sources take, once each) the request holds;
+    for a base of two or more, never more than base (max(ASKS) - 2 or one of EXTRA_ASKS)."""
     total = ctx.rng.choice(asks)
     return total - base if total > base else ctx.rng.choice(EXTRA_ASKS)
 

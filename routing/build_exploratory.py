@@ -73,7 +73,7 @@ def exploratory_candidates(ctx: BuildContext) -> Iterator[Contract]:
         units: list[ContractUnit] = []
         # the sources asked a second question; the question for the sources is one ask too
         k = len(covers[0])
-        twice = set(ctx.rng.sample(sorted(covers[0]), min(k, extra_asks(ctx, k + 1))))
+        twice = set(ctx.rng.sample(sorted(covers[0]), extra_asks(ctx, k + 1)))
         for db in sorted(covers[0]):
             found = _units_for(ctx, db, {c for c in caps if db in holders[c]}, 2 if db in twice else 1)
             if not found:

@@ -48,7 +48,7 @@ def parallel_candidates(ctx: BuildContext) -> Iterator[Contract]:
     while sizes:  # a small catalog draws only the fan-outs that leave a choice of sets
         k = ctx.rng.choices([k for k, _ in sizes], weights=[w for _, w in sizes])[0]
         chosen = ctx.rng.sample(dbs, k)
-        twice = set(ctx.rng.sample(chosen, min(k, extra_asks(ctx, k))))  # the sources asked a second question
+        twice = set(ctx.rng.sample(chosen, extra_asks(ctx, k)))  # the sources asked a second question
         units = [u for db in chosen for u in distinct_asks(ctx, db, 2 if db in twice else 1)]
         yield one_branch_contract(ctx, "parallel", units, AnswerCondition(
             kind="each-unit", description="each unit's result, computed independently of the others",
