@@ -2,7 +2,7 @@
 
 An edge is verified when applying the rule's operation to the metric's SQL changes the answer on
 at least one slice: the whole time range, every value of each dimension of the metric, every
-month. The slices of a side come from one GROUPING SETS statement, and `prefetch` computes the
+month, every value of each dimension in each month. The slices of a side come from one GROUPING SETS statement, and `prefetch` computes the
 side without rules and every effect's side of a metric in one scan (docs/architecture.md,
 "Ingest"); a statement that already groups, or DIBENCH_GROUPED_PLAN=0, runs one per slice.
 """
@@ -70,7 +70,7 @@ def rounded(v: Any, digits: int) -> Any:
     return v
 
 
-Keys = list[tuple[str, exp.Expression | None]]
+Keys = list[tuple[str, exp.Expression | None]]  # a key of two expressions is an exp.Tuple of them
 Answers = dict[str, dict[str, Any]]  # slice key label -> {slice: rounded value}
 SideCache = dict[tuple[str, str], Answers]  # (SQL, parameters) of one side -> its answers, for some keys
 
@@ -79,16 +79,23 @@ def side_key(tree: exp.Expression, params: dict[str, Any]) -> tuple[str, str]:
     return render(tree), json.dumps(params, sort_keys=True, default=str)
 
 
+def _grouped(k: exp.Expression) -> exp.Expression:
+    """What a key is grouped by: a month key (TO_CHAR of a DATE_TRUNC) by the DATE_TRUNC."""
+    return k.this if isinstance(k, exp.ToChar) else k
+
+
 def grouping_sets(tree: exp.Expression, keys: Keys) -> exp.Expression:
-    """One statement for every slice key: the keys, GROUPING() of them (which set a row is of) and
-    the tree's projections, GROUP BY GROUPING SETS ((), (key1), ...). A month key (TO_CHAR of a
-    DATE_TRUNC) is grouped by the DATE_TRUNC and formatted once per group, not once per row."""
+    """One statement for every slice key: the keys of one expression, GROUPING() of them (which
+    set a row is of) and the tree's projections, GROUP BY GROUPING SETS ((), (key1), ...,
+    (key1, key3)). A month key is grouped by the DATE_TRUNC and formatted once per group, not once
+    per row; a key of two expressions reuses the projections of its members."""
     tree = tree.copy()
     select = outer_select(tree)
-    shown = [k for _, k in keys if k is not None]
-    grouped = [k.this if isinstance(k, exp.ToChar) else k for k in shown]
+    shown = [k for _, k in keys if k is not None and not isinstance(k, exp.Tuple)]
+    grouped = [_grouped(k) for k in shown]
     sets = [exp.Tuple(expressions=[]) if k is None else
-            exp.Paren(this=(k.this if isinstance(k, exp.ToChar) else k).copy()) for _, k in keys]
+            exp.Tuple(expressions=[_grouped(m).copy() for m in k.expressions]) if isinstance(k, exp.Tuple) else
+            exp.Paren(this=_grouped(k).copy()) for _, k in keys]
     select.set("expressions", [*[exp.alias_(e.copy(), f"k{i}") for i, e in enumerate(shown)],
                                exp.alias_(exp.func("GROUPING", *[e.copy() for e in grouped]), "grouping_set"),
                                *[p.copy() for p in select.expressions]])
@@ -96,24 +103,32 @@ def grouping_sets(tree: exp.Expression, keys: Keys) -> exp.Expression:
     return hoist_row_subqueries(tree)
 
 
+def slice_label(values: list[Any]) -> str:
+    """A slice of a key of two expressions is its two values, `value|month`."""
+    return "|".join(str(v) for v in values)
+
+
 def grouped_rows(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], keys: Keys,
                  *, schema: str | None = None) -> list[tuple[str, str, tuple[Any, ...]]]:
     """(key label, slice, the tree's projections) of every row of the GROUPING SETS statement."""
-    exprs = len([k for _, k in keys if k is not None])
+    singles = [k for _, k in keys if k is not None and not isinstance(k, exp.Tuple)]
+    exprs = len(singles)
     everything = (1 << exprs) - 1
     bits: dict[int, str] = {}
-    positions: dict[str, int] = {}
+    members: dict[str, list[int]] = {}
     for label, key in keys:  # GROUPING(k0..kn) sets bit n-1-i when k_i is not in the row's set
         if key is None:
             bits[everything] = label
-        else:
-            positions[label] = len(positions)
-            bits[everything & ~(1 << (exprs - 1 - positions[label]))] = label
+            continue
+        members[label] = [singles.index(m) for m in key.expressions] if isinstance(key, exp.Tuple) \
+            else [singles.index(key)]
+        bits[everything & ~sum(1 << (exprs - 1 - i) for i in members[label])] = label
     res = wh.execute_readonly(render(grouping_sets(tree, keys)), params, schema=schema)
     out = []
     for r in res.rows:
         label = bits[r[exprs]]
-        out.append((label, str(r[positions[label]]) if label in positions else "all", tuple(r[exprs + 1:])))
+        slice_ = slice_label([r[i] for i in members[label]]) if label in members else "all"
+        out.append((label, slice_, tuple(r[exprs + 1:])))
     return out
 
 
@@ -144,14 +159,18 @@ def side_answers(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], ke
 
 
 def slice_keys(metric: MetricSpec, tree: exp.Expression, effects: list[AnyEffect]) -> Keys:
-    """The whole window, each dimension the metric (or an effect's condition) slices by, each month."""
+    """The whole window, each dimension the metric (or an effect's condition) slices by, each month,
+    and each dimension's values month by month: a task asks for one value over whole months, and a
+    rule that bites only on small groups (a minimum group size) bites first on one month's."""
     keys: Keys = [("all", None)]
     dims = list(metric.dimensions)
     for eff in effects:
         if eff.applies_when and eff.applies_when.dimension not in dims:
             dims.append(eff.applies_when.dimension)
     keys += [(d, column(tree, d)) for d in dims]
-    keys.append(("month", month_bucket(aliased_column(metric.time_ref))))
+    month = month_bucket(aliased_column(metric.time_ref))
+    keys.append(("month", month))
+    keys += [(f"{d} by month", exp.Tuple(expressions=[column(tree, d), month.copy()])) for d in dims]
     return keys
 
 
@@ -201,6 +220,11 @@ def slice_answers(wh: Warehouse, tree: exp.Expression, params: dict[str, Any], k
     if key is None:
         res = wh.execute_readonly(render(tree), params, schema=schema)
         return {"all": rounded(res.rows[0][0], digits)} if res.rows else {}
+    if isinstance(key, exp.Tuple):
+        first, second = key.expressions
+        shaped = group_by(group_by(tree, first, "k0", with_count=False), second, "k1", with_count=False)
+        res = wh.execute_readonly(render(shaped), params, schema=schema)
+        return {slice_label([r[1], r[0]]): rounded(r[2], digits) for r in res.rows}
     res = wh.execute_readonly(render(group_by(tree, key, with_count=False)), params, schema=schema)
     return {str(r[0]): rounded(r[1], digits) for r in res.rows}
 

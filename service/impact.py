@@ -27,8 +27,8 @@ def impact(graph: Graph, rule_id: str, domain: str | None = None) -> dict[str, A
         dims.setdefault(a["dimension"], set()).add(f"applies when = {a['value']}")
     for m in metrics:
         for s in m["changed_slices"]:
-            if "=" in s and not s.startswith("month="):
-                dims.setdefault(s.split("=", 1)[0], set()).add("answer changes on its slices")
+            if "=" in s and not s.startswith("month="):  # `region=North`, `region by month=North|2024-03`
+                dims.setdefault(s.split("=", 1)[0].removesuffix(" by month"), set()).add("answer changes on its slices")
     for t in tasks:
         if t["dimension"]:
             dims.setdefault(t["dimension"], set()).add("tasks")

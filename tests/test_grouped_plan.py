@@ -28,7 +28,7 @@ from dibench.sqlops.dialect import parse, render
 from dibench.stores.graph import Graph
 from dibench.stores.pack_data import schema_columns
 from dibench.stores.warehouse import Warehouse
-from tests.fixtures.packs import MINIPACK, copy_pack, delete_domain, edit_front, ensure_mini_loaded
+from tests.fixtures.packs import MINIPACK, copy_pack, delete_domain, edit_front, edit_metrics, ensure_mini_loaded
 
 # ------------------------------------------------------------------------------ on the tree
 @pytest.mark.parametrize("sql,reason", [
@@ -259,6 +259,26 @@ def test_edge_verification_is_the_same_on_both_paths(name: str, warehouse: Wareh
     legacy_checks = edge_checks(pk, warehouse)
     assert grouped_checks == legacy_checks
     assert sum(c.verified for c in grouped_checks) >= 5 and not any(c.error for c in grouped_checks)
+
+
+@pytest.mark.parametrize("grouped_plan", [True, False])
+def test_a_minimum_group_size_that_bites_in_one_month_only_verifies_the_edge(
+        grouped_plan: bool, tmp_path: Path, warehouse: Warehouse, request: pytest.FixtureRequest) -> None:
+    """Satisfaction by plan and channel: every plan and channel holds over 1,200 orders and every
+    month over 140, but a plan or a channel in one month holds 45 to 64. A task asks for one plan
+    over whole months, so a minimum of 50 orders can suppress its answer: the edge is verified on
+    the (value, month) slices, and the rule is in the metric's policy."""
+    root = copy_pack(tmp_path / "pack", "mini_month_cells")
+    edit_metrics(root, lambda ms: [m.update(dimensions=["customers.plan", "orders.channel"]) for m in ms
+                                   if m["id"] == "MINI-SAT-001"])
+    edit_front(root / "rules" / "privacy.md", lambda f: f["effects"][0].update(min_n=50))
+    ensure_mini_loaded(warehouse)
+    if not grouped_plan:
+        request.getfixturevalue("legacy_plan")
+    [check] = [c for c in edge_checks(load_pack(root), warehouse) if c.rule_id == "MINI-R-PRIVACY"]
+    assert check.verified and check.changed_slices, check
+    assert all(s.startswith(("customers.plan by month=", "orders.channel by month=")) for s in check.changed_slices), check
+    assert check.slices_checked == 6  # all, plan, channel, month, plan by month, channel by month
 
 
 def test_a_variant_is_combined_only_when_it_adds_a_row_filter() -> None:

@@ -288,7 +288,7 @@ def test_llm_naming_a_wrong_metric_gives_an_unverified_edge(tmp_path: Path, grap
     _, edges = snapshot(graph, k)
     edge = edges[("MODIFIES", f"rule:{k}/MINI-R-LLM", f"metric:{k}/MINI-REV-001")]
     assert (edge["verified"], edge["changed_slices"]) == (False, [])
-    assert edge["slices_checked"] == 5  # all, region, plan, channel, month
+    assert edge["slices_checked"] == 8  # all, region, plan, channel, month, and the three by month
     [listed] = [r for r in rules_for(graph, "MINI-REV-001", k) if r["rule_id"] == "MINI-R-LLM"]
     assert listed["verified"] is False
 
