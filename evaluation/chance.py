@@ -58,9 +58,10 @@ def chance_levels(tasks: Sequence[TaskRecord], wh: Warehouse, kb: KnowledgeBase,
     does) and score it: read-only SQL and the knowledge base, no model. `scored`: the records to
     score the answers against (default: `tasks` themselves), e.g. the file an agent was scored on."""
     out: dict[str, Aggregates] = {}
+    memo: dict[tuple[str, str], Any] = {}  # one statement's result, whichever agent runs it first
     for name in agents:
         agent = REFERENCE_AGENTS[name]()
-        answers = {t.task_id: run_one(agent, t, Toolbox(wh, kb, schema=db_schema)).answer for t in tasks}
+        answers = {t.task_id: run_one(agent, t, Toolbox(wh, kb, schema=db_schema, memo=memo)).answer for t in tasks}
         out[name] = Aggregates.of(score_run(scored if scored is not None else task_dicts(tasks), answers))
     return ChanceLevels(tasks=len(tasks), agents=out)
 

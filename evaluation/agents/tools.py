@@ -38,15 +38,24 @@ class Toolbox:
     events: list[dict[str, Any]] = field(default_factory=list)
     turn: int = 0
     cap: ResultCap = field(default_factory=ResultCap)  # rows and bytes read of one result, at most
+    # results of exact statements shared by the toolboxes of one chance-level run: the reference
+    # agents run the same base and variant statements of a task many times over
+    memo: dict[tuple[str, str], QueryResult] | None = None
 
     # -- direct forms (reference agents): results as objects, errors raised ---------------
     def sql(self, sql: str, params: dict[str, Any] | None = None, *, exact: bool = False) -> QueryResult:
         """`exact`: NUMERIC values stay Decimal (reference agents round them as generation does)."""
         started = time.perf_counter()
         event: dict[str, Any] = {"turn": self.turn, "tool": "sql_query", "args": {"sql": sql, "params": params or {}}}
+        key = (sql, json.dumps(params or {}, sort_keys=True, default=repr))
         try:
-            result = self.wh.execute_readonly(sql, params or {}, schema=self.schema, exact=exact, cap=self.cap,
-                                              agent=True)
+            if exact and self.memo is not None and key in self.memo:
+                result = self.memo[key]
+            else:
+                result = self.wh.execute_readonly(sql, params or {}, schema=self.schema, exact=exact, cap=self.cap,
+                                                  agent=True)
+                if exact and self.memo is not None:
+                    self.memo[key] = result
         except DibenchError as exc:
             event.update(ok=False, error=str(exc))
             raise

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from decimal import Decimal
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from dibench.core.facts import stated
@@ -28,8 +28,11 @@ _TERM = re.compile(r"`([^`]{1,40})`|\*\*([^*]{1,40})\*\*|\"([^\"]{1,40})\"|'([^'
 _TOKEN = re.compile(r"[A-Za-z]+|\d[\d,]*(?:\.\d+)?")
 
 
-def content_words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower())) - _STOP
+@lru_cache(maxsize=1 << 16)
+def content_words(text: str) -> frozenset[str]:
+    """The words of three letters or more, without the words every text shares; cached: an audit
+    compares every question with every sentence of the domain's documents."""
+    return frozenset(_WORD.findall(text.lower())) - _STOP
 
 
 def all_sentences(documents: tuple[str, ...]) -> list[str]:
@@ -72,7 +75,7 @@ def _plain(n: Decimal) -> int | float:
 def sentence_nearest_question(task: AuditTask, corpus: Corpus) -> str | None:
     """The sentence of any document sharing most words with the task's question."""
     every = corpus.summary(("all sentences",), lambda: all_sentences(corpus.documents))
-    return nearest_sentence(task.question, every)
+    return corpus.summary(("sentence nearest", task.question), lambda: nearest_sentence(task.question, every))
 
 
 Pick = Callable[[list[Any]], Any]
