@@ -2,9 +2,10 @@
 
 An edge is verified when applying the rule's operation to the metric's SQL changes the answer on
 at least one slice: the whole time range, every value of each dimension of the metric, every
-month, every value of each dimension in each month. The slices of a side come from one GROUPING SETS statement, and `prefetch` computes the
-side without rules and every effect's side of a metric in one scan (docs/architecture.md,
-"Ingest"); a statement that already groups, or DIBENCH_GROUPED_PLAN=0, runs one per slice.
+month, every value of each dimension in each month. The slices of a side come from one GROUPING
+SETS statement, and `prefetch` computes the side without rules and every effect's side of a
+metric in one scan (docs/architecture.md, "Ingest"); a statement that already groups, or
+DIBENCH_GROUPED_PLAN=0, runs one per slice.
 """
 from __future__ import annotations
 
