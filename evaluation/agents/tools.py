@@ -47,15 +47,16 @@ class Toolbox:
         """`exact`: NUMERIC values stay Decimal (reference agents round them as generation does)."""
         started = time.perf_counter()
         event: dict[str, Any] = {"turn": self.turn, "tool": "sql_query", "args": {"sql": sql, "params": params or {}}}
-        key = (sql, json.dumps(params or {}, sort_keys=True, default=repr))
+        memo = self.memo if exact else None
+        key = (sql, json.dumps(params or {}, sort_keys=True, default=repr)) if memo is not None else ("", "")
         try:
-            if exact and self.memo is not None and key in self.memo:
-                result = self.memo[key]
+            if memo is not None and key in memo:
+                result = memo[key]
             else:
                 result = self.wh.execute_readonly(sql, params or {}, schema=self.schema, exact=exact, cap=self.cap,
                                                   agent=True)
-                if exact and self.memo is not None:
-                    self.memo[key] = result
+                if memo is not None:
+                    memo[key] = result
         except DibenchError as exc:
             event.update(ok=False, error=str(exc))
             raise
