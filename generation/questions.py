@@ -220,6 +220,13 @@ def labelled(column: str | None, labels: dict[str, str] | None) -> str | None:
     return " and ".join(labels.get(part, part) for part in column.split(" and "))
 
 
+def question_template(what: str, op: str) -> tuple[str, str]:
+    """The template a knowledge question asks with for `what` an effect of `op` sets, and the verb
+    it says the records are (left out of / counted in): two rules' questions read alike when both are."""
+    formula = op in ("override", "adjust", "weight") and what in ("cutoff", "values")
+    return (f"{what}-formula" if formula else what), _LEFT_OUT.get(op, "counted in")
+
+
 def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
                        labels: dict[str, str] | None = None) -> str:
     """A knowledge question for the one thing a rule of the metric sets (knowledge.Asked), told
@@ -232,10 +239,9 @@ def knowledge_question(name: str, topic: dict[str, Any], rng: random.Random,
     # `k_symbol` are the transaction purpose and the standing order purpose
     column = (" and ".join(labels[r] for r in refs) if refs and labels and all(r in labels for r in refs)
               else labelled(asks.get("column"), labels))
-    formula = op in ("override", "adjust", "weight") and what in ("cutoff", "values")
-    key = f"{what}-formula" if formula else what
+    key, verb = question_template(what, op)
+    formula = key.endswith("-formula")
     one = asks.get("kind") != "list"
-    verb = _LEFT_OUT.get(op, "counted in")
     if what == "values" and not formula and column:
         column = f"values of the {column}" if asks.get("kind") == "list" else f"value of the {column}"
     columns = [str(c) for c in topic.get("columns") or []]

@@ -3,6 +3,8 @@ that say how the gold is computed (rounding, the trend's method, the tolerance o
 test's figures, the length of a knowledge answer). Pure: no services."""
 from __future__ import annotations
 
+from typing import Any
+
 from dibench.core.ambiguity import Asked, asked_about, duplicates, near_duplicates, same_answers
 from dibench.core.answers import months, trend_summary
 from dibench.core.contracts import MAX_WORDS, check_answer, task_contract
@@ -253,3 +255,30 @@ def test_a_comparison_whose_values_only_round_alike_is_not_asked() -> None:
     # equal exactly (two counts of 5) is one answer: "equal"
     assert not rounded_together([("a", 5, 5), ("b", 5, 5)], "a", "b", 0)
     assert not rounded_together([("a", 5, 5)], "a", "b", 0)
+
+
+def test_values_another_rule_singles_out_on_the_same_column_make_two_answers() -> None:
+    """Library's "Which values of the card type and fine type does our policy single out to decide
+    which records are left out of the fines assessed figure?" had the gold child, overdue (the
+    children's overdue fines), while the lost-item rule in force also leaves out a fine type (lost):
+    not one answer, so the question is not asked. A rule on another column leaves it alone."""
+    from dibench.generation.analyses.knowledge import candidates, singled_out_elsewhere
+
+    sql = ("SELECT SUM(f.amount) AS value FROM library.fines AS f JOIN library.loans AS l ON l.loan_id = f.loan_id "
+           "JOIN library.members AS m ON m.member_id = l.member_id")
+
+    def values(predicate: str) -> list[Any]:
+        asked = candidates([{"metric": "M", "op": "exclude", "predicate": predicate}], False, sql)
+        return [a for a in asked if a.what == "values"]
+
+    [child] = values("m.member_type = 'child' AND f.kind = 'overdue'")
+    lost = values("f.kind = 'lost'")
+    staff = values("m.branch = 'Central'")
+    assert child.facts == ("child", "overdue") and lost[0].facts == ("lost",)
+    assert singled_out_elsewhere(child, lost) and singled_out_elsewhere(lost[0], [child])
+    assert not singled_out_elsewhere(child, staff)
+    assert not singled_out_elsewhere(child, [child])  # the same values: the same answer
+    # Berka: a formula counting statuses B and D, and a rule leaving out status D: the questions differ
+    counted = candidates([{"metric": "M", "op": "override",
+                           "expression": "100.0 * COUNT(*) FILTER (WHERE f.kind IN ('overdue', 'lost'))"}], False, sql)
+    assert not singled_out_elsewhere(lost[0], [a for a in counted if a.what.startswith("values")])

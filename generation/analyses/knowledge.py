@@ -23,7 +23,7 @@ from dibench.generation.analyses.base import Outcome
 from dibench.generation.document_text import marked_sentences, plain
 from dibench.generation.grounding import Context
 from dibench.generation.knowledge_admission import lazy_problem
-from dibench.generation.questions import figure_name, knowledge_question, metric_words
+from dibench.generation.questions import figure_name, knowledge_question, metric_words, question_template
 from dibench.generation.shortcuts.dumps import in_words
 from dibench.generation.skeletons import Skeleton
 from dibench.sqlops.dialect import parse_expression
@@ -411,6 +411,31 @@ def other_dated_rule(docs: dict[str, Any], rule_id: str, metric_id: str) -> bool
     return any(rid != rule_id and dated(d) for rid, d in docs.items())
 
 
+SINGLED_OUT = frozenset({"values", "values-counted"})  # "which values of <columns> does our policy single out"
+
+
+def _columns_of(a: Asked) -> tuple[set[str], set[str]]:
+    """The table-qualified columns and the column words of what `a` asks about."""
+    return set(a.refs), set((a.column or "").split(" and ")) - {""}
+
+
+def singled_out_elsewhere(asked: Asked, others: list[Asked]) -> bool:
+    """Whether another rule in force singles out other values of a column `asked` names, in a
+    question that reads alike (the same template, records left out of or counted in): "which
+    card type and fine type does our policy single out to decide which records are left out"
+    is answered by the children's overdue fines (child, overdue) and by the lost-item fines
+    (lost) alike."""
+    if asked.what not in SINGLED_OUT:
+        return False
+    refs, words = _columns_of(asked)
+    for other in others:
+        theirs, their_words = _columns_of(other)
+        if question_template(other.what, other.op) == question_template(asked.what, asked.op) \
+                and set(other.facts) != set(asked.facts) and (refs & theirs or words & their_words):
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class Option:
     """One thing a knowledge task of the metric may ask: of which rule, what, the question and gold."""
@@ -473,6 +498,13 @@ def build(ctx: Context) -> Outcome | None:
         if o.asked.what == "columns":
             golds[o.question] |= {json.dumps(c) for r in ctx.skeleton.policy if r.rule_id != o.rule.rule_id
                                   for c in brought_in(_on_metric(r, ctx.metric.id), ctx.metric.sql)}
+    # "Which values of <columns> does our policy single out" has one answer per rule in force that
+    # singles out values of one of those columns
+    asks = {r.rule_id: candidates(_on_metric(r, ctx.metric.id), r.rule_type == "temporal", ctx.metric.sql,
+                                  ctx.metric.unit) for r in ctx.skeleton.policy}
+    for o in every:
+        if singled_out_elsewhere(o.asked, [a for rid, xs in asks.items() if rid != o.rule.rule_id for a in xs]):
+            golds[o.question].add("another rule's values")
     texts = [f"{d.front.title}\n{d.body}" for d in ctx.rule_docs.values()]
     # those a lazy reader cannot pick out by their place (knowledge_admission), the featured
     # rule's first; none: the featured rule's first with one answer, which stage 1 then refuses
