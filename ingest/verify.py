@@ -72,6 +72,7 @@ def rounded(v: Any, digits: int) -> Any:
 
 
 Keys = list[tuple[str, exp.Expression | None]]  # a key of two expressions is an exp.Tuple of them
+BY_MONTH = " by month"  # the label of a dimension's key month by month: `region by month`
 Answers = dict[str, dict[str, Any]]  # slice key label -> {slice: rounded value}
 SideCache = dict[tuple[str, str], Answers]  # (SQL, parameters) of one side -> its answers, for some keys
 
@@ -171,7 +172,7 @@ def slice_keys(metric: MetricSpec, tree: exp.Expression, effects: list[AnyEffect
     keys += [(d, column(tree, d)) for d in dims]
     month = month_bucket(aliased_column(metric.time_ref))
     keys.append(("month", month))
-    keys += [(f"{d} by month", exp.Tuple(expressions=[column(tree, d), month.copy()])) for d in dims]
+    keys += [(f"{d}{BY_MONTH}", exp.Tuple(expressions=[column(tree, d), month.copy()])) for d in dims]
     return keys
 
 

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from dibench.core.keys import rule_key
+from dibench.ingest.verify import BY_MONTH
 from dibench.service.update import resolve_rule
 from dibench.stores.graph import Graph
 from dibench.stores.policies import domain_policies
@@ -28,7 +29,7 @@ def impact(graph: Graph, rule_id: str, domain: str | None = None) -> dict[str, A
     for m in metrics:
         for s in m["changed_slices"]:
             if "=" in s and not s.startswith("month="):  # `region=North`, `region by month=North|2024-03`
-                dims.setdefault(s.split("=", 1)[0].removesuffix(" by month"), set()).add("answer changes on its slices")
+                dims.setdefault(s.split("=", 1)[0].removesuffix(BY_MONTH), set()).add("answer changes on its slices")
     for t in tasks:
         if t["dimension"]:
             dims.setdefault(t["dimension"], set()).add("tasks")
