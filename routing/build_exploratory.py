@@ -25,16 +25,18 @@ def minimum_covers(capabilities: list[str], holders: dict[str, frozenset[str]], 
     at covers of `max_size` databases)."""
     for size in range(1, min(len(capabilities), max_size or len(capabilities)) + 1):
         found: list[frozenset[str]] = []
-        _search(capabilities, holders, frozenset(), size, found, limit)
+        _search(capabilities, holders, frozenset(), size, found, limit, set())
         if found:
             return found
     return []
 
 
 def _search(caps: list[str], holders: dict[str, frozenset[str]], chosen: frozenset[str], size: int,
-            found: list[frozenset[str]], limit: int) -> None:
-    if len(found) >= limit:
+            found: list[frozenset[str]], limit: int, seen: set[frozenset[str]]) -> None:
+    # what is below a chosen set depends on the set alone: one reached again in another order finds nothing new
+    if len(found) >= limit or chosen in seen:
         return
+    seen.add(chosen)
     uncovered = [c for c in caps if not holders[c] & chosen]
     if not uncovered:
         if chosen not in found:
@@ -42,9 +44,10 @@ def _search(caps: list[str], holders: dict[str, frozenset[str]], chosen: frozens
         return
     if len(chosen) >= size:
         return
-    # branch on the databases able to cover the first uncovered capability (exact set cover)
-    for db in sorted(holders[uncovered[0]]):
-        _search(caps, holders, chosen | {db}, size, found, limit)
+    # branch on the databases able to cover the uncovered capability fewest databases hold (exact set cover)
+    pivot = min(uncovered, key=lambda c: len(holders[c]))
+    for db in sorted(holders[pivot]):
+        _search(caps, holders, chosen | {db}, size, found, limit, seen)
 
 
 def _units_for(ctx: BuildContext, db: str, caps: set[str], n: int) -> list[ContractUnit]:

@@ -25,7 +25,7 @@ from dibench.core.errors import ExtractionError
 from dibench.routing.errors import UnitSQLError
 from dibench.routing.models import Branch, RouteBranch, RouteContribution, RouteEdge, Strict
 from dibench.routing.sqlite_exec import SqliteExecutor, SqliteResult
-from dibench.routing.sqltree import parse_select, placeholders
+from dibench.routing.sqltree import sql_placeholders
 from dibench.routing.view import CatalogView, Locations
 from dibench.stores.llm import ask_structured
 
@@ -127,7 +127,7 @@ class RouteExecutor:
         return self._results[key]
 
     def _params(self, sql: str, incoming: list[RouteEdge], outcomes: BranchOutcomes) -> dict[str, Any]:
-        needed = sorted(placeholders(parse_select(sql)))
+        needed = sorted(sql_placeholders(sql))
         params: dict[str, Any] = {}
         for e in incoming:
             ups = outcomes.get(e.source, [])

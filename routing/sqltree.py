@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
@@ -187,6 +188,13 @@ def parameterise(tree: exp.Expression, index: int, parameter: str) -> exp.Expres
 
 def placeholders(tree: exp.Expression) -> set[str]:
     return {p.name for p in tree.find_all(exp.Placeholder) if p.name}
+
+
+@lru_cache(maxsize=32768)
+def sql_placeholders(sql: str) -> frozenset[str]:
+    """The placeholders of one read-only query, parsed once per text: every router of an audit binds the
+    same gold statements again."""
+    return frozenset(placeholders(parse_select(sql)))
 
 
 def identifiers(tree: exp.Expression) -> Iterable[str]:

@@ -22,7 +22,7 @@ from dibench.routing.errors import ContractInvalid, UnitSQLError
 from dibench.routing.models import Branch, Contract, ContractUnit, SourceUnit
 from dibench.routing.naming import words
 from dibench.routing.sqlite_exec import SqliteExecutor
-from dibench.routing.sqltree import parse_select, placeholders, schema_problems
+from dibench.routing.sqltree import parse_select, schema_problems, sql_placeholders
 from dibench.routing.task_store import base_unit_id
 from dibench.routing.view import CatalogView, Locations
 from dibench.routing.word_match import matcher_finding
@@ -39,6 +39,8 @@ class Validator:
     registry: dict[str, SourceUnit]
     bound_values: dict[str, list[Any]] = field(default_factory=dict)  # task id -> values bound at execution
     refuse_word_matched: bool = False  # refuse a request whose sources a word-matching of names finds
+    # (database, SQL) -> what is wrong with it, or None: candidate contracts share their units' statements
+    _schema_checked: dict[tuple[str, str], tuple[str, str] | None] = field(default_factory=dict)
 
     def validate(self, c: Contract) -> None:
         """Raise ContractInvalid naming the first failed check."""
@@ -139,14 +141,21 @@ class Validator:
                                   f"unit {u.unit_id} belongs to {expected_owner}, contract says {u.database}")
 
     def _schema(self, c: Contract, u: ContractUnit) -> None:
+        key = (u.database, u.sql)
+        if key not in self._schema_checked:
+            self._schema_checked[key] = self._schema_problem(u)
+        if (problem := self._schema_checked[key]) is not None:
+            check, detail = problem
+            raise ContractInvalid(c.task_id, check, f"unit {u.unit_id}: {detail}")
+
+    def _schema_problem(self, u: ContractUnit) -> tuple[str, str] | None:
+        """(check, detail) of what is wrong with the unit's statement on its database's schema, or None."""
         try:
             tree = parse_select(u.sql)
         except UnitSQLError as exc:
-            raise ContractInvalid(c.task_id, "read-only", f"unit {u.unit_id}: {exc}") from exc
+            return "read-only", str(exc)
         problems = schema_problems(tree, self.view.databases[u.database].schema_map())
-        if problems:
-            raise ContractInvalid(c.task_id, "schema", f"unit {u.unit_id}: " +
-                                  ", ".join(f"{p.kind} {p.name}" for p in problems))
+        return ("schema", ", ".join(f"{p.kind} {p.name}" for p in problems)) if problems else None
 
     # -- dependencies ------------------------------------------------------------------------
     def _acyclic(self, c: Contract, b: Branch) -> list[ContractUnit]:
@@ -180,7 +189,7 @@ class Validator:
         for e in b.edges:
             bound[e.target_unit].add(e.binding.parameter)
         for u in b.units:
-            needed = placeholders(parse_select(u.sql))
+            needed = set(sql_placeholders(u.sql))
             if needed != bound[u.unit_id]:
                 raise ContractInvalid(c.task_id, "bindings", f"unit {u.unit_id}: placeholders {sorted(needed)} "
                                                              f"but bindings {sorted(bound[u.unit_id])}")
