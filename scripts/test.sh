@@ -10,4 +10,6 @@ if ! .venv/bin/dibench services status | grep -q "neo4j .*up" ; then started_her
 cleanup() { if [ "$started_here" = 1 ] || [ "${CI:-}" = "true" ]; then .venv/bin/dibench services down; fi; }
 trap cleanup EXIT
 .venv/bin/python scripts/typecheck.py || { echo "mypy failed"; exit 1; }
-.venv/bin/pytest -q "$@"
+# two test processes (DIBENCH_TEST_WORKERS; 0 runs them in this one), each test file whole in one of
+# them; every process after the first starts servers of its own (tests/conftest.py)
+.venv/bin/pytest -q -n "${DIBENCH_TEST_WORKERS:-2}" --dist loadfile "$@"
