@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from dibench.core.config import get_settings
+from dibench.core.errors import NotFound
 from dibench.core.task_counts import count_tasks
 from dibench.core.keys import dimension_key, metric_key, rule_key
 from dibench.core.models import AdjustEffect, OverrideEffect
@@ -296,6 +297,8 @@ def generate(pack: Pack, graph: Graph, *, target: int = 40, seed: int = 42, work
     is gone is resumed (or the run `resume` names; `new` forces a fresh run): its plan is kept,
     the skeletons not yet done are processed, augmentation goes on from what is there."""
     started = time.perf_counter()
+    if not graph.read("eval_domain", domain=pack.name):  # else an empty run, and "0 admitted" says nothing of why
+        raise NotFound(f"domain {pack.name!r} is not in the graph", hint=f"run `dibench ingest {pack.name}` first")
     # The domain's write lease, for the whole run: no rule changes under it (update-rule and
     # ingest wait for it, then refuse in one line), so no task is admitted under a superseded
     # version. The worker processes start (and import) while this one enumerates and plans.

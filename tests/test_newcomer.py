@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from psycopg import sql
 
 from dibench.cli.main import main
+from dibench.core.errors import NotFound
 from dibench.core.pack import Pack, load_pack
 from dibench.generation.pipeline import generate
 from dibench.ingest.database import load_database
@@ -221,3 +222,13 @@ def test_piped_tables_are_plain_and_whole(synced: Pack) -> None:
     assert lines[1].split("\t")[:2] == ["rule", "type"]
     assert "MINI-R-PHONE" in {line.split("\t")[0] for line in lines[2:]}
     assert "…" not in res.output
+
+
+def test_generate_before_ingest_says_to_ingest_and_opens_no_run(graph: Graph, tmp_path: Path) -> None:
+    pack = load_pack(copy_pack(tmp_path / "pack", "never_ingested_x"))
+    delete_domain(graph, pack.name)
+    with pytest.raises(NotFound, match=r"^domain 'never_ingested_x' is not in the graph$") as caught:
+        generate(pack, graph, target=5)
+    assert caught.value.hint == "run `dibench ingest never_ingested_x` first"
+    assert graph.read("eval_domain", domain=pack.name) == []
+    assert not graph.read("test_domain_nodes", domain=pack.name)
