@@ -146,6 +146,7 @@ def ingest_pack(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | No
     if only_rules is None:  # `domain validate`'s catalog checks: a bad metric refuses the ingest whole
         refuse_problems(catalog_problems(pack, schema_columns(wh, pack.schema)))
     schema = plan_schema(pack, wh) if only_rules is None else None
+    schema_warnings = schema.warnings if schema is not None else []
     catalog = plan_catalog(pack) if only_rules is None else None
     counters: dict[str, int] = {}
     transactions = n_rows = 0
@@ -158,7 +159,7 @@ def ingest_pack(pack: Pack, graph: Graph, wh: Warehouse, llm: BaseChatModel | No
     transactions, n_rows = transactions + more_tx, n_rows + more_rows
     # Advice, not a failure: a missing index makes generation slow, never wrong.
     advice = [n.line(pack.schema) for n in missing_indexes(pack, wh)] if only_rules is None else []
-    report = IngestReport(pack.name, counters, warnings=rules.warnings + advice,
+    report = IngestReport(pack.name, counters, warnings=schema_warnings + rules.warnings + advice,
                           failures=rules.failures + rules.conflicts, rows=n_rows, transactions=transactions)
     if only_rules is None:
         # A routing catalog that holds this schema may have been ingested first: whichever side comes

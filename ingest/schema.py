@@ -1,11 +1,14 @@
 """Schema step: tables, foreign-key joins and dimensions (with cardinality measured on the data).
 
 Which columns are dimensions: exactly those a pack declares in pack.yaml `dimensions`, each
-typed temporal / spatial / categorical / numeric. Cardinality is COUNT(DISTINCT column).
+typed temporal / spatial / categorical / numeric. Cardinality is COUNT(DISTINCT column). A
+dimension declared categorical on a column of fractional numbers (a price, an order total: a dbt
+semantic layer declares such dimensions) is ingested as numeric, with a warning: no task slices a
+metric "for the 18.02 order total".
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
@@ -22,6 +25,14 @@ class SchemaPlan:
     tables: list[dict[str, Any]]
     joins: list[dict[str, Any]]
     dimensions: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+
+
+FRACTIONAL = ("numeric", "decimal", "real", "double", "float")  # column types whose values are amounts
+
+
+def _fractional(column_type: str) -> bool:
+    return str(column_type).lower().startswith(FRACTIONAL)
 
 
 def _cardinality(wh: Warehouse, schema: str, table: str, column: str) -> int:
@@ -51,14 +62,19 @@ def plan_schema(pack: Pack, wh: Warehouse) -> SchemaPlan:
             joins.append({"src": table_key(domain, t), "dst": table_key(domain, fk.referred_table),
                           "columns": ",".join(pairs)})
     known = {t["props"]["name"] for t in tables}
-    dims = []
+    dims, warnings = [], []
     for d in pack.spec.dimensions:
         t, c = d.column.split(".")
         if t not in known:
             raise DibenchError(f"{pack.root}/pack.yaml: dimensions: table {t!r} not in schema {schema!r}")
+        kind = d.type.value
+        if kind == "categorical" and _fractional(dict(shapes[t].columns).get(c, "")):
+            kind = "numeric"
+            warnings.append(f"{pack.root}/pack.yaml: dimension {d.column} is declared categorical but holds "
+                            f"fractional numbers: ingested as numeric (no task slices a metric by one of its values)")
         dims.append(row(dimension_key(domain, d.column), {
-            "domain": domain, "column": d.column, "table": t, "name": c, "type": d.type.value, "label": d.label,
+            "domain": domain, "column": d.column, "table": t, "name": c, "type": kind, "label": d.label,
             "cardinality": _cardinality(wh, schema, t, c),
         }, table=table_key(domain, t)))
     unique_joins = {(j["src"], j["dst"], j["columns"]): j for j in joins}  # two identical FK constraints: one edge
-    return SchemaPlan(tables, [unique_joins[k] for k in sorted(unique_joins)], dims)
+    return SchemaPlan(tables, [unique_joins[k] for k in sorted(unique_joins)], dims, warnings)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
@@ -19,6 +20,7 @@ from dibench.core.errors import ExtractionError, PackErrors
 from dibench.core.pack import load_pack
 from dibench.ingest.extract import extract_effects
 from dibench.ingest.pipeline import IngestReport, ingest_pack
+from dibench.ingest.schema import plan_schema
 from dibench.service.queries import graph_stats, rules_for
 from dibench.stores.graph import Graph
 from dibench.stores.warehouse import Warehouse
@@ -312,3 +314,19 @@ def test_no_llm_and_no_effects_warns_and_ingests_the_rule_bare(tmp_path: Path, g
     assert result.exit_code == 0, result.output
     assert "rules/llm.md: no effects in front matter and no LLM configured" in result.output
     assert "graph writes: no changes" in result.output
+
+
+def test_a_categorical_dimension_of_fractional_numbers_is_ingested_as_numeric(warehouse: Warehouse,
+                                                                               tmp_path: Path) -> None:
+    root = copy_pack(tmp_path / "pack", "mini_amounts")
+    spec = yaml.safe_load((root / "pack.yaml").read_text())
+    spec["dimensions"] += [{"column": "orders.amount", "type": "categorical", "label": "order amount"},
+                           {"column": "orders.rating", "type": "categorical", "label": "order rating"}]
+    (root / "pack.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    ensure_mini_loaded(warehouse)
+    plan = plan_schema(load_pack(root), warehouse)
+    kinds = {d["props"]["column"]: d["props"]["type"] for d in plan.dimensions}
+    assert kinds["orders.amount"] == "numeric"  # numeric(10,2): "for the 18.02 order amount" is no slice
+    assert kinds["orders.rating"] == kinds["orders.channel"] == "categorical"  # whole numbers stay as declared
+    assert plan.warnings == [f"{root}/pack.yaml: dimension orders.amount is declared categorical but holds fractional "
+                             "numbers: ingested as numeric (no task slices a metric by one of its values)"]
