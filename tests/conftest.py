@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from dibench.core import secrets
 from dibench.core.config import get_settings
 from dibench.stores import local
 from dibench.stores.graph import Graph, apply_schema, get_graph
@@ -34,8 +35,10 @@ def _isolate_worker(n: int) -> None:
         if target.exists() and not link.is_symlink():
             link.symlink_to(target, target_is_directory=True)
     pg, bolt = base.pg_port + 10 * n, base.neo4j_bolt_port + 10 * n
-    os.environ.pop("DIBENCH_NEO4J_PASSWORD", None)
-    os.environ.update(DIBENCH_STATE_DIR=str(state), DIBENCH_PG_PORT=str(pg), DIBENCH_NEO4J_BOLT_PORT=str(bolt),
+    # the password given, not left to the state folder: a command that loads the repository's `.env`
+    # (`inspect eval` does) would otherwise take the install's
+    os.environ.update(DIBENCH_NEO4J_PASSWORD=secrets.ensure_secret(state, secrets.NEO4J),
+                      DIBENCH_STATE_DIR=str(state), DIBENCH_PG_PORT=str(pg), DIBENCH_NEO4J_BOLT_PORT=str(bolt),
                       DIBENCH_NEO4J_URI=f"bolt://127.0.0.1:{bolt}",
                       DIBENCH_DATABASE_URL=f"postgresql+psycopg://dibench@127.0.0.1:{pg}/dibench")
     get_settings.cache_clear()
