@@ -127,6 +127,8 @@ def unscorable(c: Candidate, v: Vocabulary) -> str | None:
     t = c.analysis_type
     if t in ("point_query", "threshold_crossing") and a.get("value") is None:
         return "no scorable expected answer (value suppressed or empty)"
+    if t == "point_query" and a.get("value") == 0:  # "food revenue of a drink": the constant 0 answers it
+        return "no scorable expected answer (the value is 0, which a constant gives)"
     if t == "comparison" and (a.get("value_a") is None or a.get("value_b") is None or a.get("higher") == "undetermined"):
         return "no scorable expected answer (a compared group has no value)"
     if t in ("ranking", "decomposition", "counterfactual") and not a.get("rows"):

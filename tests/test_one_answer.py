@@ -282,3 +282,20 @@ def test_values_another_rule_singles_out_on_the_same_column_make_two_answers() -
     counted = candidates([{"metric": "M", "op": "override",
                            "expression": "100.0 * COUNT(*) FILTER (WHERE f.kind IN ('overdue', 'lost'))"}], False, sql)
     assert not singled_out_elsewhere(lost[0], [a for a in counted if a.what.startswith("values")])
+
+
+def test_a_point_query_whose_value_is_zero_is_not_asked() -> None:
+    # jaffle's "food revenue for the oatmilk chai latte product description": a drink has no food revenue,
+    # and the constant 0 answers the question without a look at the data
+    from dibench.generation.validation import Candidate, Vocabulary, unscorable
+
+    def point(value: float | None) -> Candidate:
+        return Candidate(key="task:t/p", skeleton_key="s", domain="t", analysis_type="point_query", tier="K+A",
+                         metric_id="M", rule_ids=[], rule_versions=[], dimension="p.d", dimension_type="categorical",
+                         question="What was the food revenue for the chai product between June and August 2019?",
+                         answer_format="JSON", gold_answer={"value": value}, base_answer=None, gold_sql=None,
+                         base_sql=None, gold_params={}, base_params={}, tables=[])
+
+    vocab = Vocabulary(frozenset())
+    assert unscorable(point(0.0), vocab) == "no scorable expected answer (the value is 0, which a constant gives)"
+    assert unscorable(point(0.01), vocab) is None
